@@ -1,0 +1,65 @@
+# brain: `make run` starts everything; `make test` runs the whole suite.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV := .venv
+PY := $(VENV)/bin/python
+
+# Python 3.12+: python3.12/python3.13 on PATH when they actually run, else an installed pyenv
+# version (its shim may point at an older global), else nothing.
+FIND_PYTHON = for c in python3.13 python3.12; do \
+    if command -v $$c >/dev/null 2>&1 && $$c -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then command -v $$c; exit 0; fi; \
+  done; \
+  root=$$(pyenv root 2>/dev/null || echo "$$HOME/.pyenv"); \
+  for p in $$(ls -d "$$root"/versions/3.1[2-9]*/bin/python3.1[2-9] 2>/dev/null | sort -V -r); do \
+    if "$$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then echo "$$p"; exit 0; fi; \
+  done
+
+.PHONY: help run test lint format bench demo stop clean-venv
+
+help:
+	@echo "make run    start brain at http://127.0.0.1:8000 (web, worker, beat)"
+	@echo "make test   run the whole test suite"
+	@echo "make lint   ruff check and format check"
+	@echo "make stop   stop the embedded PostgreSQL and Valkey if something left them running"
+
+$(PY):
+	@python=$$($(FIND_PYTHON)); \
+	if [ -z "$$python" ]; then echo "brain needs Python 3.12 or newer: install python3.12 (or a pyenv 3.12 version) and run make again." >&2; exit 1; fi; \
+	echo "Creating $(VENV) with $$python"; \
+	"$$python" -m venv $(VENV) && $(PY) -m pip install --quiet --upgrade pip
+
+$(VENV)/.runtime: requirements.txt | $(PY)
+	$(PY) -m pip install --quiet -r requirements.txt
+	@touch $@
+
+$(VENV)/.dev: requirements-dev.txt requirements.txt | $(PY)
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	@touch $(VENV)/.runtime $@
+
+run: $(VENV)/.runtime
+	@$(PY) -m brain.run
+
+# Browser tests drive Debian's chromium; install it when it is missing (as root, or with sudo).
+chromium:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  echo "Installing Debian chromium for the browser tests…"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium fonts-dejavu-core >/dev/null; \
+	fi
+
+test: $(VENV)/.dev chromium
+	@$(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests — that is a failure, not a pass." >&2; fi; \
+	exit $$status
+
+lint: $(VENV)/.dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(VENV)/.dev
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+stop: $(VENV)/.runtime
+	@$(PY) -c "from brain import embedded; embedded.postgres.stop(); embedded.valkey.stop(); print('embedded servers stopped')"

@@ -1,0 +1,23 @@
+from django.conf import settings
+from django.http import HttpRequest
+from django.urls import NoReverseMatch, reverse
+
+
+def navigation(request: HttpRequest) -> dict:
+    """The app's tabs, from settings.BRAIN_NAVIGATION; a tab whose app is not installed is left out.
+
+    Lower apps never link up to higher ones in code: the list lives in settings.
+    """
+    if not getattr(request, "user", None) or not request.user.is_authenticated:
+        return {"navigation": []}
+    tabs = []
+    for label, url_name, staff_only in settings.BRAIN_NAVIGATION:
+        if staff_only and not request.user.is_staff:
+            continue
+        try:
+            url = reverse(url_name)
+        except NoReverseMatch:
+            continue
+        current = request.path == url or (url != "/" and request.path.startswith(url))
+        tabs.append({"label": label, "url": url, "current": current})
+    return {"navigation": tabs}

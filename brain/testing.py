@@ -1,0 +1,135 @@
+"""Test harness pieces shared by every app's tests: a real Celery worker and headless Chromium.
+
+Imported only from conftest.py files.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+from brain import embedded
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+# Tests get a Valkey of their own, so a `make run` worker never takes a test's task.
+test_valkey = embedded.EmbeddedValkey(name="valkey-test")
+
+
+def database_url(settings_dict: dict) -> str:
+    """A DATABASE_URL for another process to reach the database this test run is using."""
+    host = settings_dict.get("HOST") or ""
+    if host.startswith("/"):
+        host = quote(host, safe="")
+    user = quote(settings_dict.get("USER") or "")
+    password = settings_dict.get("PASSWORD") or ""
+    credentials = f"{user}:{quote(password)}@" if password else f"{user}@" if user else ""
+    port = f":{settings_dict['PORT']}" if settings_dict.get("PORT") else ""
+    return f"postgres://{credentials}{host}{port}/{settings_dict['NAME']}"
+
+
+@contextmanager
+def celery_worker(
+    settings_dict: dict, *, concurrency: int = 1, extra_env: dict | None = None
+) -> Iterator[subprocess.Popen]:
+    """A real ``celery worker`` process on the test database and the test broker.
+
+    Yields once the worker has connected and is ready; stops it (warm shutdown) on exit.
+    """
+    test_valkey.ensure_running()
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(settings_dict),
+        "REDIS_URL": test_valkey.url(0),
+        "PYTHONUNBUFFERED": "1",
+        **(extra_env or {}),
+    }
+    log_path = embedded.VAR_DIR / "log" / "test-worker.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    celery = str(Path(sys.executable).with_name("celery"))
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [
+                celery,
+                "-A",
+                "brain",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--pool",
+                "prefork",
+                "--concurrency",
+                str(concurrency),
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "--hostname",
+                f"test-worker-{os.getpid()}@%h",
+            ],
+            cwd=embedded.BASE_DIR,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        _wait_for(lambda: "ready." in log_path.read_text(), process, log_path, timeout=60)
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def use_test_broker() -> None:
+    """Make this process publish to the test broker, never to the one `make run` uses."""
+    from brain.celery import app
+
+    app.conf.broker_url = test_valkey.url(0)
+    app.conf.result_backend = test_valkey.url(0)
+
+
+def _wait_for(condition, process: subprocess.Popen, log_path: Path, *, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(
+                f"the worker exited with {process.returncode}:\n{log_path.read_text()[-3000:]}"
+            )
+        try:
+            if condition():
+                return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise TimeoutError(f"the worker was not ready in {timeout} s:\n{log_path.read_text()[-3000:]}")
+
+
+def wait_until(condition, *, timeout: float = 30, interval: float = 0.1, message: str = ""):
+    """Poll ``condition`` until it returns something truthy; fail the test after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(message or f"condition not met within {timeout} s")
+        time.sleep(interval)

@@ -1,0 +1,97 @@
+"""Fixtures every app's tests share: users, a real Celery worker, and headless Chromium."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from brain import embedded, testing
+
+# Playwright's sync API runs an event loop in the test thread; Django's ORM calls made from
+# that thread are still plain synchronous calls.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+_started_here: list = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    testing.use_test_broker()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if embedded.uses_embedded_database() and embedded.postgres.ensure_running():
+        _started_here.append(embedded.postgres)
+    if testing.test_valkey.ensure_running():
+        _started_here.append(testing.test_valkey)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Stop only what this run started: a `make run` going at the same time keeps its servers."""
+    from django.db import connections
+
+    connections.close_all()
+    for server in reversed(_started_here):
+        server.stop()
+
+
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture
+def password() -> str:
+    return PASSWORD
+
+
+@pytest.fixture
+def admin_user(django_user_model):
+    return django_user_model.objects.create_superuser(username="ada", password=PASSWORD)
+
+
+@pytest.fixture
+def alice(django_user_model):
+    return django_user_model.objects.create_user(username="alice", password=PASSWORD)
+
+
+@pytest.fixture
+def celery_worker(transactional_db):
+    """A real worker process on the test database; tests that use it see committed rows only."""
+    from django.db import connection
+
+    with testing.celery_worker(connection.settings_dict) as process:
+        yield process
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=testing.CHROMIUM, args=testing.CHROMIUM_ARGS, headless=True
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium, live_server):
+    """A fresh browser context (no cookies) with ``page.base_url`` set to the live server."""
+    context = chromium.new_context(
+        base_url=live_server.url, viewport={"width": 1280, "height": 900}
+    )
+    context.set_default_timeout(10_000)
+    browser_page = context.new_page()
+    yield browser_page
+    context.close()
+
+
+@pytest.fixture
+def signed_in_page(page, admin_user):
+    """A browser page signed in through the real login form as the admin."""
+    page.goto("/login/")
+    page.get_by_label("Username").fill(admin_user.username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(lambda url: "/login/" not in url)
+    return page

@@ -1,0 +1,37 @@
+// Small behaviours that make the pages calmer; every page works without them.
+(function () {
+  "use strict";
+
+  // Toasts: dismiss on ✕, fade on their own after a while unless they are errors.
+  function wireToasts(root) {
+    root.querySelectorAll(".toast:not([data-wired])").forEach(function (toast) {
+      toast.setAttribute("data-wired", "");
+      var close = toast.querySelector("[data-dismiss]");
+      if (close) close.addEventListener("click", function () { toast.remove(); });
+      if (!toast.classList.contains("error")) {
+        setTimeout(function () { toast.classList.add("leaving"); }, 6000);
+        setTimeout(function () { toast.remove(); }, 6600);
+      }
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { wireToasts(document); });
+  document.addEventListener("htmx:load", function (event) { wireToasts(event.target.ownerDocument || document); });
+
+  // A server-side event can ask for a toast: HX-Trigger: {"showToast": {"text": "...", "level": "success"}}
+  document.body && document.body.addEventListener("showToast", function (event) {
+    var box = document.getElementById("toasts");
+    if (!box) return;
+    var toast = document.createElement("div");
+    toast.className = "toast " + (event.detail.level || "info");
+    toast.setAttribute("role", "status");
+    var text = document.createElement("span");
+    text.textContent = event.detail.text || event.detail.value || "";
+    var close = document.createElement("button");
+    close.type = "button"; close.className = "toast-close"; close.textContent = "✕";
+    close.setAttribute("aria-label", "Dismiss"); close.setAttribute("data-dismiss", "");
+    toast.appendChild(text); toast.appendChild(close);
+    box.appendChild(toast);
+    wireToasts(box);
+  });
+})();
