@@ -89,9 +89,7 @@ def page(chromium, live_server):
 @pytest.fixture
 def signed_in_page(page, admin_user):
     """A browser page signed in through the real login form as the admin."""
-    page.goto("/login/")
-    page.get_by_label("Username").fill(admin_user.username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(lambda url: "/login/" not in url)
+    from brain.tests.pages import sign_in
+
+    sign_in(page, admin_user.username, PASSWORD)
     return page

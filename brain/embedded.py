@@ -47,13 +47,18 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
 
 
 def _pid_alive(pid: int) -> bool:
+    """True for a live process; a zombie (killed, not yet reaped by its parent) is not alive."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
+        pass
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
         return True
-    return True
+    return state not in {"Z", "X"}
 
 
 def _process_name(pid: int) -> str:
@@ -204,8 +209,7 @@ class EmbeddedPostgres:
             )
             if result.returncode != 0:
                 raise EmbeddedServiceError(f"initdb failed: {result.stderr.strip()}")
-        # A pid file from a killed server: PostgreSQL itself checks whether that pid is alive
-        # and its shared memory is still attached, and starts over the stale file when not.
+        self._clear_stale_pid_file()
         options = f"-h '' -k {self.socket_dir} -c max_connections=200"
         result = self._run(
             [
@@ -228,6 +232,42 @@ class EmbeddedPostgres:
                 f"see {self.log_path}"
             )
         self._ensure_database()
+
+    def _clear_stale_pid_file(self) -> None:
+        """Remove the pid file of a killed server once none of its processes remain.
+
+        PostgreSQL refuses to start while the pid in the file exists, and a killed postmaster
+        can linger as a zombie nobody reaps. Its orphaned backends exit on their own within a
+        moment; only when none is left (every postgres process chdirs into its data directory)
+        is the file safe to remove. The data itself is never touched: WAL replay recovers it.
+        """
+        pid_file = self.data_dir / "postmaster.pid"
+        if not pid_file.exists() or self.running_pid() is not None:
+            return
+        deadline = time.monotonic() + 15
+        while leftovers := self._processes_in_data_dir():
+            if time.monotonic() > deadline:
+                raise EmbeddedServiceError(
+                    f"old PostgreSQL processes {leftovers} still use {self.data_dir}: stop them "
+                    "and start again."
+                )
+            time.sleep(0.2)
+        for stale in (pid_file, self.socket_dir / ".s.PGSQL.5432.lock",
+                      self.socket_dir / ".s.PGSQL.5432"):
+            stale.unlink(missing_ok=True)
+
+    def _processes_in_data_dir(self) -> list[int]:
+        data_dir = self.data_dir.resolve()
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if Path(os.readlink(entry / "cwd")) == data_dir and _pid_alive(int(entry.name)):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+        return found
 
     def _ensure_database(self) -> None:
         psql = [
