@@ -46,7 +46,7 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     """True for a live process; a zombie (killed, not yet reaped by its parent) is not alive."""
     try:
         os.kill(pid, 0)
@@ -145,7 +145,7 @@ class EmbeddedPostgres:
             pid = int(pid_file.read_text().splitlines()[0])
         except (OSError, ValueError, IndexError):
             return None
-        if _pid_alive(pid) and _process_name(pid) in {"postgres", "postmaster"}:
+        if pid_alive(pid) and _process_name(pid) in {"postgres", "postmaster"}:
             return pid
         return None
 
@@ -263,7 +263,7 @@ class EmbeddedPostgres:
             if not entry.name.isdigit():
                 continue
             try:
-                if Path(os.readlink(entry / "cwd")) == data_dir and _pid_alive(int(entry.name)):
+                if Path(os.readlink(entry / "cwd")) == data_dir and pid_alive(int(entry.name)):
                     found.append(int(entry.name))
             except OSError:
                 continue
@@ -333,7 +333,7 @@ class EmbeddedValkey:
             pid = int(self.pid_path.read_text().strip())
         except (OSError, ValueError):
             return None
-        if _pid_alive(pid) and _process_name(pid).startswith("valkey"):
+        if pid_alive(pid) and _process_name(pid).startswith("valkey"):
             return pid
         return None
 
@@ -416,7 +416,7 @@ class EmbeddedValkey:
             return
         os.kill(pid, 15)  # SIGTERM: Valkey saves its dump and exits
         deadline = time.monotonic() + 20
-        while _pid_alive(pid) and time.monotonic() < deadline:
+        while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
 
 

@@ -9,6 +9,7 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 
 from brain import embedded
 from brain.env import env_bool, env_int, env_list, env_str
@@ -167,6 +168,14 @@ CELERY_TIMEZONE = TIME_ZONE
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_BEAT_SCHEDULE = {
     "worker-heartbeat": {"task": "brain.tasks.heartbeat", "schedule": 60.0},
+    # The daily filing pass, early in the morning when nobody is editing.
+    "memory-daily-pass": {
+        "task": "memory.tasks.consolidate_daily",
+        "schedule": crontab(hour=env_int("BRAIN_DAILY_PASS_HOUR", 3, minimum=0, maximum=23),
+                            minute=30),
+    },
+    # Restarts a pass whose worker died or whose start message was lost.
+    "memory-sweep": {"task": "memory.tasks.sweep_consolidations", "schedule": 120.0},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
@@ -196,6 +205,10 @@ LOGGING = {
 
 BRAIN_ADMIN_USERNAME = env_str("BRAIN_ADMIN_USERNAME", "admin")
 
+# A consolidation pass rewrites the whole document plus the voice distillate; past this many
+# seconds it stops and writes nothing. Each model call gets the time that is left.
+BRAIN_CONSOLIDATION_DEADLINE_S = env_int("BRAIN_CONSOLIDATION_DEADLINE_S", 480, minimum=5)
+
 # The tabs in the page header: (label, URL name, staff only). Apps add theirs as they land.
 BRAIN_NAVIGATION = [
     ("House", "home", False),
@@ -203,4 +216,20 @@ BRAIN_NAVIGATION = [
     ("Findings", "review:findings", False),
     ("Sources", "knowledge:sources", False),
     ("Admin", "admin:index", True),
+]
+
+# --- LLM gateway (brain/llm) -----------------------------------------------------------------
+# Every model call goes through brain.llm.complete. With no key, brain runs on its offline
+# heuristics. Callers pass their own timeout (the time left in their deadline); retries of a
+# transient failure (429, 5xx, overloaded, no connection) stay inside that deadline too.
+ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
+ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")  # empty: the SDK's default endpoint
+BRAIN_LLM_MODEL = env_str("BRAIN_LLM_MODEL", "claude-sonnet-4-5")
+BRAIN_LLM_MAX_RETRIES = env_int("BRAIN_LLM_MAX_RETRIES", 1, minimum=0, maximum=5)
+
+# What `brain memory export` writes and `import` reads, in load order. Apps append theirs.
+BRAIN_EXPORT_SECTIONS = [
+    "memory.portable.change_log_section",
+    "memory.portable.document_section",
+    "memory.portable.inbox_section",
 ]

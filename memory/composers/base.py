@@ -36,6 +36,8 @@ class Candidate:
     confidence: str  # high | medium | low
     created_at: datetime
     taught_by: str = ""
+    # "add" folds the text in; "forget" removes the document lines that say the same thing.
+    action: str = "add"
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,9 @@ class Composition:
     document: str
     voice: str
     notes: list[str] = field(default_factory=list)  # one line per decision, for the run row
+    # Set when the composer chose not to write ("keep"): the document is the input, unchanged,
+    # and the candidates should stay queued. The reason is shown to a person.
+    kept_reason: str | None = None
 
 
 class Composer(Protocol):

@@ -1,0 +1,21 @@
+"""brain's LLM gateway: every model call in the project goes through ``complete``.
+
+    from brain import llm
+    answer = llm.complete(task="consolidate", system=..., prompt=..., max_tokens=8000,
+                          timeout=seconds_left, output=MyPydanticModel)
+
+Nothing outside ``brain.llm.anthropic_api`` imports a provider SDK.
+"""
+
+from brain.llm.errors import LLMError, LLMInvalidOutput, LLMTimeout, LLMUnavailable
+from brain.llm.gateway import Answer, complete, configured
+
+__all__ = [
+    "Answer",
+    "LLMError",
+    "LLMInvalidOutput",
+    "LLMTimeout",
+    "LLMUnavailable",
+    "complete",
+    "configured",
+]

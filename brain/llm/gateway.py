@@ -1,0 +1,127 @@
+"""``complete``: the one door every model call in brain goes through.
+
+Contract: one ``ModelCall`` row per call, whatever the outcome; the caller's timeout is a hard
+deadline for the whole call, retries included; structured output is validated before anyone
+sees it. Hazard: the row is written on the caller's database connection, so a caller inside a
+transaction that later rolls back loses it. Callers must not hold a transaction open across a
+model call anyway (the consolidator's rule).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+
+import pydantic
+from django.conf import settings
+
+from brain.llm import providers, structured
+from brain.llm.errors import LLMError, LLMTimeout, LLMUnavailable, one_line
+from brain.llm.providers import Provider, Reply
+from brain.models import ModelCall
+
+# A retry needs at least this long to be worth starting; less, and the call fails now.
+MIN_ATTEMPT_S = 1.0
+BACKOFF_BASE_S = 0.5
+BACKOFF_MAX_S = 8.0
+
+configured = providers.configured
+
+
+@dataclass(frozen=True)
+class Answer[T: pydantic.BaseModel]:
+    """A model's answer: the raw text, the validated object when one was asked for, the row."""
+
+    text: str
+    parsed: T | None
+    call_id: int
+
+
+def complete[T: pydantic.BaseModel](
+    *,
+    task: str,
+    system: str,
+    prompt: str,
+    max_tokens: int,
+    timeout: float,
+    output: type[T] | None = None,
+) -> Answer[T]:
+    """Ask the configured model; return its answer, validated as ``output`` when given.
+
+    ``timeout`` is the seconds left in the caller's deadline: <= 0 raises LLMTimeout without
+    calling. Transient failures are retried (BRAIN_LLM_MAX_RETRIES) only while the deadline
+    leaves room. Raises LLMTimeout, LLMUnavailable, LLMInvalidOutput or LLMError; LLMError
+    also when no provider is configured (no row is written then: nothing was asked).
+    """
+    provider = providers.from_settings()
+    if output is not None:
+        system = f"{system}\n\n{structured.instruction(output)}"
+    call = ModelCall(
+        task=task,
+        provider=provider.name,
+        model=provider.model,
+        input_bytes=len(system.encode()) + len(prompt.encode()),
+        timeout_s=timeout,
+    )
+    started = time.monotonic()
+    try:
+        reply = _send_within_deadline(
+            provider,
+            call,
+            system=system,
+            prompt=prompt,
+            max_tokens=max_tokens,
+            deadline=started + timeout,
+            timeout=timeout,
+        )
+        call.output = reply.text
+        call.input_tokens, call.output_tokens = reply.input_tokens, reply.output_tokens
+        parsed = (
+            structured.parse(reply.text, output, stop_reason=reply.stop_reason)
+            if output is not None
+            else None
+        )
+        call.state = ModelCall.State.OK
+    except LLMError as error:
+        call.state, call.error = error.state, str(error)
+        raise
+    except Exception as error:  # a bug, not a model failure: record it, then let it surface
+        call.state, call.error = ModelCall.State.ERROR, one_line(repr(error))
+        raise
+    finally:
+        call.latency_ms = round((time.monotonic() - started) * 1000)
+        call.save()
+    return Answer(text=reply.text, parsed=parsed, call_id=call.pk)
+
+
+def _send_within_deadline(
+    provider: Provider,
+    call: ModelCall,
+    *,
+    system: str,
+    prompt: str,
+    max_tokens: int,
+    deadline: float,
+    timeout: float,
+) -> Reply:
+    """Attempts until one answers, a non-transient error, the retry budget or the deadline."""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise LLMTimeout(f"No time was left for the model call ({timeout:.1f} s given).")
+        call.attempts += 1
+        try:
+            return provider.send(system=system, prompt=prompt, max_tokens=max_tokens, timeout=left)
+        except LLMUnavailable as error:
+            if call.attempts > settings.BRAIN_LLM_MAX_RETRIES:
+                raise
+            wait = error.retry_after if error.retry_after is not None else _backoff(call.attempts)
+            if deadline - time.monotonic() - wait < MIN_ATTEMPT_S:
+                raise  # no room left for another try: the caller hears the real reason
+            time.sleep(wait)
+
+
+def _backoff(attempts: int) -> float:
+    """Exponential, with jitter so several workers do not retry in step."""
+    return min(BACKOFF_BASE_S * 2 ** (attempts - 1), BACKOFF_MAX_S) * random.uniform(0.75, 1.0)

@@ -1,0 +1,753 @@
+"""Compare two short statements about a home, deterministically and without a model.
+
+Used by the offline composer (to dedupe, and to resolve contradictions newest-wins) and by the
+facts write gate (the same fact said two ways is stored once; facts that differ by a "not" are
+kept apart). Standard library only: the same two strings always give the same answer.
+
+The comparison is lexical, and says so. It works on:
+
+- content words: casefolded tokens minus stopwords, lightly stemmed ("sleeps", "sleeper" and
+  "sleeping" all become "sleep"), with entity ids (``light.office_lamp``) kept whole and numbers
+  kept with their unit ("19", "15%", "23:00", "8kw", "19°");
+- negation cues, judged clause by clause, so "the office, not the study" is not read as a
+  denial of "the office";
+- a short list of state-change cues ("moved", "no longer", "replaced", ...) and opposite
+  states ("on"/"off", "open"/"closed", ...).
+
+It knows no synonyms beyond stemming: "Sarah sleeps lightly" and "Sarah is a light sleeper"
+match because they share stems, "the lounge" and "the living room" do not.
+
+Public API: :func:`normalise`, :func:`content_words`, :func:`is_negated`, :func:`numbers`,
+:func:`compare` (returning a :class:`Comparison`) and :func:`section_for`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Literal
+
+Verdict = Literal["same", "refinement", "contradiction", "related", "novel"]
+VERDICTS: tuple[Verdict, ...] = ("same", "refinement", "contradiction", "related", "novel")
+
+SECTIONS: tuple[str, ...] = (
+    "House",
+    "People",
+    "Rooms",
+    "Devices",
+    "Preferences",
+    "Routines",
+    "Rules",
+)
+
+# --- Thresholds (similarities are Jaccard indices of content-word sets, 0..1) ---------------
+
+#: Two statements with this much content-word overlap, the same negations and the same numbers
+#: say the same thing. High on purpose: short statements that swap one word are usually
+#: different facts ("the kitchen lamp" / "the office lamp").
+SAME_THRESHOLD = 0.8
+
+#: Overlap (excluding the words that differ) above which two statements are about the same
+#: subject, so a flipped "not", a changed number or an opposite state makes them contradict.
+STRONG_OVERLAP = 0.6
+
+#: A new statement is a refinement when it keeps at least this share of the old statement's
+#: content words and adds more. Below 1.0 so a long statement may lose one word on the way.
+REFINEMENT_COVERAGE = 0.8
+
+#: A state-change cue ("moved", "sold", ...) in the new statement contradicts the old one when
+#: they share at least STATE_CHANGE_MIN_SHARED content words and the shared words are at
+#: least this share of the shorter statement's words (the cue word itself left out).
+STATE_CHANGE_OVERLAP = 0.6
+STATE_CHANGE_MIN_SHARED = 2
+
+#: A new statement whose content words all appear in the old one already says nothing new,
+#: provided it has at least this many content words (one shared word proves nothing).
+CONTAINED_MIN_WORDS = 2
+
+#: Below this similarity two statements have nothing worth linking: "novel".
+RELATED_THRESHOLD = 0.1
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A number with its unit, as found in a statement.
+
+    ``value`` is canonical ("19", "8.5", "23:00", "24/7"); ``unit`` is canonical ("" for a bare
+    number, "%", "°", "kw", "time", ...); ``text`` is how the statement wrote it and takes no
+    part in equality, so "19 degrees" equals "19°C".
+    """
+
+    value: str
+    unit: str
+    text: str = field(compare=False)
+
+    @property
+    def token(self) -> str:
+        """The content word standing for this quantity: "19", "15%", "8kw", "23:00"."""
+        return self.value if self.unit in ("", "time") else f"{self.value}{self.unit}"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How a new statement relates to an old one.
+
+    ``verdict`` is what callers act on. ``similarity`` is the topical overlap (Jaccard of
+    content words) and ignores polarity: "the lamp is on" and "the lamp is not on" score 1.0
+    and are a contradiction. ``reason`` is plain English for logs and run notes.
+    """
+
+    verdict: Verdict
+    similarity: float
+    reason: str
+
+
+# --- Normalising and tokenising --------------------------------------------------------------
+
+_QUOTES = str.maketrans(
+    {
+        "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
+        "\u00b4": "'", "`": "'",
+        "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"',
+        "\u00ab": '"', "\u00bb": '"',
+        "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-",
+        "\u2015": "-", "\u2212": "-",
+    }
+)  # fmt: skip
+_WHITESPACE = re.compile(r"\s+")
+_TRAILING = ".!?;:,\u2026 "
+
+
+def _unify(text: str) -> str:
+    """NFKC, straight quotes, hyphen-minus for every dash; case untouched."""
+    return unicodedata.normalize("NFKC", text).translate(_QUOTES)
+
+
+def normalise(text: str) -> str:
+    """Casefold, unify quotes and dashes, collapse whitespace, strip trailing punctuation.
+
+    Two statements that differ only in case, typography, spacing or a final full stop
+    normalise to the same string. Inner punctuation is kept (it separates clauses).
+    """
+    text = _WHITESPACE.sub(" ", _unify(text).casefold()).strip()
+    return text.rstrip(_TRAILING)
+
+
+def _word_set(text: str) -> frozenset[str]:
+    """A set of words written as one whitespace-separated string, for long word lists."""
+    return frozenset(text.split())
+
+
+_STOPWORDS = _word_set(
+    """
+    a about again against all also already always am an and any anything are around as at be
+    because been being both but by can could currently did do does doing during each either
+    else etc even ever every everything few for from further get gets got had has have having
+    he her here hers herself him himself his how i if in into is it its itself just let lot may
+    me might more most much must my myself now of once only or other our ours ourselves out own
+    please quite rather really same shall she should since so some something still such than
+    that the their theirs them themselves then there these they this those through to too
+    until us very via was we were what when where which while who whom whose why will with
+    would you your yours yourself yourselves
+    """
+)
+# Deliberately not stopwords: on/off, up/down, above/below, before/after (opposite states),
+# and the negation words, which are counted separately rather than dropped.
+
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|nothing|nobody|none|nowhere|neither|nor|cannot|[a-z]+n't)\b"
+)
+_NEGATION_WORDS = _word_set("not no never nothing nobody none nowhere neither nor cannot")
+
+_STATE_CHANGE = re.compile(
+    r"\b(?:no longer|not any ?more|any ?more|got rid of|switched (?:over )?to|gave away|"
+    r"given away|moved|left|stopped|replaced|nowadays|now|cancell?ed|canceled|sold|retired|"
+    r"removed|swapped|changed|broken|broke|died|uninstalled|disconnected|unplugged|gone)\b"
+)
+
+_OPPOSITES: tuple[tuple[str, str], ...] = (
+    ("on", "off"),
+    ("open", "closed"),
+    ("open", "shut"),
+    ("locked", "unlocked"),
+    ("enabled", "disabled"),
+    ("armed", "disarmed"),
+    ("upstairs", "downstairs"),
+    ("above", "below"),
+    ("before", "after"),
+    ("up", "down"),
+    ("inside", "outside"),
+    ("indoors", "outdoors"),
+    ("hot", "cold"),
+    ("warm", "cold"),
+)
+
+_UNITS: dict[str, str] = {
+    "%": "%", "percent": "%", "per cent": "%",
+    "°": "°", "°c": "°", "° c": "°", "degrees": "°", "degree": "°", "deg": "°", "c": "°",
+    "celsius": "°", "°f": "°f", "fahrenheit": "°f", "f": "°f",
+    "kw": "kw", "kilowatt": "kw", "kilowatts": "kw", "kwh": "kwh", "w": "w", "watt": "w",
+    "watts": "w", "v": "v", "volt": "v", "volts": "v", "a": "a", "amp": "a", "amps": "a",
+    "mm": "mm", "cm": "cm", "m": "m", "metre": "m", "metres": "m", "meter": "m",
+    "meters": "m", "km": "km", "mph": "mph", "kg": "kg", "g": "g", "lb": "lb", "lbs": "lb",
+    "l": "l", "litre": "l", "litres": "l", "liter": "l", "liters": "l", "ml": "ml",
+    "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
+    "min": "min", "mins": "min", "minute": "min", "minutes": "min",
+    "h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h",
+    "day": "d", "days": "d", "week": "wk", "weeks": "wk", "month": "mo", "months": "mo",
+    "year": "y", "years": "y", "yr": "y", "yrs": "y",
+    "db": "db", "lux": "lux", "lx": "lux", "ppm": "ppm", "rpm": "rpm", "mbps": "mbps",
+    "gb": "gb", "tb": "tb", "p": "p", "x": "x",
+    "st": "#", "nd": "#", "rd": "#", "th": "#",
+}  # fmt: skip
+# Most single letters only count as a unit when written against the number ("16a", "5s"):
+# "at 5 a week" must not become five amps. Ordinal suffixes are never spaced.
+_SPACED_UNITS = sorted(
+    (u for u in _UNITS if (len(u) > 1 or u in "wvcm") and u not in {"st", "nd", "rd", "th"}),
+    key=len,
+    reverse=True,
+)
+_ATTACHED_UNITS = sorted(_UNITS, key=len, reverse=True)
+
+_TOKEN = re.compile(
+    r"(?P<entity>\b[a-z_]{2,}\.[a-z0-9_]*[a-z0-9]\b)"
+    r"|(?P<time>\b(?:[01]?\d|2[0-3]):[0-5]\d(?:\s?[ap]m\b)?)"
+    r"|(?P<clock>\b(?:1[0-2]|0?[1-9])\s?[ap]m\b)"
+    r"|(?P<named_time>\b(?:midnight|midday|noon)\b)"
+    r"|(?P<ratio>\b\d+/\d+\b)"
+    r"|(?P<number>(?:(?<=\s)-|^-)?[£$€]?\d+(?:,\d{3})*(?:\.\d+)?)"
+    r"(?:\s?(?P<spaced>" + "|".join(re.escape(u) for u in _SPACED_UNITS) + r")(?!\w)"
+    r"|(?P<attached>" + "|".join(re.escape(u) for u in _ATTACHED_UNITS) + r")(?!\w))?"
+    r"|(?P<word>[^\W\d_]\w*)"
+)
+_CONTRACTIONS = (
+    (re.compile(r"\bwon't\b"), "will not"),
+    (re.compile(r"\bcan't\b"), "can not"),
+    (re.compile(r"\bshan't\b"), "shall not"),
+    (re.compile(r"n't\b"), " not"),
+    (re.compile(r"\bcannot\b"), "can not"),
+    (re.compile(r"'(?:s|re|ll|ve|d|m)\b"), " "),  # clitics are stopwords ("sarah's" -> "sarah")
+)
+# Clauses end at sentence punctuation, commas (not "1,000"), a spaced dash, and conjunctions.
+_CLAUSE_SPLIT = re.compile(
+    r"[.;!?]+(?=\s|$)|,(?!\d{3}\b)|\s-\s"
+    r"|\s(?:but|so|because|although|though|whereas|unless|except)\s"
+)
+_IRREGULAR = {"kept": "keep", "slept": "sleep", "children": "child", "people": "person"}
+
+
+@lru_cache(maxsize=8192)
+def _stem(word: str) -> str:
+    """Light suffix stripping: plurals, -ing, -ed, -ly, -er, and a final -e.
+
+    Not a linguist's stemmer; it only has to map the forms of one word to one key, so both
+    sides of a comparison agree ("moved"/"move" -> "mov", "stopped"/"stop" -> "stop").
+    """
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
+    if len(word) <= 3:
+        return word
+    w = word
+    if w.endswith("ies") and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith("sses") or w.endswith(("ches", "shes", "xes", "zes")):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    for suffix, min_stem in (("ing", 3), ("ed", 3), ("ly", 4), ("er", 4)):
+        if w.endswith(suffix) and len(w) - len(suffix) >= min_stem:
+            w = w[: -len(suffix)]
+            # "running" -> "runn" -> "run", "stopped" -> "stopp" -> "stop"
+            if len(w) >= 4 and w[-1] == w[-2] and w[-1] not in "lsz":
+                w = w[:-1]
+            break
+    if w.endswith("e") and len(w) > 3:
+        w = w[:-1]
+    return w
+
+
+def _canonical_number(raw: str) -> str:
+    """Canonical digits: "1,000" -> "1000", "19.50" -> "19.5", "007" -> "7"; sign kept."""
+    prefix = ""
+    while raw and raw[0] in "-£$€":
+        prefix, raw = prefix + raw[0], raw[1:]
+    raw = raw.replace(",", "")
+    whole, _, frac = raw.partition(".")
+    whole = whole.lstrip("0") or "0"
+    frac = frac.rstrip("0")
+    return prefix + (f"{whole}.{frac}" if frac else whole)
+
+
+def _clock(hours: int, minutes: int, meridiem: str) -> str:
+    if meridiem == "pm" and hours < 12:
+        hours += 12
+    elif meridiem == "am" and hours == 12:
+        hours = 0
+    return f"{hours:02d}:{minutes:02d}"
+
+
+def _kind(match: re.Match[str]) -> str:
+    """Which alternative of _TOKEN matched; a number's unit group counts as the number."""
+    kind = match.lastgroup or "word"
+    return "number" if kind in ("spaced", "attached") else kind
+
+
+def _quantity(kind: str, match: re.Match[str]) -> Quantity:
+    text = match.group(0)
+    if kind == "time":
+        hh, _, rest = text.partition(":")
+        return Quantity(_clock(int(hh), int(rest[:2]), rest[2:].strip()), "time", text)
+    if kind == "clock":
+        return Quantity(_clock(int(text[:-2].strip()), 0, text[-2:]), "time", text)
+    if kind == "named_time":
+        return Quantity("00:00" if text == "midnight" else "12:00", "time", text)
+    if kind == "ratio":
+        return Quantity(text, "", text)
+    unit = match.group("spaced") or match.group("attached") or ""
+    return Quantity(_canonical_number(match.group("number")), _UNITS.get(unit, unit), text)
+
+
+@dataclass(frozen=True)
+class _Tokens:
+    words: frozenset[str]  # content words, quantity tokens included
+    quantities: tuple[Quantity, ...]
+    surface: tuple[tuple[str, str], ...]  # (stem, first word it came from), for messages
+
+
+def _tokenise(norm: str) -> _Tokens:
+    """Content words and quantities of an already normalised string."""
+    text = norm
+    for pattern, replacement in _CONTRACTIONS:
+        text = pattern.sub(replacement, text)
+    words: list[str] = []
+    quantities: list[Quantity] = []
+    surface: dict[str, str] = {}
+    for match in _TOKEN.finditer(text):
+        kind = _kind(match)
+        raw = match.group(0)
+        if kind == "word":
+            # "entity_id" and "entity ids" are the same words; only domain.object ids stay whole.
+            for part in raw.split("_"):
+                # Single letters ("e.g." -> "e", "g") carry nothing.
+                if len(part) > 1 and part not in _STOPWORDS and part not in _NEGATION_WORDS:
+                    words.append(_stem(part))
+                    surface.setdefault(words[-1], part)
+            continue
+        if kind == "entity":
+            stem = raw
+        else:
+            quantity = _quantity(kind, match)
+            quantities.append(quantity)
+            stem = raw = quantity.token
+        words.append(stem)
+        surface.setdefault(stem, raw)
+    return _Tokens(frozenset(words), tuple(quantities), tuple(sorted(surface.items())))
+
+
+def content_words(text: str) -> frozenset[str]:
+    """The statement's content words: lowercase, stemmed, stopwords and negations removed.
+
+    Numbers come with their unit ("19", "15%", "23:00", "8kw", "19°" for "19 degrees") and
+    entity ids stay whole ("light.office_lamp"). Possessives are dropped ("Sarah's" -> "sarah").
+    """
+    return _parse(text).words
+
+
+def numbers(text: str) -> tuple[Quantity, ...]:
+    """Every number in the statement with its unit, in order of appearance.
+
+    Times become 24-hour "HH:MM" with unit "time" ("11pm", "23:00" and "midnight" included);
+    "19 degrees", "19°C" and "19c" are all ``Quantity("19", "°")``.
+    """
+    return _parse(text).quantities
+
+
+def is_negated(text: str) -> bool:
+    """True if the statement carries a negation cue: not, no, never, nothing, n't, cannot, ...
+
+    Presence, not parity ("never rename without asking" is negated). "Off" is a state, not
+    a negation: "the lamp is off" is not negated.
+    """
+    return bool(_parse(text).negations)
+
+
+# --- Parsed statements -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Clause:
+    words: frozenset[str]
+    negation: str  # the first negation cue as written, "" when the clause is positive
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    norm: str
+    words: frozenset[str]
+    quantities: tuple[Quantity, ...]
+    negations: tuple[str, ...]
+    clauses: tuple[_Clause, ...]
+    state_cues: tuple[str, ...]
+    surface: dict[str, str] = field(compare=False, hash=False)
+
+    @property
+    def plain_words(self) -> frozenset[str]:
+        """Content words without the quantity tokens: the statement's subject."""
+        return self.words - {q.token for q in self.quantities}
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str) -> _Parsed:
+    norm = normalise(text)
+    tokens = _tokenise(norm)
+    clauses = []
+    for part in _CLAUSE_SPLIT.split(norm):
+        words = _tokenise(part).words
+        if words:
+            cue = _NEGATION.search(part)
+            clauses.append(_Clause(words, cue.group(0) if cue else ""))
+    return _Parsed(
+        norm=norm,
+        words=tokens.words,
+        quantities=tokens.quantities,
+        negations=tuple(m.group(0) for m in _NEGATION.finditer(norm)),
+        clauses=tuple(clauses),
+        state_cues=tuple(m.group(0) for m in _STATE_CHANGE.finditer(norm)),
+        surface=dict(tokens.surface),
+    )
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    union = a | b
+    return len(a & b) / len(union) if union else 0.0
+
+
+def _quote(words: list[str], surface: dict[str, str], limit: int = 3) -> str:
+    return ", ".join(f"'{surface.get(w, w)}'" for w in words[:limit])
+
+
+# --- Contradiction checks: each returns a reason, or "" when it does not apply ---------------
+
+
+def _number_change(old: _Parsed, new: _Parsed) -> str:
+    """Same subject, same unit, a different value: "bedroom at 19" -> "bedroom at 21"."""
+    old_only = [q for q in old.quantities if q not in new.quantities]
+    new_only = [q for q in new.quantities if q not in old.quantities]
+    pair = next(((q, r) for q in old_only for r in new_only if q.unit == r.unit), None)
+    if pair is None or _jaccard(old.plain_words, new.plain_words) < STRONG_OVERLAP:
+        return ""
+    return f"same subject, {pair[0].text} \u2192 {pair[1].text}"
+
+
+def _state_change(old: _Parsed, new: _Parsed) -> str:
+    """The new statement says something changed ("moved", "sold", "no longer") about the
+    old one's subject."""
+    cues = [c for c in new.state_cues if c not in old.state_cues]
+    if not cues:
+        return ""
+    cue_words = frozenset().union(*(_tokenise(c).words for c in cues))
+    old_words, new_words = old.words - cue_words, new.words - cue_words
+    shared = old_words & new_words
+    smaller = min(len(old_words), len(new_words))
+    if len(shared) < STATE_CHANGE_MIN_SHARED or len(shared) / smaller < STATE_CHANGE_OVERLAP:
+        return ""
+    return f"state change: '{cues[0]}'"
+
+
+def _best_clause(clause: _Clause, others: tuple[_Clause, ...]) -> tuple[float, _Clause | None]:
+    """The most similar clause; on a tie, one with the same polarity (so no false flip)."""
+    best: tuple[float, bool, _Clause | None] = (0.0, False, None)
+    for other in others:
+        key = (_jaccard(clause.words, other.words), bool(other.negation) == bool(clause.negation))
+        if key > best[:2]:
+            best = (*key, other)
+    return best[0], best[2]
+
+
+def _negation_flip(old: _Parsed, new: _Parsed) -> str:
+    """A clause of one matches a clause of the other but only one of them is negated."""
+    for ours, theirs in ((old.clauses, new.clauses), (new.clauses, old.clauses)):
+        for clause in ours:
+            score, match = _best_clause(clause, theirs)
+            flipped = match is not None and bool(clause.negation) != bool(match.negation)
+            if flipped and score >= STRONG_OVERLAP:
+                return f"differs by a '{clause.negation or match.negation}'"
+    return ""
+
+
+_OPPOSITE_STEMS = tuple(
+    (x, y, _stem(x), _stem(y))
+    for first, second in _OPPOSITES
+    for x, y in ((first, second), (second, first))
+)
+
+
+def _opposite_state(old: _Parsed, new: _Parsed) -> str:
+    """An opposite state ("off" where the old said "on", ...) about the same subject."""
+    for x, y, sx, sy in _OPPOSITE_STEMS:
+        swapped = {sx, sy} & old.words == {sx} and {sx, sy} & new.words == {sy}
+        if swapped and _jaccard(old.words - {sx}, new.words - {sy}) >= STRONG_OVERLAP:
+            return f"opposite state: '{x}' \u2192 '{y}'"
+    return ""
+
+
+def _already_said(old: _Parsed, new: _Parsed) -> bool:
+    """Every clause of ``new`` sits inside one clause of ``old`` with the same polarity.
+
+    Clause by clause, so "Sarah is a light sleeper" is already said by "Sarah is a light
+    sleeper. Nothing in the hallway should go above 15% ...", while "the office is downstairs"
+    is not said by "the office is upstairs, not downstairs".
+    """
+    return bool(new.clauses) and all(
+        any(
+            clause.words <= theirs.words and bool(clause.negation) == bool(theirs.negation)
+            for theirs in old.clauses
+        )
+        for clause in new.clauses
+    )
+
+
+_CONTRADICTIONS = (_number_change, _state_change, _negation_flip, _opposite_state)
+
+
+def compare(old: str, new: str) -> Comparison:
+    """Judge ``new`` against ``old``, checking in this order (the first rule that fits wins):
+
+    1. "same": identical once normalised.
+    2. "contradiction": about the same subject (content-word overlap >= STRONG_OVERLAP once the
+       differing words are left out) and either a number of the same unit changed
+       ("same subject, 19 degrees → 21 degrees"); or the new one carries a state-change cue
+       the old one lacks ("state change: 'moved'"; see STATE_CHANGE_OVERLAP); or a clause is
+       negated in one and not the other ("differs by a 'not'"); or an opposite state
+       ("opposite state: 'on' → 'off'").
+    3. "refinement": the new one keeps >= REFINEMENT_COVERAGE of the old one's content words
+       and adds more.
+    4. "same": overlap >= SAME_THRESHOLD with equal negation counts and equal numbers; or
+       every clause of the new one (CONTAINED_MIN_WORDS content words at least) already sits
+       inside a clause of the old one with the same polarity. Statements that differ by a
+       "not" are therefore never "same".
+    5. "related": overlap >= RELATED_THRESHOLD; otherwise "novel".
+
+    Direction matters: "refinement" and the state-change cue are read from ``new``.
+    """
+    a, b = _parse(old), _parse(new)
+    if a.norm == b.norm:
+        return Comparison("same", 1.0, "identical once normalised")
+    similarity = round(_jaccard(a.words, b.words), 3)
+    for check in _CONTRADICTIONS:
+        reason = check(a, b)
+        if reason:
+            return Comparison("contradiction", similarity, reason)
+
+    added = sorted(b.words - a.words)
+    grows = bool(a.words) and len(b.words) > len(a.words)
+    if grows and len(a.words & b.words) / len(a.words) >= REFINEMENT_COVERAGE:
+        return Comparison("refinement", similarity, f"adds {_quote(added, b.surface)}")
+
+    same_polarity = len(a.negations) == len(b.negations)
+    if same_polarity and similarity >= SAME_THRESHOLD and set(a.quantities) == set(b.quantities):
+        return Comparison("same", similarity, "same content words, said another way")
+    if len(b.words) >= CONTAINED_MIN_WORDS and _already_said(a, b):
+        return Comparison("same", similarity, "already said by the old statement")
+
+    shared = sorted(a.words & b.words)
+    if shared and similarity >= RELATED_THRESHOLD:
+        return Comparison("related", similarity, f"shares {_quote(shared, b.surface)}")
+    return Comparison("novel", similarity, "nothing in common")
+
+
+# --- Which section of the memory document a statement belongs in ----------------------------
+
+_RULE_START = re.compile(
+    r"^(?:please\s+)?(?:never|always|don't|dont|do not|avoid|only ever|make sure|"
+    r"remember to|ask before|ask first|stop)\b"
+)
+_RULE_ANYWHERE = re.compile(
+    r"\b(?:without (?:asking|checking|permission|confirmation)|ask (?:me |us )?(?:before|first)|"
+    r"check with (?:me|us)|must (?:never|not|always)|mustn't|should (?:never|always)|"
+    r"(?:is|are) never to|(?:is|are) not allowed|not allowed to|never ever)\b"
+)
+_PREFERENCE = re.compile(
+    r"\b(?:prefers?|preferred|preference|likes|liked|dislikes?|loves|hates|wants|wanted|"
+    r"would rather|favou?rite|can't stand|"
+    r"(?:i|we|you|they|would|do|don't|not|also|really|both|all|kids|children|i'd|we'd|"
+    r"they'd|you'd) (?:like|love|hate|want|rather))\b"
+)
+
+# (section, weight, phrases). Weight 3 marks a cue that nearly decides on its own.
+_CUES: tuple[tuple[str, int, tuple[str, ...]], ...] = (
+    ("People", 3, (
+        "light sleeper", "heavy sleeper", "works from home", "work from home", "wfh",
+        "night shift", "shift work", "allergic", "allergy", "asthma", "hard of hearing",
+        "deaf", "wheelchair", "pregnant", "vegetarian", "vegan", "birthday", "early riser",
+        "night owl", "lives with", "lives here",
+    )),
+    ("People", 1, (
+        "wife", "husband", "partner", "son", "daughter", "kid", "child", "children", "baby",
+        "toddler", "teenager", "mum", "mom", "dad", "mother", "father", "parent", "grandma",
+        "grandad", "grandpa", "granny", "nan", "nana", "brother", "sister", "guest", "visitor",
+        "lodger", "flatmate", "housemate", "roommate", "nanny", "carer", "dog", "cat", "pet",
+        "puppy", "kitten", "family", "everyone", "person", "people", "he", "she", "him", "her",
+    )),
+    ("Routines", 3, ("every", "each morning", "each night", "each evening", "each day",
+                     "each week")),
+    ("Routines", 2, (
+        "weekday", "weekend", "daily", "nightly", "weekly", "monthly", "bedtime", "routine",
+        "schedule", "scheduled", "usually", "typically", "go to bed", "goes to bed", "gets up",
+        "get up", "wake up", "wakes up", "school run", "leaves for work", "gets home",
+        "comes home", "bin day",
+    )),
+    ("Routines", 1, (
+        "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+        "morning", "evening", "night", "sunrise", "sunset", "dusk", "dawn",
+    )),
+    ("Devices", 1, (
+        "light", "lamp", "bulb", "switch", "smart plug", "plug", "socket", "sensor",
+        "motion sensor", "thermostat", "trv", "fridge", "freezer", "fridge-freezer",
+        "dishwasher", "washing machine", "washer", "tumble dryer", "dryer", "oven", "hob",
+        "cooker", "kettle", "microwave", "tv", "television", "speaker", "soundbar", "sonos",
+        "chromecast", "router", "wifi", "wi-fi", "hub", "camera", "doorbell", "lock",
+        "smart lock", "blind", "curtain", "shutter", "fan", "extractor", "purifier",
+        "humidifier", "dehumidifier", "vacuum", "roomba", "charger", "ev charger", "zigbee",
+        "z-wave", "zwave", "mqtt", "esphome", "tasmota", "shelly", "hue", "tado", "nest",
+        "alexa", "echo", "homepod", "printer", "nas", "battery", "firmware", "entity",
+        "entity_id", "device", "appliance", "automation", "node-red", "integration", "defrost",
+        "fault", "brightness", "dimmer", "remote", "button", "valve", "alarm", "smoke alarm",
+        "smoke detector", "leak sensor",
+    )),
+    ("Rooms", 1, (
+        "kitchen", "bedroom", "master bedroom", "spare room", "guest room", "bathroom",
+        "en-suite", "ensuite", "office", "study", "hallway", "hall", "landing", "stairs",
+        "staircase", "garage", "loft", "attic", "basement", "cellar", "living room", "lounge",
+        "sitting room", "front room", "dining room", "utility room", "utility", "conservatory",
+        "porch", "nursery", "playroom", "toilet", "cloakroom", "wc", "downstairs", "upstairs",
+        "garden", "patio", "balcony", "shed", "workshop", "room", "snug",
+    )),
+    ("House", 2, ("address", "postcode", "built in", "heat pump", "weather compensation")),
+    ("House", 1, (
+        "heating", "air-source", "ground-source", "boiler", "radiator", "underfloor",
+        "hot water", "cylinder", "immersion", "thermal store", "flow temperature", "roof",
+        "insulation", "cavity wall", "double glazing", "glazing", "solar", "pv", "inverter",
+        "home battery", "tariff", "electricity", "gas", "mains", "water supply", "fuse box",
+        "consumer unit", "broadband", "fibre", "storey", "bungalow", "semi-detached",
+        "detached", "terraced", "apartment", "house", "property", "epc", "ventilation", "mvhr",
+        "chimney", "wood burner", "log burner", "septic", "borehole", "smart meter", "meter",
+        "driveway",
+    )),
+)  # fmt: skip
+
+_CUE_TABLE: dict[str, tuple[str, int]] = {}
+for _section, _weight, _phrases in _CUES:
+    for _phrase in _phrases:
+        _CUE_TABLE.setdefault(_phrase, (_section, _weight))
+
+
+def _squash(phrase: str) -> str:
+    """One key for "air-source", "air source" and "airsource"."""
+    return re.sub(r"[\s-]+", "", phrase)
+
+
+_CUE_BY_SQUASHED = {_squash(phrase): value for phrase, value in reversed(_CUE_TABLE.items())}
+
+_TIME_CUE = (
+    r"\b(?:at\s+)?(?:[01]?\d|2[0-3]):[0-5]\d\b"
+    r"|\b(?:at\s+)?(?:1[0-2]|0?[1-9])\s?[ap]m\b"
+    r"|\bat (?:1[0-2]|[1-9])\b(?!\s*(?:%|°|degrees?|percent|kw|kwh|w\b|watts?|v\b|c\b|f\b))"
+)
+_SECTION_CUE = re.compile(
+    r"(?P<entity>\b[a-z_]{2,}\.[a-z0-9_]*[a-z0-9]\b)"
+    r"|(?P<time>" + _TIME_CUE + r")"
+    r"|\b(?P<cue>"
+    + "|".join(
+        re.escape(p).replace(r"\ ", r"[\s-]+").replace(r"\-", r"[\s-]?")
+        for p in sorted(_CUE_TABLE, key=len, reverse=True)
+    )
+    + r")(?:s|es)?\b"
+)
+
+_PERSON_VERBS = (
+    "is|was|has|had|and|are|likes|like|prefers|wants|works|sleeps|wakes|gets|goes|leaves|"
+    "comes|needs|hates|loves|uses|says|takes|does|doesn't|can|can't|will|won't|would|should|"
+    "often|usually|always|never|lives|stays|visits|drives|walks|cycles|starts|finishes|plays|"
+    "studies|watches|reads|cooks|feeds"
+)
+_NAME = re.compile(r"\b([A-Z][a-z]+)(?='s\b|\s+(?:" + _PERSON_VERBS + r")\b)")
+_NOT_NAMES = (
+    _STOPWORDS
+    | _NEGATION_WORDS
+    | {w for phrase in _CUE_TABLE for w in re.split(r"[\s-]+", phrase)}
+    | _word_set(
+        "january february march april may june july august september october november december "
+        "brain home assistant google amazon apple ikea philips netflix spotify christmas easter "
+        "today tonight tomorrow yesterday it this that there everything nothing"
+    )
+)
+
+# Ties go to the earlier section: a timed habit is a routine before it is a device fact.
+_TIE_ORDER = ("Routines", "People", "Devices", "Rooms", "House")
+_HEAD_BONUS = 2  # the subject of the sentence decides more than a passing mention
+_NAME_WEIGHT = 2
+_ENTITY_WEIGHT = 3
+_HEAD_JOIN = re.compile(r"(?:'s)?[\s-]*")  # "garage fridge", "sarah's bedroom"
+
+
+def _cue_matches(original: str, norm: str) -> list[tuple[int, int, str, int]]:
+    """(start, end, section, weight) for every cue in ``norm``, in order, non-overlapping."""
+    found = []
+    for match in _SECTION_CUE.finditer(norm):
+        if match.lastgroup == "entity":
+            found.append((match.start(), match.end(), "Devices", _ENTITY_WEIGHT))
+        elif match.lastgroup == "time":
+            found.append((match.start(), match.end(), "Routines", 1))
+        else:
+            section, weight = _CUE_BY_SQUASHED[_squash(match.group("cue"))]
+            found.append((match.start(), match.end(), section, weight))
+    names = {m.group(1).casefold() for m in _NAME.finditer(_unify(original))}
+    for name in sorted(names - _NOT_NAMES):
+        for match in re.finditer(rf"\b{re.escape(name)}\b", norm):
+            found.append((match.start(), match.end(), "People", _NAME_WEIGHT))
+    return sorted(found)
+
+
+def _head_section(norm: str, matches: list[tuple[int, int, str, int]]) -> str:
+    """Section of the sentence's subject: the last cue of the first run of adjacent cues.
+
+    English compounds put the head last: in "the garage fridge" the fridge is the subject.
+    """
+    if not matches:
+        return ""
+    head = matches[0]
+    for following in matches[1:]:
+        if not _HEAD_JOIN.fullmatch(norm[head[1] : following[0]]):
+            break
+        head = following
+    return head[2]
+
+
+def section_for(text: str) -> str:
+    """Which section of the memory document a statement belongs in (one of SECTIONS).
+
+    Decided in this order: an imperative rule ("Never ...", "Don't ...", "... without asking")
+    is "Rules"; a stated liking ("prefers", "likes", "wants") is "Preferences"; otherwise cues
+    are scored for People (names, family words, "is a light sleeper"), Routines (times,
+    "every", weekdays), Devices (entity ids, device words), Rooms and House (heating, roof,
+    solar, address), the sentence's subject counting extra ("the garage fridge" is about the
+    fridge), ties going to the earlier of Routines, People, Devices, Rooms, House. With no cue
+    at all, "House".
+    """
+    norm = normalise(text).lstrip("\"'( ")
+    if _RULE_START.match(norm) or _RULE_ANYWHERE.search(norm):
+        return "Rules"
+    if _PREFERENCE.search(norm):
+        return "Preferences"
+    matches = _cue_matches(text, norm)
+    scores = dict.fromkeys(_TIE_ORDER, 0)
+    for _start, _end, section, weight in matches:
+        scores[section] += weight
+    head = _head_section(norm, matches)
+    if head:
+        scores[head] += _HEAD_BONUS
+    best = max(_TIE_ORDER, key=lambda s: (scores[s], -_TIE_ORDER.index(s)))
+    return best if scores[best] > 0 else "House"

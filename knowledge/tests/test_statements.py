@@ -1,0 +1,265 @@
+"""Comparing two statements about a home: what counts as the same fact, a contradiction, a
+refinement, and which section of the memory document a fact belongs in. No database."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowledge.statements import (
+    SECTIONS,
+    VERDICTS,
+    Quantity,
+    compare,
+    content_words,
+    is_negated,
+    normalise,
+    numbers,
+    section_for,
+)
+
+OFFICE = "“The office” means the upstairs back bedroom, not the study downstairs."
+SARAH = (
+    "Sarah is a light sleeper. Nothing in the hallway should go above 15% brightness between "
+    "23:00 and 06:00."
+)
+HEATING = (
+    "Heating is an 8 kW air-source heat pump on weather compensation. It is not a boiler, so "
+    "“boost the heating” means raising the flow temperature."
+)
+FRIDGE = (
+    "The garage fridge is meant to run 24/7. Its draw looking abnormal at 3 am is the defrost "
+    "cycle, not a fault."
+)
+RENAME = (
+    "Never rename an entity_id without asking — several are referenced in a Node-RED flow I "
+    "cannot see."
+)
+
+
+# --- normalise, content_words, numbers, is_negated ------------------------------------------
+
+
+def test_normalise_ignores_case_typography_spacing_and_the_final_full_stop():
+    assert normalise("  Sarah’s  lamp —\tthe “big” one. ") == 'sarah\'s lamp - the "big" one'
+    assert normalise("Sarah is a light sleeper.") == normalise("sarah is a light sleeper")
+
+
+def test_content_words_leave_out_stopwords_and_fold_forms_of_one_word():
+    assert content_words("Sarah sleeps lightly") == content_words("Sarah is a light sleeper")
+    assert content_words("The lamps were moved") == content_words("move the lamp")
+    assert "the" not in content_words("The lamp")
+
+
+def test_content_words_keep_numbers_with_their_units_and_entity_ids_whole():
+    words = content_words("Keep light.office_lamp at 15% from 23:00, on the 8kW circuit at 19")
+    assert {"light.office_lamp", "15%", "23:00", "8kw", "19"} <= words
+
+
+def test_the_same_quantity_written_differently_is_one_content_word():
+    assert content_words("kept at 19 degrees") == content_words("kept at 19°C")
+    assert content_words("an 8 kW pump") == content_words("an 8kW pump")
+
+
+def test_numbers_read_times_percentages_and_units_with_how_they_were_written():
+    found = numbers("Dim to 15% between 11pm and 06:00; the pump is 8 kW")
+    assert found == (
+        Quantity("15", "%", ""),
+        Quantity("23:00", "time", ""),
+        Quantity("06:00", "time", ""),
+        Quantity("8", "kw", ""),
+    )
+    assert [q.text for q in found] == ["15%", "11pm", "06:00", "8 kw"]
+
+
+def test_a_plain_word_is_not_mistaken_for_a_unit():
+    assert numbers("Bins go out 2 a week") == (Quantity("2", "", ""),)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The hall light is not on at night",
+        "Never rename an entity_id",
+        "The garage door isn't locked",
+        "Sarah doesn't like bright lights",
+        "Don't announce the post",
+        "There is no smart plug on the fridge",
+    ],
+)
+def test_negations_are_seen_in_all_their_forms(text):
+    assert is_negated(text)
+
+
+def test_off_is_a_state_and_not_a_negation():
+    assert not is_negated("The garage freezer is off in winter")
+    assert not is_negated("The hall light is on at night")
+
+
+# --- compare: same -----------------------------------------------------------------------------
+
+
+def test_near_identical_wording_is_the_same_statement():
+    result = compare("Sarah is a light sleeper.", "sarah is a light sleeper")
+    assert result.verdict == "same"
+    assert result.similarity == 1.0
+
+
+def test_a_paraphrase_that_shares_its_stems_is_the_same_statement():
+    assert compare("Sarah is a light sleeper", "Sarah sleeps lightly").verdict == "same"
+
+
+def test_a_statement_already_said_as_part_of_a_longer_one_is_the_same():
+    assert compare(SARAH, "Sarah is a light sleeper").verdict == "same"
+    assert compare(OFFICE, "The office means the upstairs back bedroom").verdict == "same"
+
+
+def test_a_denied_clause_does_not_count_as_already_said():
+    result = compare("The office is upstairs, not downstairs", "The office is downstairs")
+    assert result.verdict != "same"
+
+
+# --- compare: contradiction --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The hall light is on at night", "The hall light is not on at night"),
+        ("The hall light is not on at night", "The hall light is on at night"),
+        ("Never rename an entity_id without asking", "Rename entity ids without asking"),
+        ("Don't turn on the heating", "Turn on the heating"),
+        ("Sarah is a light sleeper", "Sarah isn't a light sleeper"),
+        (SARAH, "Sarah is not a light sleeper"),
+    ],
+)
+def test_statements_that_differ_by_a_not_are_a_contradiction_never_the_same(old, new):
+    result = compare(old, new)
+    assert result.verdict == "contradiction"
+    assert result.reason.startswith("differs by a")
+
+
+def test_a_new_number_for_the_same_subject_contradicts_the_old_one():
+    result = compare("The bedroom is kept at 19 degrees", "The bedroom is kept at 21 degrees")
+    assert result.verdict == "contradiction"
+    assert result.reason == "same subject, 19 degrees → 21 degrees"
+
+
+def test_a_new_time_in_a_longer_statement_contradicts_the_old_one():
+    result = compare(SARAH, SARAH.replace("23:00", "22:30"))
+    assert result.verdict == "contradiction"
+    assert "23:00 → 22:30" in result.reason
+
+
+def test_a_different_number_for_a_different_room_is_not_a_contradiction():
+    result = compare("The kitchen is kept at 19 degrees", "The bedroom is kept at 21 degrees")
+    assert result.verdict == "related"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "cue"),
+    [
+        ("Sarah's mother lives with us", "Sarah's mother has moved out", "moved"),
+        ("The garage fridge is meant to run 24/7", "The garage fridge was sold", "sold"),
+        ("Tom works from home", "Tom no longer works from home", "no longer"),
+        ("Tom works in the office on weekdays", "Tom now works in the garage on weekdays", "now"),
+        ("The Nest thermostat is in the hall", "The Nest thermostat was replaced by a Tado", None),
+    ],
+)
+def test_a_state_change_about_the_same_subject_is_a_contradiction(old, new, cue):
+    result = compare(old, new)
+    assert result.verdict == "contradiction"
+    assert result.reason.startswith("state change")
+    if cue:
+        assert result.reason == f"state change: '{cue}'"
+
+
+def test_a_state_change_about_something_else_is_only_related():
+    assert compare("The office is upstairs", "The office lamp has been replaced").verdict == (
+        "related"
+    )
+
+
+def test_on_and_off_are_opposite_states_of_the_same_thing():
+    result = compare("The garage freezer is off in winter", "The garage freezer is on in winter")
+    assert result.verdict == "contradiction"
+    assert result.reason == "opposite state: 'off' → 'on'"
+
+
+# --- compare: refinement, related, novel -------------------------------------------------------
+
+
+def test_a_statement_that_keeps_the_old_words_and_adds_more_is_a_refinement():
+    old = "Heating is an 8 kW air-source heat pump on weather compensation"
+    result = compare(old, HEATING)
+    assert result.verdict == "refinement"
+    assert result.reason.startswith("adds ")
+
+
+def test_adding_a_not_in_a_new_clause_is_a_refinement_not_a_contradiction():
+    result = compare("The office means the upstairs back bedroom", OFFICE)
+    assert result.verdict == "refinement"
+
+
+def test_statements_sharing_a_subject_but_saying_different_things_are_related():
+    result = compare("Sarah is a light sleeper", "Sarah works from home on Fridays")
+    assert result.verdict == "related"
+    assert "sarah" in result.reason.casefold()
+
+
+def test_statements_with_nothing_in_common_are_novel():
+    result = compare("Sarah is a light sleeper", "The garage freezer is off in winter")
+    assert result.verdict == "novel"
+    assert result.similarity == 0.0
+
+
+def test_every_comparison_is_repeatable_and_within_its_documented_range():
+    pairs = [(OFFICE, SARAH), (HEATING, FRIDGE), (RENAME, RENAME), (SARAH, SARAH + " Always.")]
+    for old, new in pairs:
+        first, second = compare(old, new), compare(old, new)
+        assert first == second
+        assert first.verdict in VERDICTS
+        assert 0.0 <= first.similarity <= 1.0
+        assert first.reason
+
+
+# --- section_for --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "section"),
+    [
+        (OFFICE, "Rooms"),
+        (SARAH, "People"),
+        (HEATING, "House"),
+        (FRIDGE, "Devices"),
+        (RENAME, "Rules"),
+    ],
+)
+def test_the_example_lines_from_the_memory_guide_go_to_their_sections(text, section):
+    assert section_for(text) == section
+
+
+@pytest.mark.parametrize(
+    ("text", "section"),
+    [
+        ("light.office_lamp is called the beacon", "Devices"),
+        ("The hall light is on at night", "Devices"),
+        ("Tom prefers the bedroom at 19", "Preferences"),
+        ("Sarah likes the landing lamp dim", "Preferences"),
+        ("The bins go out every Tuesday night", "Routines"),
+        ("The kids go to bed at 19:30 on weekdays", "Routines"),
+        ("Don't announce the post after 21:00", "Rules"),
+        ("Always ask before opening the garage door", "Rules"),
+        ("Sarah's bedroom is the loft", "Rooms"),
+        ("The house has solar panels on the south roof", "House"),
+        ("Our postcode is AB1 2CD", "House"),
+        ("Tom works from home on Fridays", "People"),
+    ],
+)
+def test_section_for_reads_the_cues_a_person_would(text, section):
+    assert section_for(text) == section
+
+
+def test_section_for_always_answers_with_a_known_section():
+    for text in ["", "Hello", "42", OFFICE, SARAH, "zzz qqq"]:
+        assert section_for(text) in SECTIONS

@@ -1,0 +1,289 @@
+"""Writes to the memory document and its queue. Every surface (web, CLI, API, tasks) calls these.
+
+The document has one commit point, ``write_document``: under a short row lock on the memory it
+checks that the document is still at the generation the writer read, then writes the next
+revision and its change rows. Nothing holds a lock or a transaction across a model call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from knowledge.models import Memory
+from memory import document
+from memory.models import (
+    Change,
+    Confidence,
+    ConsolidationRun,
+    DocumentRevision,
+    InboxItem,
+    Origin,
+)
+from memory.composers.offline import distil_voice
+
+MAX_ITEM_CHARS = 1000  # a fact is a sentence or two, not a document
+EARLY_FILING_AT = 20  # pending items that start a pass without waiting for the daily one
+
+
+class DocumentChanged(Exception):
+    """The document moved on since the writer read it; nothing was written."""
+
+    def __init__(self, current: DocumentRevision):
+        self.current = current
+        super().__init__(
+            f"The memory document changed since you opened it (it is now at revision "
+            f"{current.generation}); nothing was saved."
+        )
+
+
+class LearningOff(Exception):
+    def __init__(self, memory: Memory):
+        super().__init__(
+            f"Learning is switched off for {memory.name}: nothing is filed until it is back on."
+        )
+
+
+class CannotUndo(Exception):
+    """The change cannot be reverted; the message explains why in words."""
+
+
+def _person_name(user) -> str:
+    return user.get_username() if user is not None else ""
+
+
+# The inbox -----------------------------------------------------------------------------------
+
+
+def add_to_inbox(
+    *,
+    memory: Memory,
+    text: str,
+    origin: str,
+    confidence: str = Confidence.MEDIUM,
+    by=None,
+    action: str = InboxItem.Action.ADD,
+) -> InboxItem:
+    """Queue a candidate fact. Early filing starts when the queue reaches EARLY_FILING_AT."""
+    text = " ".join((text or "").split())
+    if not text:
+        raise ValidationError("A fact can't be empty: say what brain should remember.")
+    if len(text) > MAX_ITEM_CHARS:
+        raise ValidationError(
+            f"That fact is {len(text):,} characters; the limit is {MAX_ITEM_CHARS:,}. "
+            "Say it in a sentence or two."
+        )
+    if origin not in Origin.values:
+        raise ValidationError(f"Unknown origin {origin!r}: use one of {', '.join(Origin.values)}.")
+    if confidence not in Confidence.values:
+        raise ValidationError(f"Confidence must be high, medium or low, not {confidence!r}.")
+    item = InboxItem.objects.create(
+        memory=memory, text=text, origin=origin, confidence=confidence, action=action,
+        taught_by=by, taught_by_name=_person_name(by),
+    )
+    if memory.learning and InboxItem.objects.for_memory(memory).pending().count() >= EARLY_FILING_AT:
+        transaction.on_commit(lambda: request_if_learning(memory, ConsolidationRun.Trigger.EARLY))
+    return item
+
+
+def request_if_learning(memory: Memory, trigger: str) -> None:
+    """Ask for a pass from background work: a memory that is not learning is simply skipped."""
+    try:
+        request_consolidation(memory=memory, trigger=trigger)
+    except LearningOff:
+        pass
+
+
+def drop_inbox_item(*, item: InboxItem, by=None) -> bool:
+    """Take a queued item out of the queue. It never reached the document, so nothing else is
+    asked of the consolidator. Returns False when it was no longer pending."""
+    dropped = InboxItem.objects.filter(pk=item.pk, state=InboxItem.State.PENDING).update(
+        state=InboxItem.State.DROPPED, settled_at=timezone.now()
+    )
+    return dropped == 1
+
+
+# Consolidation passes ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PassRequest:
+    run: ConsolidationRun
+    started: bool  # False: one was already running, and this is it
+
+    @property
+    def message(self) -> str:
+        if self.started:
+            return "Filing started: the pass runs in the background."
+        return "A pass is already running; it was not started twice."
+
+
+def request_consolidation(*, memory: Memory, trigger: str, by=None,
+                          send: bool = True) -> PassRequest:
+    """Start a pass unless one is running. The run row is the lease; the Celery message sent
+    after commit only starts it, so a lost message is re-sent by the sweep. With
+    ``send=False`` the caller runs the pass itself (the CLI does, then prints the outcome)."""
+    from memory import consolidator  # the pass module imports these actions
+
+    if not memory.learning:
+        raise LearningOff(memory)
+    consolidator.settle_lost_runs(memory=memory)
+    running = ConsolidationRun.objects.running().filter(memory=memory).first()
+    if running:
+        return PassRequest(running, started=False)
+    try:
+        with transaction.atomic():
+            run = ConsolidationRun.objects.create(
+                memory=memory, trigger=trigger, requested_by=by,
+                lease_expires_at=timezone.now() + consolidator.lease_length(),
+            )
+    except IntegrityError:  # another request won the partial unique index
+        return PassRequest(ConsolidationRun.objects.running().get(memory=memory), started=False)
+    if send:
+        consolidator.send(run)
+    return PassRequest(run, started=True)
+
+
+# The document --------------------------------------------------------------------------------
+
+
+def current_revision(memory: Memory) -> DocumentRevision:
+    return DocumentRevision.objects.current(memory)
+
+
+def write_document(
+    *,
+    memory: Memory,
+    expected_generation: int,
+    text: str,
+    voice: str | None = None,
+    kind: str,
+    by=None,
+    run: ConsolidationRun | None = None,
+    summary: str | None = None,
+    reverts: Change | None = None,
+) -> tuple[DocumentRevision, list[Change]]:
+    """The one commit point for the document: the revision and its change rows, or nothing.
+
+    Raises DocumentChanged when the document is no longer at ``expected_generation``. A pass
+    logs one change per line it added, removed or replaced; a person's edit, an undo, a clear
+    and an import log one change each. Must be called inside ``transaction.atomic``.
+    """
+    Memory.objects.select_for_update().filter(pk=memory.pk).first()
+    current = current_revision(memory)
+    if current.generation != expected_generation:
+        raise DocumentChanged(current)
+    revision = DocumentRevision.objects.create(
+        memory=memory, generation=current.generation + 1, text=text,
+        voice=distil_voice(text) if voice is None else voice, kind=kind, author=by, run=run,
+    )
+    groups = document.diff(current.text, text)
+    if kind != DocumentRevision.Kind.PASS:
+        groups = [[op for group in groups for op in group]] if groups else []
+    next_number = (Change.objects.for_memory(memory).aggregate(n=Max("number"))["n"] or 0) + 1
+    changes = []
+    for offset, operations in enumerate(groups):
+        changes.append(Change(
+            memory=memory, number=next_number + offset, source=_change_source(kind),
+            summary=summary or document.describe(operations, by_person=kind == "edit"),
+            operations=[op.as_json() for op in operations], revision=revision, run=run,
+            author=by, author_name=_person_name(by), reverts=reverts,
+        ))
+    Change.objects.bulk_create(changes)
+    return revision, changes
+
+
+def _change_source(kind: str) -> str:
+    return {DocumentRevision.Kind.PASS: Change.Source.PASS,
+            DocumentRevision.Kind.EDIT: Change.Source.EDIT,
+            DocumentRevision.Kind.UNDO: Change.Source.UNDO,
+            DocumentRevision.Kind.CLEAR: Change.Source.CLEAR,
+            DocumentRevision.Kind.IMPORT: Change.Source.IMPORT}[kind]
+
+
+def check_fits(memory: Memory, text: str) -> None:
+    size = document.size_bytes(text)
+    if size > memory.max_bytes:
+        raise ValidationError(
+            f"The document is {size:,} bytes, {size - memory.max_bytes:,} over "
+            f"memory_max_kb={memory.memory_max_kb} ({memory.max_bytes:,} bytes). Nothing was "
+            "saved: shorten it, or raise memory_max_kb."
+        )
+
+
+def save_user_edit(*, memory: Memory, text: str, base_generation: int, by=None) -> list[Change]:
+    """Store a person's edit of the document. Your edits are the source of truth; the
+    consolidator merges around them. Returns the change logged (none if nothing changed)."""
+    text = text.replace("\r\n", "\n")
+    if text and not text.endswith("\n"):
+        text += "\n"
+    check_fits(memory, text)
+    with transaction.atomic():
+        if current_revision(memory).text == text:
+            return []
+        _, changes = write_document(memory=memory, expected_generation=base_generation,
+                                    text=text, kind=DocumentRevision.Kind.EDIT, by=by)
+    return changes
+
+
+def clear_memory(*, memory: Memory, by=None) -> Change | None:
+    """Reset the document to the empty template. The old one stays as a revision (like
+    memory.md.bak) and the change can be undone."""
+    with transaction.atomic():
+        current = current_revision(memory)
+        if current.text == document.TEMPLATE:
+            return None
+        _, changes = write_document(
+            memory=memory, expected_generation=current.generation, text=document.TEMPLATE,
+            kind=DocumentRevision.Kind.CLEAR, by=by,
+            summary=f"Cleared the memory document (the old one is kept as revision "
+                    f"{current.generation})",
+        )
+    return changes[0] if changes else None
+
+
+def undo_change(*, memory: Memory, number: int, by=None) -> Change:
+    """Revert exactly change ``number``, even when later changes happened, and log the undo.
+
+    Raises CannotUndo explaining why when the lines it touched have moved on.
+    """
+    with transaction.atomic():
+        change = (Change.objects.for_memory(memory).select_for_update()
+                  .filter(number=number).first())
+        if change is None:
+            raise CannotUndo(f"There is no change #{number} in the log of {memory.name}.")
+        if change.undone_by_id:
+            undone_by = Change.objects.get(pk=change.undone_by_id)
+            raise CannotUndo(f"Change #{number} was already undone by change #{undone_by.number}.")
+        current = current_revision(memory)
+        inverse = [op.inverse() for op in reversed(change.line_operations)]
+        try:
+            text = document.apply(current.text, inverse)
+        except document.CannotApply as why:
+            raise CannotUndo(f"Change #{number} can't be undone: {why}"
+                             f"{_later_change_note(change)}. Nothing was changed.") from None
+        check_fits(memory, text)
+        _, logged = write_document(
+            memory=memory, expected_generation=current.generation, text=text,
+            kind=DocumentRevision.Kind.UNDO, by=by, reverts=change,
+            summary=f"Undid change #{number}: {change.summary}",
+        )
+        undo = logged[0] if logged else None
+        if undo is None:  # the inverse changed no byte: still record that it was undone
+            raise CannotUndo(f"Change #{number} has nothing left to undo.")
+        change.undone_by = undo
+        change.save(update_fields=["undone_by"])
+    return undo
+
+
+def _later_change_note(change: Change) -> str:
+    later = Change.objects.for_memory(change.memory).filter(number__gt=change.number)
+    touched = [c.number for c in later.order_by("number")
+               if {op["line"] for op in c.operations} & {op["line"] for op in change.operations}]
+    if not touched:
+        return ""
+    return f" (change #{touched[0]} changed that line since)"

@@ -1,0 +1,200 @@
+"""The memory document over HTTP: the same actions the web pages and the CLI call.
+
+Bad input is a 400 naming the problem and the limit; a conflict (the document moved on, a pass
+already running, a change that cannot be undone) is a 409 saying why. Nothing is half-written.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.decorators import api_view
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from knowledge.models import Memory
+from memory import actions, portable
+from memory.models import (
+    Change,
+    Confidence,
+    ConsolidationRun,
+    DocumentRevision,
+    InboxItem,
+    Origin,
+)
+
+
+def _memory(request: Request) -> Memory:
+    try:
+        return Memory.objects.by_slug(request.query_params.get("memory", ""))
+    except Memory.DoesNotExist:
+        raise NotFound("There is no memory with that slug.") from None
+
+
+def _bad_request(error: ValidationError) -> Response:
+    return Response({"detail": " ".join(error.messages)}, status=status.HTTP_400_BAD_REQUEST)
+
+
+def _conflict(message: str, **extra) -> Response:
+    return Response({"detail": message, **extra}, status=status.HTTP_409_CONFLICT)
+
+
+class InboxItemSerializer(serializers.ModelSerializer):
+    label = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = InboxItem
+        fields = ["id", "text", "action", "origin", "confidence", "taught_by_name", "created_at",
+                  "state", "label"]
+
+
+class NewInboxItemSerializer(serializers.Serializer):
+    text = serializers.CharField(max_length=actions.MAX_ITEM_CHARS, trim_whitespace=True)
+    confidence = serializers.ChoiceField(choices=Confidence.values, default=Confidence.MEDIUM)
+    origin = serializers.ChoiceField(choices=Origin.values, default=Origin.API)
+
+
+class RunSerializer(serializers.ModelSerializer):
+    outcome = serializers.CharField(read_only=True)
+    elapsed_seconds = serializers.FloatField(read_only=True)
+
+    class Meta:
+        model = ConsolidationRun
+        fields = ["id", "state", "trigger", "reason", "outcome", "composer", "started_at",
+                  "finished_at", "elapsed_seconds", "items_read", "lines_added",
+                  "lines_removed", "lines_replaced"]
+
+
+class ChangeSerializer(serializers.ModelSerializer):
+    undone = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Change
+        fields = ["number", "source", "summary", "author_name", "created_at", "undone"]
+
+    def get_undone(self, change: Change) -> bool:
+        return change.undone_by_id is not None
+
+
+class DocumentSerializer(serializers.Serializer):
+    text = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    base_generation = serializers.IntegerField(min_value=0)
+
+
+def _document_json(memory: Memory) -> dict:
+    current = DocumentRevision.objects.current(memory)
+    return {"text": current.text, "voice": current.voice, "generation": current.generation,
+            "size_bytes": current.size_bytes, "max_bytes": memory.max_bytes}
+
+
+@extend_schema(responses={200: dict})
+@api_view(["GET", "PUT"])
+def document(request: Request) -> Response:
+    """The memory document; PUT saves your edit (with the generation you read)."""
+    memory = _memory(request)
+    if request.method == "PUT":
+        form = DocumentSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            actions.save_user_edit(memory=memory, text=form.validated_data["text"],
+                                   base_generation=form.validated_data["base_generation"],
+                                   by=request.user)
+        except ValidationError as error:
+            return _bad_request(error)
+        except actions.DocumentChanged as changed:
+            return _conflict(str(changed), current=_document_json(memory))
+    waiting = InboxItem.objects.for_memory(memory).pending().count()
+    last = ConsolidationRun.objects.latest_for(memory)
+    return Response({"memory": memory.slug, "document": _document_json(memory),
+                     "waiting": waiting, "last_run": RunSerializer(last).data if last else None})
+
+
+@extend_schema(request=NewInboxItemSerializer, responses={200: InboxItemSerializer(many=True),
+                                                          201: InboxItemSerializer})
+@api_view(["GET", "POST"])
+def inbox(request: Request) -> Response:
+    """What waits to be filed; POST queues a fact."""
+    memory = _memory(request)
+    if request.method == "POST":
+        form = NewInboxItemSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            item = actions.add_to_inbox(memory=memory, by=request.user, **form.validated_data)
+        except ValidationError as error:
+            return _bad_request(error)
+        return Response(InboxItemSerializer(item).data, status=status.HTTP_201_CREATED)
+    items = InboxItem.objects.for_memory(memory).pending().in_filing_order()
+    return Response(InboxItemSerializer(items, many=True).data)
+
+
+@extend_schema(responses={204: None})
+@api_view(["DELETE"])
+def inbox_item(request: Request, pk: int) -> Response:
+    """Drop a queued item: it leaves the queue and the document is not touched."""
+    item = get_object_or_404(InboxItem, pk=pk, memory=_memory(request))
+    if not actions.drop_inbox_item(item=item, by=request.user):
+        return _conflict(f"Item #{pk} is no longer waiting (it is {item.state}).")
+    return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@extend_schema(request=None, responses={202: RunSerializer, 409: dict})
+@api_view(["POST"])
+def consolidate(request: Request) -> Response:
+    """Start a pass now; it runs in the background. Poll the run for its outcome."""
+    memory = _memory(request)
+    try:
+        started = actions.request_consolidation(memory=memory, by=request.user,
+                                                trigger=ConsolidationRun.Trigger.API)
+    except actions.LearningOff as off:
+        return _conflict(str(off))
+    if not started.started:
+        return _conflict(started.message, run=RunSerializer(started.run).data)
+    return Response(RunSerializer(started.run).data, status=status.HTTP_202_ACCEPTED)
+
+
+@extend_schema(responses={200: RunSerializer})
+@api_view(["GET"])
+def run(request: Request, pk: int) -> Response:
+    return Response(RunSerializer(get_object_or_404(ConsolidationRun, pk=pk,
+                                                    memory=_memory(request))).data)
+
+
+@extend_schema(responses={200: ChangeSerializer(many=True)})
+@api_view(["GET"])
+def changes(request: Request) -> Response:
+    """The change log, newest first (``?limit=``, at most 500)."""
+    try:
+        limit = min(max(int(request.query_params.get("limit", 50)), 1), 500)
+    except ValueError:
+        return Response({"detail": "limit must be a whole number from 1 to 500."}, status=400)
+    rows = Change.objects.for_memory(_memory(request)).newest_first()[:limit]
+    return Response(ChangeSerializer(rows, many=True).data)
+
+
+@extend_schema(request=None, responses={200: ChangeSerializer, 409: dict})
+@api_view(["POST"])
+def undo(request: Request, number: int) -> Response:
+    """Revert exactly change ``number``; the undo is itself logged."""
+    try:
+        change = actions.undo_change(memory=_memory(request), number=number, by=request.user)
+    except actions.CannotUndo as why:
+        return _conflict(str(why))
+    except ValidationError as error:
+        return _bad_request(error)
+    return Response(ChangeSerializer(change).data)
+
+
+@extend_schema(responses={200: dict})
+@api_view(["GET"])
+def export(request: Request) -> HttpResponse:
+    """Everything learned, as the file `brain memory import` reads."""
+    memory = _memory(request)
+    stamp = timezone.localtime().strftime("%Y%m%d-%H%M")
+    response = HttpResponse(portable.export_json(memory), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="brain-{memory.slug}-{stamp}.json"'
+    return response

@@ -1,0 +1,16 @@
+from django.urls import path
+
+from memory import api
+
+app_name = "memory-api"
+
+urlpatterns = [
+    path("", api.document, name="document"),
+    path("inbox", api.inbox, name="inbox"),
+    path("inbox/<int:pk>", api.inbox_item, name="inbox-item"),
+    path("consolidate", api.consolidate, name="consolidate"),
+    path("runs/<int:pk>", api.run, name="run"),
+    path("changes", api.changes, name="changes"),
+    path("changes/<int:number>/undo", api.undo, name="undo"),
+    path("export", api.export, name="export"),
+]

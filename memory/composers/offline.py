@@ -1,0 +1,336 @@
+"""A composer that needs no model: folds candidates into the document by rule.
+
+It edits the markdown document line by line. A line it does not change is written back byte for
+byte; the title, headings and any text that is not a top-level ``- `` bullet are never changed or
+dropped. Only bullets are content it may skip, replace, add or drop:
+
+- each candidate, oldest first, is compared (``knowledge.statements.compare``) with every bullet:
+  "same" is skipped, a "contradiction" replaces the bullet in place (newest wins), a
+  "refinement" replaces the bullet it refines, anything else is added under
+  ``section_for(text)``, the section created in the canonical order when missing;
+- over the cap, bullets are dropped lowest value first, oldest first within a value;
+- the voice distillate is packed from the result, Rules first, within VOICE_MAX_BYTES.
+
+Deterministic: the same document and candidates give byte-identical output.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from knowledge.statements import SECTIONS, compare, section_for
+from memory.composers.base import VOICE_MAX_BYTES, Candidate, Composition
+
+DEFAULT_TITLE = "# Memory"
+
+# Drop order under the cap: lower value goes first.
+VALUE_LOW = 0  # a candidate its source was unsure of (confidence "low")
+VALUE_NORMAL = 1
+VALUE_HIGH = 2  # a Rule, or a person's own correction: the things people repeat otherwise
+
+FORGET_VERDICTS = {"same", "refinement"}  # compare(forget text, bullet): the bullet says it
+
+RETRY_TARGET = 0.9  # on the retry after an over-cap answer, leave a tenth of the cap spare
+
+VOICE_LINE_MAX_BYTES = 240  # one fact should not crowd out the rest of a 2 KB distillate
+VOICE_MIN_FRAGMENT = 60  # below this, a shortened last line says too little to be worth it
+
+_TITLE = re.compile(r"^#(?!#)\s")
+_HEADING = re.compile(r"^##(?!#)\s*(?P<name>.*?)\s*#*\s*$")
+_BULLET = re.compile(r"^(?P<marker>[-*+])\s+(?P<text>\S.*?)\s*$")
+_RULER = re.compile(r"^([-*_])(?:\s*\1){2,}\s*$")  # "* * *" is a thematic break, not a bullet
+_NICKNAME = re.compile(
+    r"\b(?:means|meant by|is called|are called|we call|call it|calls it|nickname|known as|"
+    r"aka|refers to|short for)\b",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"[.!?](?=\s)")
+_CANONICAL = {name.casefold(): name for name in SECTIONS}
+
+
+@dataclass(eq=False)  # lines are told apart by identity: two may have the same text
+class _Line:
+    """One line of the document; ``raw`` is written back exactly as it is."""
+
+    raw: str
+    kind: str  # "title" | "heading" | "bullet" | "text"
+    section: str = ""  # the heading it sits under, "" above the first heading
+    text: str = ""  # a bullet's statement, without the marker
+    value: int = VALUE_NORMAL
+    age: tuple[int, int, int] = (0, 0, 0)  # smaller is older
+
+
+def _parse(document: str) -> list[_Line]:
+    """Split ``document`` into lines ("\\n"; a "\\r" stays part of its line) and classify them.
+
+    An existing bullet's age is its place in its section: earlier lines count as older.
+    """
+    lines: list[_Line] = []
+    section = ""
+    position_in_section: dict[str, int] = {}
+    for position, raw in enumerate(document.split("\n")):
+        bare = raw.rstrip("\r")
+        heading = _HEADING.match(bare)
+        bullet = None if _RULER.match(bare) else _BULLET.match(bare)
+        if _TITLE.match(bare):
+            lines.append(_Line(raw, "title", section))
+        elif heading:
+            section = heading.group("name")
+            lines.append(_Line(raw, "heading", section))
+        elif bullet:
+            index = position_in_section.get(section, 0)
+            position_in_section[section] = index + 1
+            value = VALUE_HIGH if _canonical(section) == "Rules" else VALUE_NORMAL
+            line = _Line(raw, "bullet", section, bullet.group("text"), value, (0, index, position))
+            lines.append(line)
+        else:
+            lines.append(_Line(raw, "text", section))
+    return lines
+
+
+def _render(lines: list[_Line]) -> str:
+    return "\n".join(line.raw for line in lines)
+
+
+def _canonical(section: str) -> str:
+    """The canonical section name a heading stands for ("rules" -> "Rules"), else ""."""
+    return _CANONICAL.get(section.strip().casefold(), "")
+
+
+def bullet_text(text: str) -> str:
+    """A candidate as a bullet's text: whitespace collapsed, a leading bullet marker removed,
+    and a full stop added when it does not already end a sentence. Nothing else changes."""
+    text = " ".join(text.split())
+    text = re.sub(r"^[-*+]\s+", "", text)
+    if text and not re.search(r"[.!?\u2026][\"')\]\u201d\u2019]*$", text):
+        text += "."
+    return text
+
+
+# --- Filing one candidate ---------------------------------------------------------------------
+
+
+def _candidate_value(candidate: Candidate, section: str) -> int:
+    if candidate.origin == "correction" or _canonical(section) == "Rules":
+        return VALUE_HIGH
+    return VALUE_LOW if candidate.confidence == "low" else VALUE_NORMAL
+
+
+def _best(lines: list[_Line], text: str) -> dict[str, tuple[_Line, str]]:
+    """For each verdict, the bullet it applies to most strongly (earliest on a tie), and why."""
+    best: dict[str, tuple[float, _Line, str]] = {}
+    for line in lines:
+        if line.kind != "bullet":
+            continue
+        verdict = compare(line.text, text)
+        if verdict.verdict not in best or verdict.similarity > best[verdict.verdict][0]:
+            best[verdict.verdict] = (verdict.similarity, line, verdict.reason)
+    return {name: (line, reason) for name, (_score, line, reason) in best.items()}
+
+
+def _file(lines: list[_Line], candidate: Candidate, rank: int, eol: str, notes: list[str]) -> None:
+    """Fold one candidate into ``lines`` in place and note what was decided."""
+    text = bullet_text(candidate.text)
+    if not re.search(r"\w", text):
+        notes.append(f"skipped a candidate with nothing to say (#{candidate.id})")
+        return
+    if candidate.action == "forget":
+        _forget(lines, text, notes)
+        return
+    found = _best(lines, text)
+    if "same" in found:
+        line, reason = found["same"]
+        # Said again, so it is still true: under the cap it now counts as new as the candidate.
+        line.age = max(line.age, (1, rank, 0))
+        line.value = max(line.value, _candidate_value(candidate, line.section))
+        notes.append(f"already known: {text} (as “{line.text}”; {reason})")
+        return
+    for verdict in ("contradiction", "refinement"):
+        if verdict in found:
+            line, reason = found[verdict]
+            notes.append(f"replaced “{line.text}” with “{text}” ({verdict}: {reason})")
+            marker = line.raw[0]
+            line.raw, line.text = f"{marker} {text}{eol}", text
+            line.value, line.age = _candidate_value(candidate, line.section), (1, rank, 0)
+            return
+    section = section_for(text)
+    new = _Line(f"- {text}{eol}", "bullet", section, text, VALUE_NORMAL, (1, rank, 0))
+    new.section = _insert(lines, new, section, eol, notes)
+    new.value = _candidate_value(candidate, new.section)
+    notes.append(f"added under {new.section}: {text}")
+
+
+def _forget(lines: list[_Line], text: str, notes: list[str]) -> None:
+    """Remove every bullet that says what ``text`` says (the same fact, or a fuller version of
+    it). A bullet that merely mentions the same things is left alone."""
+    doomed = [
+        line for line in lines
+        if line.kind == "bullet" and compare(text, line.text).verdict in FORGET_VERDICTS
+    ]
+    for line in doomed:
+        lines.remove(line)
+        notes.append(f"forgot: {line.text}")
+    if not doomed:
+        notes.append(f"nothing in the document says “{text}”; nothing to forget")
+
+
+def _block_end(lines: list[_Line], heading: int) -> int:
+    """Index just after the last non-blank line of the section whose heading is at ``heading``."""
+    end = heading + 1
+    for index in range(heading + 1, len(lines)):
+        if lines[index].kind in ("heading", "title"):
+            break
+        if lines[index].raw.strip():
+            end = index + 1
+    return end
+
+
+def _insert(lines: list[_Line], new: _Line, section: str, eol: str, notes: list[str]) -> str:
+    """Put ``new`` at the end of ``section`` (creating it if missing); return the heading name
+    it went under, as the document spells it."""
+    headings: dict[str, int] = {}
+    for index, line in enumerate(lines):
+        if line.kind == "heading" and _canonical(line.section):
+            headings.setdefault(_canonical(line.section), index)
+    if section in headings:
+        index = headings[section]
+        lines.insert(_block_end(lines, index), new)
+        return lines[index].section
+    heading = _Line(f"## {section}{eol}", "heading", section)
+    blank = _Line(eol, "text", section)
+    order = list(SECTIONS)
+    before = [headings[s] for s in order[: order.index(section)] if s in headings]
+    after = [headings[s] for s in order[order.index(section) + 1 :] if s in headings]
+    if before:
+        # After the nearest canonical section that comes earlier in the canonical order.
+        at = _block_end(lines, max(before))
+        lines[at:at] = [blank, heading, new]
+    elif after:
+        at = min(after)
+        lines[at:at] = [heading, new, _Line(eol, "text", section)]
+    else:
+        last = max((i for i, line in enumerate(lines) if line.raw.strip()), default=-1)
+        lines[last + 1 : last + 1] = [blank, heading, new] if last >= 0 else [heading, new]
+    notes.append(f"created section {section}")
+    return section
+
+
+# --- The size cap -----------------------------------------------------------------------------
+
+
+def _enforce_cap(lines: list[_Line], target: int, notes: list[str]) -> None:
+    """Drop bullets, lowest value then oldest first, until the document is at most ``target``
+    UTF-8 bytes. Headings, the title and the user's other text are never dropped."""
+    total = sum(len(line.raw.encode()) for line in lines)
+    count = len(lines)
+    droppable = sorted((line for line in lines if line.kind == "bullet"), key=_drop_key)
+    for line in droppable:
+        if total + max(count - 1, 0) <= target:
+            return
+        lines.remove(line)
+        total, count = total - len(line.raw.encode()), count - 1
+        notes.append(f"dropped to fit memory_max_kb: {line.text}")
+    if total + max(count - 1, 0) > target:
+        notes.append("still over memory_max_kb: what is left is headings and hand-written text")
+
+
+def _drop_key(line: _Line) -> tuple[int, tuple[int, int, int]]:
+    return (line.value, line.age)
+
+
+# --- The voice distillate ---------------------------------------------------------------------
+
+
+def _voice_rank(section: str, text: str) -> int:
+    """Rules, then Preferences, then nicknames, then People, then the rest."""
+    kind = _canonical(section) or section_for(text)
+    if kind == "Rules":
+        return 0
+    if kind == "Preferences":
+        return 1
+    if _NICKNAME.search(text):
+        return 2
+    return 3 if kind == "People" else 4
+
+
+def _shorten(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` UTF-8 bytes: whole sentences if any fit, else whole words
+    and an ellipsis; "" when not even one word fits. Never cuts a word."""
+    if len(text.encode()) <= limit:
+        return text
+    ends = [m.end() for m in _SENTENCE_END.finditer(text) if len(text[: m.end()].encode()) <= limit]
+    if ends:
+        return text[: ends[-1]]
+    kept = ""
+    for word in text.split(" "):
+        longer = f"{kept} {word}" if kept else word
+        if len((longer + "\u2026").encode()) > limit:
+            break
+        kept = longer
+    kept = kept.rstrip(",;:-")
+    return kept + "\u2026" if kept else ""
+
+
+def distil_voice(document: str) -> str:
+    """The voice distillate of ``document``: its bullets as "- " lines, most useful first,
+    packed until the next would pass VOICE_MAX_BYTES. Always at most VOICE_MAX_BYTES bytes."""
+    bullets = [line for line in _parse(document) if line.kind == "bullet"]
+    ranked = sorted(enumerate(bullets), key=lambda p: (_voice_rank(p[1].section, p[1].text), p[0]))
+    out: list[str] = []
+    used = 0
+    for _position, line in ranked:
+        entry = _shorten(" ".join(line.text.split()), VOICE_LINE_MAX_BYTES - 3)
+        if not entry:
+            continue
+        size = len(f"- {entry}\n".encode())
+        if used + size > VOICE_MAX_BYTES:
+            room = VOICE_MAX_BYTES - used - 3
+            entry = _shorten(entry, room) if room >= VOICE_MIN_FRAGMENT else ""
+            if entry:
+                out.append(f"- {entry}\n")
+            break
+        out.append(f"- {entry}\n")
+        used += size
+    return "".join(out)
+
+
+# --- The composer -----------------------------------------------------------------------------
+
+
+class OfflineComposer:
+    """Files candidates by rule, with no model and no network. See the module docstring."""
+
+    name = "offline"
+
+    def compose(
+        self,
+        *,
+        document: str,
+        candidates: list[Candidate],
+        max_bytes: int,
+        feedback: str | None = None,
+        timeout: float | None = None,
+    ) -> Composition:
+        """Return the new document and voice distillate; see ``Composer.compose``.
+
+        With no candidates the document comes back unchanged. ``feedback`` (the retry after an
+        over-cap answer) makes the cap stricter: RETRY_TARGET of ``max_bytes``. ``timeout`` is
+        not consulted: a pass is one comparison per candidate and bullet, about a second for a
+        full 64 KB document and fifty candidates.
+        """
+        if not candidates:
+            unchanged = ["nothing waiting to be filed; the document is unchanged"]
+            return Composition(document=document, voice=distil_voice(document), notes=unchanged)
+        notes: list[str] = []
+        if not document.strip():
+            document = f"{DEFAULT_TITLE}\n"
+        eol = "\r" if "\r\n" in document else ""
+        lines = _parse(document)
+        ordered = sorted(candidates, key=lambda c: (c.created_at, c.id))
+        for rank, candidate in enumerate(ordered):
+            _file(lines, candidate, rank, eol, notes)
+        target = int(max_bytes * RETRY_TARGET) if feedback else max_bytes
+        _enforce_cap(lines, target, notes)
+        text = _render(lines)
+        return Composition(document=text, voice=distil_voice(text), notes=notes)

@@ -1,0 +1,333 @@
+"""The consolidation pass: the one writer that folds the inbox into the memory document.
+
+A pass is a ``ConsolidationRun`` row, created by ``actions.request_consolidation``; a Celery
+message only starts it. The worker claims the row with a conditional UPDATE, reads the document
+and the pending items, asks the composer (no transaction or lock held while it thinks), checks
+the answer in code, and commits in one transaction — the revision, the change rows, exactly the
+items it read marked filed — only if the document is still at the generation it read. Any failure
+leaves the document untouched and the queue pending, and the run row names the reason.
+
+Safe to run twice: a second delivery of the same message finds the row claimed and exits.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import time
+from datetime import timedelta
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from brain.embedded import pid_alive
+from knowledge.models import Memory
+from knowledge.statements import compare
+from memory import actions, document
+from memory.composers import get_composer
+from memory.composers.base import (
+    VOICE_MAX_BYTES,
+    Candidate,
+    Composer,
+    ComposerError,
+    ComposerTimeout,
+    Composition,
+)
+from memory.models import ConsolidationRun, DocumentRevision, InboxItem
+from memory.composers.offline import distil_voice
+
+logger = logging.getLogger(__name__)
+
+MAX_DROP_SHARE = 0.6  # a pass that would drop more of the document's content lines is refused
+UNCHANGED_ANSWER = re.compile(r"^\W*(unchanged|no changes?( needed)?|nothing to (add|change))\W*$",
+                              re.IGNORECASE)
+RESEND_AFTER = timedelta(seconds=60)  # an unclaimed run's start message is sent again after this
+
+
+class OverCap(ComposerError):
+    pass
+
+
+def deadline_seconds() -> int:
+    return settings.BRAIN_CONSOLIDATION_DEADLINE_S
+
+
+def lease_length() -> timedelta:
+    """How long a claimed run may go without finishing before another process calls it lost."""
+    return timedelta(seconds=deadline_seconds() + 60)
+
+
+def send(run: ConsolidationRun) -> None:
+    from memory.tasks import consolidate
+
+    consolidate.delay_on_commit(run.pk)
+
+
+def _executor() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+# Running one pass ----------------------------------------------------------------------------
+
+
+def execute(run_id: int) -> None:
+    """Run the pass behind ``run_id``. Exits quietly when the row is gone, settled or claimed."""
+    run = ConsolidationRun.objects.select_related("memory").filter(pk=run_id).first()
+    if run is None or not run.is_running:
+        return
+    if not _claim(run):
+        settle_lost_runs(memory=run.memory)  # a redelivery after its worker died settles it
+        return
+    deadline = time.monotonic() + deadline_seconds()
+    try:
+        _pass(run, deadline)
+    except (ComposerTimeout, SoftTimeLimitExceeded):
+        _finish(run, ConsolidationRun.State.TIMED_OUT, _timeout_reason())
+    except Exception as error:
+        logger.exception("consolidation pass %s failed", run.pk)
+        _finish(run, ConsolidationRun.State.FAILED, _last_line(error))
+
+
+def _claim(run: ConsolidationRun) -> bool:
+    now = timezone.now()
+    claimed = ConsolidationRun.objects.filter(
+        pk=run.pk, state=ConsolidationRun.State.RUNNING, claimed_at__isnull=True
+    ).update(claimed_at=now, executor=_executor(), lease_expires_at=now + lease_length())
+    return claimed == 1
+
+
+def _pass(run: ConsolidationRun, deadline: float) -> None:
+    memory = run.memory
+    revision = DocumentRevision.objects.current(memory)
+    items = list(InboxItem.objects.for_memory(memory).pending().in_filing_order()
+                 .select_related("taught_by"))
+    run.generation_read, run.items_read = revision.generation, len(items)
+    run.save(update_fields=["generation_read", "items_read"])
+    if not items:
+        _finish(run, ConsolidationRun.State.FILED, "Nothing was waiting to be filed.")
+        return
+    composer = get_composer()
+    run.composer = composer.name
+    run.save(update_fields=["composer"])
+    candidates = [_candidate(item) for item in items]
+    started = time.monotonic()
+    try:
+        composition = _compose(composer, revision.text, candidates, memory, deadline)
+    except OverCap as over:
+        _finish(run, ConsolidationRun.State.FAILED, str(over))
+        return
+    run.compose_seconds = round(time.monotonic() - started, 3)
+    run.notes = composition.notes[:200]
+    run.save(update_fields=["compose_seconds", "notes"])
+    if time.monotonic() > deadline:
+        raise ComposerTimeout("the composer answered after the deadline")
+    if composition.kept_reason:
+        _finish(run, ConsolidationRun.State.KEPT,
+                f"{composition.kept_reason} The {len(items)} waiting stay queued.")
+        return
+    refusal = refusal_reason(revision.text, composition.document, candidates)
+    if refusal:
+        _finish(run, ConsolidationRun.State.REFUSED, refusal)
+        return
+    _commit(run, revision, items, composition)
+
+
+def _candidate(item: InboxItem) -> Candidate:
+    return Candidate(id=item.pk, text=item.text, origin=item.origin, confidence=item.confidence,
+                     created_at=item.created_at, taught_by=item.taught_by_name,
+                     action=item.action)
+
+
+def _time_left(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise ComposerTimeout("no time left in the pass")
+    return left
+
+
+def _compose(composer: Composer, text: str, candidates: list[Candidate], memory: Memory,
+             deadline: float) -> Composition:
+    """Ask once; if the answer is over the cap, ask once more with the measured excess."""
+    answer = composer.compose(document=text, candidates=candidates, max_bytes=memory.max_bytes,
+                              timeout=_time_left(deadline))
+    excess = document.size_bytes(answer.document) - memory.max_bytes
+    if excess <= 0:
+        return answer
+    feedback = (f"drop the oldest and lowest-value facts until it fits — {excess:,} bytes over "
+                f"memory_max_kb={memory.memory_max_kb}")
+    answer = composer.compose(document=text, candidates=candidates, max_bytes=memory.max_bytes,
+                              feedback=feedback, timeout=_time_left(deadline))
+    excess = document.size_bytes(answer.document) - memory.max_bytes
+    if excess > 0:
+        raise OverCap(
+            f"The new document was still {excess:,} bytes over memory_max_kb="
+            f"{memory.memory_max_kb} after one retry; nothing was written and the queue is "
+            "unchanged."
+        )
+    return answer
+
+
+def refusal_reason(old: str, new: str, candidates: list[Candidate]) -> str | None:
+    """Why an answer must not be written, or None. Enforced in code, whatever the composer."""
+    if UNCHANGED_ANSWER.match(new.strip()):
+        return "The composer answered “unchanged” instead of a document; nothing was written."
+    adds = [c for c in candidates if c.action == InboxItem.Action.ADD]
+    if document.is_effectively_empty(new) and (adds or not document.is_effectively_empty(old)):
+        return ("The composer answered with an empty document (headings only); nothing was "
+                "written.")
+    old_lines = document.content_lines(old)
+    if not old_lines:
+        return None
+    forgotten = [c.text for c in candidates if c.action == InboxItem.Action.FORGET]
+    dropped = [line for line in _dropped_lines(old, new)
+               if not any(compare(text, line).verdict in {"same", "refinement"}
+                          for text in forgotten)]
+    share = len(dropped) / len(old_lines)
+    if share > MAX_DROP_SHARE:
+        return (f"The new document would drop {len(dropped)} of the {len(old_lines)} content "
+                f"lines ({share:.0%}), more than the {MAX_DROP_SHARE:.0%} a pass may drop; "
+                "nothing was written.")
+    return None
+
+
+def _dropped_lines(old: str, new: str) -> list[str]:
+    """Content lines of ``old`` whose fact is gone from ``new``: removed outright, or "replaced"
+    by a line about something else (the diff pairs lines by position, not by meaning)."""
+    dropped = []
+    for group in document.diff(old, new):
+        removes = [op.line for op in group if op.op == "remove" and not document.is_heading(op.line)]
+        adds = [op.line for op in group if op.op == "add" and not document.is_heading(op.line)]
+        if removes and adds and compare(removes[0], adds[0]).verdict != "novel":
+            continue
+        dropped.extend(removes)
+    return dropped
+
+
+def _commit(run: ConsolidationRun, revision: DocumentRevision, items: list[InboxItem],
+            composition: Composition) -> None:
+    memory = run.memory
+    ids = [item.pk for item in items]
+    voice = composition.voice
+    if not voice.strip() or document.size_bytes(voice) > VOICE_MAX_BYTES:
+        voice = distil_voice(composition.document)
+    with transaction.atomic():
+        if InboxItem.objects.filter(pk__in=ids, state=InboxItem.State.DROPPED).exists():
+            _retry_later(run, "An item was dropped from the queue while the pass ran; nothing "
+                              "was written, and a new pass has been asked for without it.")
+            return
+        changes = []
+        if composition.document != revision.text:
+            try:
+                _, changes = actions.write_document(
+                    memory=memory, expected_generation=revision.generation,
+                    text=composition.document, voice=voice,
+                    kind=DocumentRevision.Kind.PASS, run=run,
+                )
+            except actions.DocumentChanged:
+                _retry_later(run, "The document was edited while the pass ran; nothing was "
+                                  "written, and a new pass has been asked for.")
+                return
+        InboxItem.objects.filter(pk__in=ids, state=InboxItem.State.PENDING).update(
+            state=InboxItem.State.FILED, run=run, settled_at=timezone.now()
+        )
+        counts = _count(changes)
+        reason = _filed_reason(counts) if changes else ("Everything waiting was already in the "
+                                                        "document.")
+        _finish(run, ConsolidationRun.State.FILED, reason, **counts)
+
+
+def _count(changes) -> dict:
+    counts = {"lines_added": 0, "lines_removed": 0, "lines_replaced": 0}
+    for change in changes:
+        ops = {op["op"] for op in change.operations}
+        key = {frozenset({"add"}): "lines_added", frozenset({"remove"}): "lines_removed"}.get(
+            frozenset(ops), "lines_replaced")
+        counts[key] += 1
+    return counts
+
+
+def _filed_reason(counts: dict) -> str:
+    parts = [f"{n} {label}" for label, n in (("added", counts["lines_added"]),
+                                              ("replaced", counts["lines_replaced"]),
+                                              ("removed", counts["lines_removed"])) if n]
+    return f"Lines {', '.join(parts)}." if parts else ""
+
+
+def _retry_later(run: ConsolidationRun, reason: str) -> None:
+    _finish(run, ConsolidationRun.State.FAILED, reason)
+    memory = run.memory
+    transaction.on_commit(
+        lambda: actions.request_if_learning(memory, ConsolidationRun.Trigger.RETRY))
+
+
+def _finish(run: ConsolidationRun, state: str, reason: str, **counts) -> None:
+    """Settle the run unless something else already did (a sweep, a deleted row)."""
+    ConsolidationRun.objects.filter(pk=run.pk, state=ConsolidationRun.State.RUNNING).update(
+        state=state, reason=reason, finished_at=timezone.now(), **counts
+    )
+
+
+def _timeout_reason() -> str:
+    return (f"Timed out after {deadline_seconds()} s; nothing was written and the queue is "
+            "unchanged.")
+
+
+def _last_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[-1] if lines else type(error).__name__
+
+
+# Lost passes, the sweep and the daily pass ---------------------------------------------------
+
+
+def _is_lost(run: ConsolidationRun, now) -> bool:
+    if run.lease_expires_at < now:
+        return True
+    if not run.executor:
+        return False
+    host, _, pid = run.executor.rpartition(":")
+    return host == socket.gethostname() and pid.isdigit() and not pid_alive(int(pid))
+
+
+def settle_lost_runs(*, memory: Memory | None = None) -> list[ConsolidationRun]:
+    """Mark failed every running pass whose worker is gone; the queue it read stays pending."""
+    now = timezone.now()
+    running = ConsolidationRun.objects.running().select_related("memory")
+    if memory is not None:
+        running = running.filter(memory=memory)
+    lost = []
+    for run in running:
+        if not _is_lost(run, now):
+            continue
+        why = ("no worker picked it up" if not run.claimed_at
+               else "the worker running it stopped before it finished")
+        settled = ConsolidationRun.objects.filter(
+            pk=run.pk, state=ConsolidationRun.State.RUNNING
+        ).update(state=ConsolidationRun.State.FAILED, finished_at=now,
+                 reason=f"The pass was lost: {why}. Nothing was written and the queue is "
+                        "unchanged.")
+        if settled:
+            lost.append(run)
+    return lost
+
+
+def sweep() -> None:
+    """Restart passes that died, and re-send start messages nobody picked up."""
+    for run in settle_lost_runs():
+        if InboxItem.objects.for_memory(run.memory).pending().exists():
+            actions.request_if_learning(run.memory, ConsolidationRun.Trigger.SWEEP)
+    stale = timezone.now() - RESEND_AFTER
+    for run in ConsolidationRun.objects.running().filter(claimed_at__isnull=True,
+                                                         started_at__lt=stale):
+        send(run)
+
+
+def daily() -> None:
+    """The daily pass for every memory that is learning and has something waiting."""
+    for memory in Memory.objects.filter(learning=True):
+        if InboxItem.objects.for_memory(memory).pending().exists():
+            actions.request_if_learning(memory, ConsolidationRun.Trigger.DAILY)

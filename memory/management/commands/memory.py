@@ -1,0 +1,180 @@
+"""`brain memory …`: the memory document from the terminal, as the seed's commands are written.
+
+Every refusal is one line on stderr and a non-zero exit; nothing is half-written.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
+
+from knowledge.models import Memory
+from memory import actions, consolidator, portable
+from memory.models import (
+    Change,
+    Confidence,
+    ConsolidationRun,
+    DocumentRevision,
+    InboxItem,
+    Origin,
+)
+
+
+class Command(BaseCommand):
+    help = "Read and change what brain has learned: the memory document, its inbox and log."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--memory", metavar="SLUG", default="",
+                            help="which memory (default: the default one, usually 'home')")
+        verbs = parser.add_subparsers(dest="verb", required=True, metavar="COMMAND")
+        verbs.add_parser("list", help="what it knows: the memory document")
+        add = verbs.add_parser("add", help="queue a fact yourself")
+        add.add_argument("text")
+        add.add_argument("--confidence", choices=Confidence.values, default=Confidence.MEDIUM)
+        verbs.add_parser("inbox", help="facts waiting to be filed")
+        verbs.add_parser("hypotheses", help="pending guesses")
+        consolidate = verbs.add_parser("consolidate", help="run a consolidation pass now")
+        consolidate.add_argument("--background", action="store_true",
+                                 help="hand the pass to the worker instead of running it here")
+        log = verbs.add_parser("log", help="what changed recently, and why")
+        log.add_argument("--limit", type=int, default=20)
+        undo = verbs.add_parser("undo", help="revert change N from the log")
+        undo.add_argument("number", type=int)
+        forget = verbs.add_parser("forget", help="queue a line for removal")
+        forget.add_argument("text")
+        verbs.add_parser("edit", help="open the document in $EDITOR and save it as your edit")
+        clear = verbs.add_parser("clear", help="reset (the old document is kept as a revision)")
+        clear.add_argument("--confirm", action="store_true")
+        export = verbs.add_parser("export", help="everything learned, as one portable file")
+        export.add_argument("file", nargs="?", help="where to write it (default: stdout)")
+        load = verbs.add_parser("import", help="fold an export back in")
+        load.add_argument("file")
+        load.add_argument("--replace-memory", action="store_true",
+                          help="replace a non-empty document with the imported one")
+
+    def handle(self, *args, verb: str, memory: str, **options) -> None:
+        try:
+            self.memory = Memory.objects.by_slug(memory)
+        except Memory.DoesNotExist:
+            raise CommandError(f"There is no memory called {memory!r}.") from None
+        handler = getattr(self, f"do_{verb}")
+        try:
+            handler(**options)
+        except ValidationError as error:
+            raise CommandError(" ".join(error.messages)) from None
+        except (actions.DocumentChanged, actions.LearningOff, actions.CannotUndo,
+                portable.ImportRejected) as error:
+            raise CommandError(str(error)) from None
+
+    def do_list(self, **_) -> None:
+        self.stdout.write(DocumentRevision.objects.current(self.memory).text, ending="")
+
+    def do_add(self, *, text: str, confidence: str, **_) -> None:
+        item = actions.add_to_inbox(memory=self.memory, text=text, origin=Origin.TERMINAL,
+                                    confidence=confidence)
+        self.stdout.write(f"Queued #{item.pk}: {item.text}")
+
+    def do_forget(self, *, text: str, **_) -> None:
+        item = actions.add_to_inbox(memory=self.memory, text=text, origin=Origin.TERMINAL,
+                                    action=InboxItem.Action.FORGET)
+        self.stdout.write(f"Queued #{item.pk} for removal: {item.text}")
+
+    def do_inbox(self, **_) -> None:
+        items = InboxItem.objects.for_memory(self.memory).pending().in_filing_order()
+        if not items:
+            self.stdout.write("Nothing is waiting to be filed.")
+            return
+        for item in items:
+            when = timezone.localtime(item.created_at).strftime("%Y-%m-%d %H:%M")
+            self.stdout.write(f"#{item.pk}  {when}  {item.text}  ({item.label}, "
+                              f"{item.confidence})")
+        self.stdout.write(f"{len(items)} waiting to be filed.")
+
+    def do_hypotheses(self, **_) -> None:
+        self.stdout.write("No guesses yet: brain has not proposed any.")
+
+    def do_consolidate(self, *, background: bool, **_) -> None:
+        request = actions.request_consolidation(memory=self.memory,
+                                                trigger=ConsolidationRun.Trigger.CLI,
+                                                send=background)
+        if not request.started:
+            raise CommandError(f"{request.message} (pass #{request.run.pk}, "
+                               f"{request.run.elapsed_seconds:.0f} s so far)")
+        if background:
+            self.stdout.write(f"Pass #{request.run.pk} handed to the worker.")
+            return
+        consolidator.execute(request.run.pk)
+        run = ConsolidationRun.objects.get(pk=request.run.pk)
+        if run.state != ConsolidationRun.State.FILED:
+            raise CommandError(run.outcome)
+        self.stdout.write(run.outcome)
+
+    def do_log(self, *, limit: int, **_) -> None:
+        changes = Change.objects.for_memory(self.memory).newest_first()[:limit]
+        if not changes:
+            self.stdout.write("Nothing has changed yet.")
+            return
+        for change in changes:
+            when = timezone.localtime(change.created_at).strftime("%Y-%m-%d %H:%M")
+            by = f" — {change.author_name}" if change.author_name else ""
+            undone = " (undone)" if change.undone_by_id else ""
+            self.stdout.write(f"#{change.number}  {when}  {change.summary}{by}{undone}")
+
+    def do_undo(self, *, number: int, **_) -> None:
+        undo = actions.undo_change(memory=self.memory, number=number)
+        self.stdout.write(f"#{undo.number}  {undo.summary}")
+
+    def do_edit(self, **_) -> None:
+        current = DocumentRevision.objects.current(self.memory)
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        with tempfile.NamedTemporaryFile("w", suffix=".md", prefix="memory-", delete=False) as f:
+            f.write(current.text)
+        path = Path(f.name)
+        if subprocess.run([*shlex.split(editor), str(path)]).returncode != 0:
+            raise CommandError(f"{editor} exited with an error; nothing was saved (your text "
+                               f"is in {path}).")
+        try:
+            changes = actions.save_user_edit(memory=self.memory, text=path.read_text(),
+                                             base_generation=current.generation)
+        except (ValidationError, actions.DocumentChanged) as error:
+            message = " ".join(error.messages) if isinstance(error, ValidationError) else error
+            raise CommandError(f"{message} Your text is kept in {path}.") from None
+        path.unlink()
+        self.stdout.write(f"#{changes[0].number}  {changes[0].summary}" if changes
+                          else "No changes.")
+
+    def do_clear(self, *, confirm: bool, **_) -> None:
+        if not confirm:
+            raise CommandError("This forgets the whole memory document; run it again with "
+                               "--confirm (the old document stays as a revision).")
+        change = actions.clear_memory(memory=self.memory)
+        self.stdout.write(f"#{change.number}  {change.summary}" if change
+                          else "The memory document was already empty.")
+
+    def do_export(self, *, file: str | None, **_) -> None:
+        text = portable.export_json(self.memory)
+        if not file:
+            self.stdout.write(text, ending="")
+            return
+        try:
+            Path(file).write_text(text)
+        except OSError as error:
+            raise CommandError(f"Cannot write {file}: {error.strerror}.") from None
+        self.stdout.write(f"Exported {self.memory.name} to {file}.")
+
+    def do_import(self, *, file: str, replace_memory: bool, **_) -> None:
+        try:
+            raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+        except OSError as error:
+            raise CommandError(f"Cannot read {file}: {error.strerror}.") from None
+        data = portable.parse(raw)
+        for line in portable.import_memory(self.memory, data, replace_memory=replace_memory):
+            self.stdout.write(line)

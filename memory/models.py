@@ -1,0 +1,276 @@
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Func
+from django.db.models.lookups import LessThanOrEqual
+from django.utils import timezone
+
+from knowledge.models import Memory
+from memory import document
+from memory.composers.base import VOICE_MAX_BYTES
+
+
+class Origin(models.TextChoices):
+    INSIGHT = "insight", "an insight run"
+    VOICE = "voice", "a voice conversation"
+    CHAT = "chat", "the chat"
+    TERMINAL = "terminal", "the terminal"
+    TYPED = "typed", "something you typed"
+    CORRECTION = "correction", "a correction"
+    STUDY = "study", "a study session"
+    IMPORT = "import", "an import"
+    API = "api", "the API"
+
+
+class Confidence(models.TextChoices):
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+class InboxQuerySet(models.QuerySet):
+    def pending(self) -> InboxQuerySet:
+        return self.filter(state=InboxItem.State.PENDING)
+
+    def for_memory(self, memory: Memory) -> InboxQuerySet:
+        return self.filter(memory=memory)
+
+    def in_filing_order(self) -> InboxQuerySet:
+        return self.order_by("created_at", "pk")
+
+
+class InboxItem(models.Model):
+    """A candidate fact waiting to be folded into the document. Never injected into a prompt."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        FILED = "filed"
+        DROPPED = "dropped"
+
+    class Action(models.TextChoices):
+        ADD = "add"
+        FORGET = "forget"
+
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="inbox")
+    text = models.TextField()
+    action = models.CharField(max_length=8, choices=Action.choices, default=Action.ADD)
+    origin = models.CharField(max_length=16, choices=Origin.choices)
+    confidence = models.CharField(max_length=8, choices=Confidence.choices,
+                                  default=Confidence.MEDIUM)
+    taught_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                  on_delete=models.SET_NULL, related_name="+")
+    taught_by_name = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    state = models.CharField(max_length=8, choices=State.choices, default=State.PENDING)
+    run = models.ForeignKey("ConsolidationRun", null=True, blank=True,
+                            on_delete=models.SET_NULL, related_name="items")
+    settled_at = models.DateTimeField(null=True, blank=True)
+
+    objects = InboxQuerySet.as_manager()
+
+    class Meta:
+        indexes = [models.Index(fields=["memory", "state", "created_at"])]
+
+    def __str__(self) -> str:
+        return self.text
+
+    @property
+    def label(self) -> str:
+        """Where it came from, in words: "from a voice conversation"."""
+        source = f"from {self.get_origin_display()}"
+        return f"to forget, {source}" if self.action == self.Action.FORGET else source
+
+
+class RevisionQuerySet(models.QuerySet):
+    def current(self, memory: Memory) -> DocumentRevision:
+        """The newest revision, or an unsaved generation-0 template for a new memory."""
+        latest = self.filter(memory=memory).order_by("-generation").first()
+        return latest or DocumentRevision(memory=memory, generation=0, text=document.TEMPLATE,
+                                          voice="", kind=DocumentRevision.Kind.INITIAL)
+
+
+class DocumentRevision(models.Model):
+    """One version of the memory document and its voice distillate, written together."""
+
+    class Kind(models.TextChoices):
+        INITIAL = "initial"
+        PASS = "pass", "a consolidation pass"
+        EDIT = "edit", "your edit"
+        UNDO = "undo"
+        CLEAR = "clear"
+        IMPORT = "import"
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="revisions")
+    generation = models.PositiveIntegerField()
+    text = models.TextField()
+    voice = models.TextField(blank=True)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                               on_delete=models.SET_NULL, related_name="+")
+    run = models.ForeignKey("ConsolidationRun", null=True, blank=True, on_delete=models.SET_NULL,
+                            related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = RevisionQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["memory", "generation"],
+                                    name="one_revision_per_generation"),
+            models.CheckConstraint(
+                condition=LessThanOrEqual(
+                    Func("voice", function="OCTET_LENGTH", output_field=models.IntegerField()),
+                    VOICE_MAX_BYTES,
+                ),
+                name="voice_at_most_2kb",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.memory} generation {self.generation}"
+
+    @property
+    def size_bytes(self) -> int:
+        return document.size_bytes(self.text)
+
+
+class RunQuerySet(models.QuerySet):
+    def running(self) -> RunQuerySet:
+        return self.filter(state=ConsolidationRun.State.RUNNING)
+
+    def latest_for(self, memory: Memory) -> ConsolidationRun | None:
+        return self.filter(memory=memory).order_by("-started_at", "-pk").first()
+
+
+class ConsolidationRun(models.Model):
+    """One consolidation pass: requested, claimed by a worker, and settled with a named reason.
+
+    At most one runs per memory (a partial unique index): the row itself is the lease.
+    """
+
+    class State(models.TextChoices):
+        RUNNING = "running"
+        FILED = "filed"
+        KEPT = "kept"
+        REFUSED = "refused"
+        FAILED = "failed"
+        TIMED_OUT = "timed_out", "timed out"
+
+    class Trigger(models.TextChoices):
+        MANUAL = "manual", "File into memory now"
+        DAILY = "daily", "the daily pass"
+        EARLY = "early", "20 or more waiting"
+        CLI = "cli", "the command line"
+        API = "api", "the API"
+        SWEEP = "sweep", "a restart after a lost pass"
+        RETRY = "retry", "a retry after the document changed"
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="runs")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.RUNNING)
+    trigger = models.CharField(max_length=8, choices=Trigger.choices)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                     on_delete=models.SET_NULL, related_name="+")
+    reason = models.TextField(blank=True)
+    composer = models.CharField(max_length=32, blank=True)
+    started_at = models.DateTimeField(default=timezone.now)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    executor = models.CharField(max_length=255, blank=True)  # host:pid of the worker process
+    lease_expires_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    generation_read = models.PositiveIntegerField(null=True, blank=True)
+    items_read = models.PositiveIntegerField(default=0)
+    lines_added = models.PositiveIntegerField(default=0)
+    lines_removed = models.PositiveIntegerField(default=0)
+    lines_replaced = models.PositiveIntegerField(default=0)
+    compose_seconds = models.FloatField(null=True, blank=True)
+    notes = models.JSONField(default=list, blank=True)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["memory"], condition=models.Q(state="running"),
+                                    name="one_running_pass_per_memory"),
+        ]
+        indexes = [models.Index(fields=["memory", "-started_at"])]
+
+    def __str__(self) -> str:
+        return f"pass #{self.pk} ({self.state})"
+
+    @property
+    def is_running(self) -> bool:
+        return self.state == self.State.RUNNING
+
+    @property
+    def elapsed_seconds(self) -> float:
+        end = self.finished_at or timezone.now()
+        return max(0.0, (end - self.started_at).total_seconds())
+
+    @property
+    def outcome(self) -> str:
+        """The pass's result in words, as the banner and the CLI say it."""
+        if self.state == self.State.RUNNING:
+            return "Filing…"
+        if self.state == self.State.FILED:
+            filed = self.items_read
+            noun = "item" if filed == 1 else "items"
+            return f"Filed {filed} {noun}. {self.reason}".strip()
+        label = {"kept": "Kept the queue", "refused": "Refused", "failed": "Failed",
+                 "timed_out": "Timed out"}[self.state]
+        return f"{label}: {self.reason}" if self.reason else label
+
+
+class ChangeQuerySet(models.QuerySet):
+    def for_memory(self, memory: Memory) -> ChangeQuerySet:
+        return self.filter(memory=memory)
+
+    def newest_first(self) -> ChangeQuerySet:
+        return self.order_by("-number")
+
+
+class Change(models.Model):
+    """One change to the document, in plain English, with the line operations that undo it."""
+
+    class Source(models.TextChoices):
+        PASS = "pass", "a consolidation pass"
+        EDIT = "edit", "your edit"
+        UNDO = "undo"
+        CLEAR = "clear"
+        IMPORT = "import"
+
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="changes")
+    number = models.PositiveIntegerField()
+    source = models.CharField(max_length=8, choices=Source.choices)
+    summary = models.TextField()
+    operations = models.JSONField(default=list)
+    revision = models.ForeignKey(DocumentRevision, null=True, blank=True,
+                                 on_delete=models.SET_NULL, related_name="changes")
+    run = models.ForeignKey(ConsolidationRun, null=True, blank=True, on_delete=models.SET_NULL,
+                            related_name="changes")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                               on_delete=models.SET_NULL, related_name="+")
+    author_name = models.CharField(max_length=150, blank=True)
+    reverts = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="+")
+    undone_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                  related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = ChangeQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["memory", "number"], name="one_change_per_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.number} {self.summary}"
+
+    @property
+    def line_operations(self) -> list[document.Operation]:
+        return [document.Operation.from_json(data) for data in self.operations]

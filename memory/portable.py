@@ -1,0 +1,250 @@
+"""Everything brain has learned, as one portable JSON file, and folding such a file back in.
+
+Import is a migration, not a sync: entries merge with existing ones winning (matched by their
+uid), the document replaces only an effectively empty one unless asked, and importing the same
+file twice changes nothing the second time. The whole file is checked before anything is
+written; a bad file imports nothing.
+
+Each app contributes sections through ``settings.BRAIN_EXPORT_SECTIONS`` (dotted paths to
+objects with ``key``, ``dump(memory)``, ``check(data)`` and ``load(memory, data, options)``), so
+a lower app never needs to know what a higher one keeps.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django.utils.module_loading import import_string
+
+from knowledge.models import Memory
+from memory import actions, document
+from memory.models import Change, Confidence, DocumentRevision, InboxItem, Origin
+
+FORMAT = "brain-export"
+VERSION = 1
+MAX_IMPORT_BYTES = 64 * 1024 * 1024
+
+
+class ImportRejected(Exception):
+    """The file cannot be imported; the message names the problem. Nothing was written."""
+
+
+@dataclass
+class ImportOptions:
+    replace_memory: bool = False
+    by: object = None
+    report: list[str] = field(default_factory=list)
+
+
+def sections() -> list:
+    return [import_string(path) for path in settings.BRAIN_EXPORT_SECTIONS]
+
+
+def export_memory(memory: Memory) -> dict:
+    data = {
+        "format": FORMAT,
+        "version": VERSION,
+        "exported_at": timezone.now().isoformat(),
+        "memory": {"slug": memory.slug, "name": memory.name,
+                   "memory_max_kb": memory.memory_max_kb, "learning": memory.learning,
+                   "memory_injection": memory.memory_injection},
+    }
+    for section in sections():
+        data[section.key] = section.dump(memory)
+    return data
+
+
+def export_json(memory: Memory) -> str:
+    return json.dumps(export_memory(memory), ensure_ascii=False, indent=2) + "\n"
+
+
+def parse(raw: bytes | str) -> dict:
+    if len(raw) > MAX_IMPORT_BYTES:
+        raise ImportRejected(f"The file is {len(raw):,} bytes; an export is at most "
+                             f"{MAX_IMPORT_BYTES:,}.")
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ImportRejected(f"This is not a brain export: it is not valid JSON ({error}).") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ImportRejected(f"This is not a brain export: its \"format\" is not {FORMAT!r}.")
+    if data.get("version") != VERSION:
+        raise ImportRejected(
+            f"This export is version {data.get('version')!r}; this brain reads version {VERSION}."
+        )
+    for section in sections():
+        if section.key in data:
+            section.check(data[section.key])
+    return data
+
+
+def import_memory(memory: Memory, data: dict, *, replace_memory: bool = False,
+                  by=None) -> list[str]:
+    """Fold a parsed export into ``memory``; returns what happened, a line per section."""
+    options = ImportOptions(replace_memory=replace_memory, by=by)
+    with transaction.atomic():
+        for section in sections():
+            if section.key in data:
+                section.load(memory, data[section.key], options)
+    return options.report
+
+
+# Checking helpers -----------------------------------------------------------------------------
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ImportRejected(message)
+
+
+def _entries(data, key: str, fields: dict[str, type]) -> None:
+    _require(isinstance(data, list), f"\"{key}\" must be a list.")
+    for number, entry in enumerate(data, start=1):
+        _require(isinstance(entry, dict), f"{key} entry {number} is not an object.")
+        for name, kind in fields.items():
+            _require(isinstance(entry.get(name), kind),
+                     f"{key} entry {number} has no valid \"{name}\".")
+        _require(_is_uuid(entry["uid"]), f"{key} entry {number} has an invalid uid.")
+        _require(parse_datetime(entry["created_at"]) is not None,
+                 f"{key} entry {number} has an invalid created_at.")
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except (ValueError, AttributeError, TypeError):
+        return False
+    return True
+
+
+def _when(value: str) -> datetime:
+    return parse_datetime(value)
+
+
+# The memory app's sections --------------------------------------------------------------------
+
+
+class DocumentSection:
+    key = "document"
+
+    def dump(self, memory: Memory) -> dict:
+        current = DocumentRevision.objects.current(memory)
+        return {"text": current.text, "voice": current.voice, "generation": current.generation}
+
+    def check(self, data) -> None:
+        _require(isinstance(data, dict) and isinstance(data.get("text"), str),
+                 "\"document\" must be an object with the document's \"text\".")
+
+    def load(self, memory: Memory, data: dict, options: ImportOptions) -> None:
+        text = data["text"]
+        current = DocumentRevision.objects.current(memory)
+        if text == current.text or document.is_effectively_empty(text):
+            options.report.append("Document: unchanged.")
+            return
+        if not document.is_effectively_empty(current.text) and not options.replace_memory:
+            options.report.append("Document: kept yours (it is not empty); pass "
+                                  "--replace-memory to replace it with the imported one.")
+            return
+        actions.check_fits(memory, text)
+        actions.write_document(memory=memory, expected_generation=current.generation, text=text,
+                               kind=DocumentRevision.Kind.IMPORT, by=options.by,
+                               summary="Imported the memory document from an export")
+        options.report.append("Document: imported.")
+
+
+class InboxSection:
+    key = "inbox"
+    fields = {"uid": str, "text": str, "origin": str, "confidence": str, "created_at": str,
+              "state": str}
+
+    def dump(self, memory: Memory) -> list[dict]:
+        return [
+            {"uid": str(item.uid), "text": item.text, "action": item.action,
+             "origin": item.origin, "confidence": item.confidence,
+             "taught_by": item.taught_by_name, "created_at": item.created_at.isoformat(),
+             "state": item.state}
+            for item in InboxItem.objects.for_memory(memory).in_filing_order()
+        ]
+
+    def check(self, data) -> None:
+        _entries(data, "inbox", self.fields)
+        for number, entry in enumerate(data, start=1):
+            _require(entry["origin"] in Origin.values,
+                     f"inbox entry {number} has an unknown origin {entry['origin']!r}.")
+            _require(entry["confidence"] in Confidence.values,
+                     f"inbox entry {number} has an unknown confidence.")
+            _require(entry["state"] in InboxItem.State.values,
+                     f"inbox entry {number} has an unknown state.")
+            _require(entry.get("action", "add") in InboxItem.Action.values,
+                     f"inbox entry {number} has an unknown action.")
+            _require(0 < len(entry["text"].strip()) <= actions.MAX_ITEM_CHARS,
+                     f"inbox entry {number} is empty or longer than "
+                     f"{actions.MAX_ITEM_CHARS:,} characters.")
+
+    def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
+        known = set(InboxItem.objects.filter(uid__in=[e["uid"] for e in data])
+                    .values_list("uid", flat=True))
+        new = [
+            InboxItem(uid=entry["uid"], memory=memory, text=entry["text"],
+                      action=entry.get("action", "add"), origin=entry["origin"],
+                      confidence=entry["confidence"], taught_by_name=entry.get("taught_by", ""),
+                      created_at=_when(entry["created_at"]), state=entry["state"])
+            for entry in data if uuid.UUID(entry["uid"]) not in known
+        ]
+        InboxItem.objects.bulk_create(new)
+        options.report.append(f"Inbox: {len(new)} added, {len(data) - len(new)} already here.")
+
+
+class ChangeLogSection:
+    key = "changes"
+    fields = {"uid": str, "number": int, "summary": str, "operations": list, "created_at": str,
+              "source": str}
+
+    def dump(self, memory: Memory) -> list[dict]:
+        return [
+            {"uid": str(change.uid), "number": change.number, "source": change.source,
+             "summary": change.summary, "operations": change.operations,
+             "author": change.author_name, "created_at": change.created_at.isoformat()}
+            for change in Change.objects.for_memory(memory).order_by("number")
+        ]
+
+    def check(self, data) -> None:
+        _entries(data, "changes", self.fields)
+        for number, entry in enumerate(data, start=1):
+            _require(entry["source"] in Change.Source.values,
+                     f"changes entry {number} has an unknown source.")
+            for op in entry["operations"]:
+                _require(isinstance(op, dict) and op.get("op") in {"add", "remove"}
+                         and isinstance(op.get("line"), str),
+                         f"changes entry {number} has an invalid operation.")
+
+    def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
+        known = set(Change.objects.filter(uid__in=[e["uid"] for e in data])
+                    .values_list("uid", flat=True))
+        fresh = sorted((e for e in data if uuid.UUID(e["uid"]) not in known),
+                       key=lambda e: e["number"])
+        # Imported history is appended after this log's own changes, in its original order.
+        Memory.objects.select_for_update().filter(pk=memory.pk).first()
+        start = (Change.objects.for_memory(memory).order_by("-number")
+                 .values_list("number", flat=True).first() or 0) + 1
+        Change.objects.bulk_create([
+            Change(uid=entry["uid"], memory=memory, number=start + offset,
+                   source=entry["source"], summary=entry["summary"],
+                   operations=entry["operations"], author_name=entry.get("author", ""),
+                   created_at=_when(entry["created_at"]))
+            for offset, entry in enumerate(fresh)
+        ])
+        options.report.append(
+            f"Change log: {len(fresh)} added, {len(data) - len(fresh)} already here.")
+
+
+document_section = DocumentSection()
+inbox_section = InboxSection()
+change_log_section = ChangeLogSection()

@@ -1,0 +1,25 @@
+from celery import shared_task
+from django.conf import settings
+
+from memory import consolidator
+
+
+@shared_task(
+    acks_late=True,
+    ignore_result=True,
+    # Backstops above the pass's own deadline, which normally settles the run first.
+    soft_time_limit=settings.BRAIN_CONSOLIDATION_DEADLINE_S + 30,
+    time_limit=settings.BRAIN_CONSOLIDATION_DEADLINE_S + 60,
+)
+def consolidate(run_id: int) -> None:
+    consolidator.execute(run_id)
+
+
+@shared_task(ignore_result=True)
+def sweep_consolidations() -> None:
+    consolidator.sweep()
+
+
+@shared_task(ignore_result=True)
+def consolidate_daily() -> None:
+    consolidator.daily()

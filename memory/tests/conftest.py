@@ -1,0 +1,21 @@
+import pytest
+
+from knowledge.models import Memory
+from memory.tests.composers import ScriptedComposer
+
+
+@pytest.fixture
+def home(db) -> Memory:
+    return Memory.objects.default()
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    """Swap the composer a pass uses for one whose answers the test writes."""
+
+    def install(*answers) -> ScriptedComposer:
+        composer = ScriptedComposer(list(answers))
+        monkeypatch.setattr("memory.consolidator.get_composer", lambda: composer)
+        return composer
+
+    return install
