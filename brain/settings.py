@@ -224,7 +224,7 @@ BRAIN_NAVIGATION = [
 # transient failure (429, 5xx, overloaded, no connection) stay inside that deadline too.
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")  # empty: the SDK's default endpoint
-BRAIN_LLM_MODEL = env_str("BRAIN_LLM_MODEL", "claude-sonnet-4-5")
+BRAIN_LLM_MODEL = env_str("BRAIN_LLM_MODEL", "claude-sonnet-5-5")
 BRAIN_LLM_MAX_RETRIES = env_int("BRAIN_LLM_MAX_RETRIES", 1, minimum=0, maximum=5)
 
 # What `brain memory export` writes and `import` reads, in load order. Apps append theirs.

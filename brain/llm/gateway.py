@@ -90,6 +90,8 @@ def complete[T: pydantic.BaseModel](
         call.state, call.error = ModelCall.State.ERROR, one_line(repr(error))
         raise
     finally:
+        if not call.state:  # interrupted (KeyboardInterrupt, SystemExit) mid-call
+            call.state, call.error = ModelCall.State.ERROR, "Interrupted before the answer came."
         call.latency_ms = round((time.monotonic() - started) * 1000)
         call.save()
     return Answer(text=reply.text, parsed=parsed, call_id=call.pk)
