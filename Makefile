@@ -21,6 +21,7 @@ help:
 	@echo "make run    start brain at http://127.0.0.1:8000 (web, worker, beat)"
 	@echo "make test   run the whole test suite"
 	@echo "make lint   ruff check and format check"
+	@echo "make bench  run the benchmarks and write docs/BENCHMARKS.md"
 	@echo "make stop   stop the embedded PostgreSQL and Valkey if something left them running"
 
 $(PY):
@@ -60,6 +61,9 @@ lint: $(VENV)/.dev
 format: $(VENV)/.dev
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
+
+bench: $(VENV)/.runtime
+	$(PY) manage.py bench
 
 stop: $(VENV)/.runtime
 	@$(PY) -c "from brain import embedded; embedded.postgres.stop(); embedded.valkey.stop(); print('embedded servers stopped')"

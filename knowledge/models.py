@@ -24,8 +24,10 @@ class Memory(models.Model):
     name = models.CharField(max_length=120)
     memory_max_kb = models.PositiveSmallIntegerField(
         default=32,
-        validators=[MinValueValidator(MEMORY_MAX_KB_RANGE[0]),
-                    MaxValueValidator(MEMORY_MAX_KB_RANGE[1])],
+        validators=[
+            MinValueValidator(MEMORY_MAX_KB_RANGE[0]),
+            MaxValueValidator(MEMORY_MAX_KB_RANGE[1]),
+        ],
         help_text="How much the memory document may hold, in KB (1–64). Not a speed setting: "
         "it decides how much brain can know before filing something new drops something old.",
     )
@@ -45,8 +47,10 @@ class Memory(models.Model):
         verbose_name_plural = "memories"
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(memory_max_kb__gte=MEMORY_MAX_KB_RANGE[0],
-                                   memory_max_kb__lte=MEMORY_MAX_KB_RANGE[1]),
+                condition=models.Q(
+                    memory_max_kb__gte=MEMORY_MAX_KB_RANGE[0],
+                    memory_max_kb__lte=MEMORY_MAX_KB_RANGE[1],
+                ),
                 name="memory_max_kb_in_range",
             ),
         ]

@@ -7,6 +7,7 @@ revision and its change rows. Nothing holds a lock or a transaction across a mod
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
@@ -16,6 +17,7 @@ from django.utils import timezone
 
 from knowledge.models import Memory
 from memory import document
+from memory.composers.offline import distil_voice
 from memory.models import (
     Change,
     Confidence,
@@ -24,7 +26,6 @@ from memory.models import (
     InboxItem,
     Origin,
 )
-from memory.composers.offline import distil_voice
 
 MAX_ITEM_CHARS = 1000  # a fact is a sentence or two, not a document
 EARLY_FILING_AT = 20  # pending items that start a pass without waiting for the daily one
@@ -82,20 +83,26 @@ def add_to_inbox(
     if confidence not in Confidence.values:
         raise ValidationError(f"Confidence must be high, medium or low, not {confidence!r}.")
     item = InboxItem.objects.create(
-        memory=memory, text=text, origin=origin, confidence=confidence, action=action,
-        taught_by=by, taught_by_name=_person_name(by),
+        memory=memory,
+        text=text,
+        origin=origin,
+        confidence=confidence,
+        action=action,
+        taught_by=by,
+        taught_by_name=_person_name(by),
     )
-    if memory.learning and InboxItem.objects.for_memory(memory).pending().count() >= EARLY_FILING_AT:
+    if (
+        memory.learning
+        and InboxItem.objects.for_memory(memory).pending().count() >= EARLY_FILING_AT
+    ):
         transaction.on_commit(lambda: request_if_learning(memory, ConsolidationRun.Trigger.EARLY))
     return item
 
 
 def request_if_learning(memory: Memory, trigger: str) -> None:
     """Ask for a pass from background work: a memory that is not learning is simply skipped."""
-    try:
+    with contextlib.suppress(LearningOff):
         request_consolidation(memory=memory, trigger=trigger)
-    except LearningOff:
-        pass
 
 
 def drop_inbox_item(*, item: InboxItem, by=None) -> bool:
@@ -122,8 +129,9 @@ class PassRequest:
         return "A pass is already running; it was not started twice."
 
 
-def request_consolidation(*, memory: Memory, trigger: str, by=None,
-                          send: bool = True) -> PassRequest:
+def request_consolidation(
+    *, memory: Memory, trigger: str, by=None, send: bool = True
+) -> PassRequest:
     """Start a pass unless one is running. The run row is the lease; the Celery message sent
     after commit only starts it, so a lost message is re-sent by the sweep. With
     ``send=False`` the caller runs the pass itself (the CLI does, then prints the outcome)."""
@@ -138,7 +146,9 @@ def request_consolidation(*, memory: Memory, trigger: str, by=None,
     try:
         with transaction.atomic():
             run = ConsolidationRun.objects.create(
-                memory=memory, trigger=trigger, requested_by=by,
+                memory=memory,
+                trigger=trigger,
+                requested_by=by,
                 lease_expires_at=timezone.now() + consolidator.lease_length(),
             )
     except IntegrityError:  # another request won the partial unique index
@@ -178,8 +188,13 @@ def write_document(
     if current.generation != expected_generation:
         raise DocumentChanged(current)
     revision = DocumentRevision.objects.create(
-        memory=memory, generation=current.generation + 1, text=text,
-        voice=distil_voice(text) if voice is None else voice, kind=kind, author=by, run=run,
+        memory=memory,
+        generation=current.generation + 1,
+        text=text,
+        voice=distil_voice(text) if voice is None else voice,
+        kind=kind,
+        author=by,
+        run=run,
     )
     groups = document.diff(current.text, text)
     if kind != DocumentRevision.Kind.PASS:
@@ -187,22 +202,32 @@ def write_document(
     next_number = (Change.objects.for_memory(memory).aggregate(n=Max("number"))["n"] or 0) + 1
     changes = []
     for offset, operations in enumerate(groups):
-        changes.append(Change(
-            memory=memory, number=next_number + offset, source=_change_source(kind),
-            summary=summary or document.describe(operations, by_person=kind == "edit"),
-            operations=[op.as_json() for op in operations], revision=revision, run=run,
-            author=by, author_name=_person_name(by), reverts=reverts,
-        ))
+        changes.append(
+            Change(
+                memory=memory,
+                number=next_number + offset,
+                source=_change_source(kind),
+                summary=summary or document.describe(operations, by_person=kind == "edit"),
+                operations=[op.as_json() for op in operations],
+                revision=revision,
+                run=run,
+                author=by,
+                author_name=_person_name(by),
+                reverts=reverts,
+            )
+        )
     Change.objects.bulk_create(changes)
     return revision, changes
 
 
 def _change_source(kind: str) -> str:
-    return {DocumentRevision.Kind.PASS: Change.Source.PASS,
-            DocumentRevision.Kind.EDIT: Change.Source.EDIT,
-            DocumentRevision.Kind.UNDO: Change.Source.UNDO,
-            DocumentRevision.Kind.CLEAR: Change.Source.CLEAR,
-            DocumentRevision.Kind.IMPORT: Change.Source.IMPORT}[kind]
+    return {
+        DocumentRevision.Kind.PASS: Change.Source.PASS,
+        DocumentRevision.Kind.EDIT: Change.Source.EDIT,
+        DocumentRevision.Kind.UNDO: Change.Source.UNDO,
+        DocumentRevision.Kind.CLEAR: Change.Source.CLEAR,
+        DocumentRevision.Kind.IMPORT: Change.Source.IMPORT,
+    }[kind]
 
 
 def check_fits(memory: Memory, text: str) -> None:
@@ -225,8 +250,13 @@ def save_user_edit(*, memory: Memory, text: str, base_generation: int, by=None) 
     with transaction.atomic():
         if current_revision(memory).text == text:
             return []
-        _, changes = write_document(memory=memory, expected_generation=base_generation,
-                                    text=text, kind=DocumentRevision.Kind.EDIT, by=by)
+        _, changes = write_document(
+            memory=memory,
+            expected_generation=base_generation,
+            text=text,
+            kind=DocumentRevision.Kind.EDIT,
+            by=by,
+        )
     return changes
 
 
@@ -238,10 +268,13 @@ def clear_memory(*, memory: Memory, by=None) -> Change | None:
         if current.text == document.TEMPLATE:
             return None
         _, changes = write_document(
-            memory=memory, expected_generation=current.generation, text=document.TEMPLATE,
-            kind=DocumentRevision.Kind.CLEAR, by=by,
+            memory=memory,
+            expected_generation=current.generation,
+            text=document.TEMPLATE,
+            kind=DocumentRevision.Kind.CLEAR,
+            by=by,
             summary=f"Cleared the memory document (the old one is kept as revision "
-                    f"{current.generation})",
+            f"{current.generation})",
         )
     return changes[0] if changes else None
 
@@ -252,8 +285,7 @@ def undo_change(*, memory: Memory, number: int, by=None) -> Change:
     Raises CannotUndo explaining why when the lines it touched have moved on.
     """
     with transaction.atomic():
-        change = (Change.objects.for_memory(memory).select_for_update()
-                  .filter(number=number).first())
+        change = Change.objects.for_memory(memory).select_for_update().filter(number=number).first()
         if change is None:
             raise CannotUndo(f"There is no change #{number} in the log of {memory.name}.")
         if change.undone_by_id:
@@ -264,12 +296,18 @@ def undo_change(*, memory: Memory, number: int, by=None) -> Change:
         try:
             text = document.apply(current.text, inverse)
         except document.CannotApply as why:
-            raise CannotUndo(f"Change #{number} can't be undone: {why}"
-                             f"{_later_change_note(change)}. Nothing was changed.") from None
+            raise CannotUndo(
+                f"Change #{number} can't be undone: {why}"
+                f"{_later_change_note(change)}. Nothing was changed."
+            ) from None
         check_fits(memory, text)
         _, logged = write_document(
-            memory=memory, expected_generation=current.generation, text=text,
-            kind=DocumentRevision.Kind.UNDO, by=by, reverts=change,
+            memory=memory,
+            expected_generation=current.generation,
+            text=text,
+            kind=DocumentRevision.Kind.UNDO,
+            by=by,
+            reverts=change,
             summary=f"Undid change #{number}: {change.summary}",
         )
         undo = logged[0] if logged else None
@@ -282,8 +320,11 @@ def undo_change(*, memory: Memory, number: int, by=None) -> Change:
 
 def _later_change_note(change: Change) -> str:
     later = Change.objects.for_memory(change.memory).filter(number__gt=change.number)
-    touched = [c.number for c in later.order_by("number")
-               if {op["line"] for op in c.operations} & {op["line"] for op in change.operations}]
+    touched = [
+        c.number
+        for c in later.order_by("number")
+        if {op["line"] for op in c.operations} & {op["line"] for op in change.operations}
+    ]
     if not touched:
         return ""
     return f" (change #{touched[0]} changed that line since)"

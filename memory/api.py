@@ -49,8 +49,17 @@ class InboxItemSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = InboxItem
-        fields = ["id", "text", "action", "origin", "confidence", "taught_by_name", "created_at",
-                  "state", "label"]
+        fields = [
+            "id",
+            "text",
+            "action",
+            "origin",
+            "confidence",
+            "taught_by_name",
+            "created_at",
+            "state",
+            "label",
+        ]
 
 
 class NewInboxItemSerializer(serializers.Serializer):
@@ -65,9 +74,21 @@ class RunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ConsolidationRun
-        fields = ["id", "state", "trigger", "reason", "outcome", "composer", "started_at",
-                  "finished_at", "elapsed_seconds", "items_read", "lines_added",
-                  "lines_removed", "lines_replaced"]
+        fields = [
+            "id",
+            "state",
+            "trigger",
+            "reason",
+            "outcome",
+            "composer",
+            "started_at",
+            "finished_at",
+            "elapsed_seconds",
+            "items_read",
+            "lines_added",
+            "lines_removed",
+            "lines_replaced",
+        ]
 
 
 class ChangeSerializer(serializers.ModelSerializer):
@@ -88,8 +109,13 @@ class DocumentSerializer(serializers.Serializer):
 
 def _document_json(memory: Memory) -> dict:
     current = DocumentRevision.objects.current(memory)
-    return {"text": current.text, "voice": current.voice, "generation": current.generation,
-            "size_bytes": current.size_bytes, "max_bytes": memory.max_bytes}
+    return {
+        "text": current.text,
+        "voice": current.voice,
+        "generation": current.generation,
+        "size_bytes": current.size_bytes,
+        "max_bytes": memory.max_bytes,
+    }
 
 
 @extend_schema(responses={200: dict})
@@ -101,21 +127,32 @@ def document(request: Request) -> Response:
         form = DocumentSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         try:
-            actions.save_user_edit(memory=memory, text=form.validated_data["text"],
-                                   base_generation=form.validated_data["base_generation"],
-                                   by=request.user)
+            actions.save_user_edit(
+                memory=memory,
+                text=form.validated_data["text"],
+                base_generation=form.validated_data["base_generation"],
+                by=request.user,
+            )
         except ValidationError as error:
             return _bad_request(error)
         except actions.DocumentChanged as changed:
             return _conflict(str(changed), current=_document_json(memory))
     waiting = InboxItem.objects.for_memory(memory).pending().count()
     last = ConsolidationRun.objects.latest_for(memory)
-    return Response({"memory": memory.slug, "document": _document_json(memory),
-                     "waiting": waiting, "last_run": RunSerializer(last).data if last else None})
+    return Response(
+        {
+            "memory": memory.slug,
+            "document": _document_json(memory),
+            "waiting": waiting,
+            "last_run": RunSerializer(last).data if last else None,
+        }
+    )
 
 
-@extend_schema(request=NewInboxItemSerializer, responses={200: InboxItemSerializer(many=True),
-                                                          201: InboxItemSerializer})
+@extend_schema(
+    request=NewInboxItemSerializer,
+    responses={200: InboxItemSerializer(many=True), 201: InboxItemSerializer},
+)
 @api_view(["GET", "POST"])
 def inbox(request: Request) -> Response:
     """What waits to be filed; POST queues a fact."""
@@ -148,8 +185,9 @@ def consolidate(request: Request) -> Response:
     """Start a pass now; it runs in the background. Poll the run for its outcome."""
     memory = _memory(request)
     try:
-        started = actions.request_consolidation(memory=memory, by=request.user,
-                                                trigger=ConsolidationRun.Trigger.API)
+        started = actions.request_consolidation(
+            memory=memory, by=request.user, trigger=ConsolidationRun.Trigger.API
+        )
     except actions.LearningOff as off:
         return _conflict(str(off))
     if not started.started:
@@ -160,8 +198,9 @@ def consolidate(request: Request) -> Response:
 @extend_schema(responses={200: RunSerializer})
 @api_view(["GET"])
 def run(request: Request, pk: int) -> Response:
-    return Response(RunSerializer(get_object_or_404(ConsolidationRun, pk=pk,
-                                                    memory=_memory(request))).data)
+    return Response(
+        RunSerializer(get_object_or_404(ConsolidationRun, pk=pk, memory=_memory(request))).data
+    )
 
 
 @extend_schema(responses={200: ChangeSerializer(many=True)})

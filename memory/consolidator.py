@@ -37,14 +37,15 @@ from memory.composers.base import (
     ComposerTimeout,
     Composition,
 )
-from memory.models import ConsolidationRun, DocumentRevision, InboxItem
 from memory.composers.offline import distil_voice
+from memory.models import ConsolidationRun, DocumentRevision, InboxItem
 
 logger = logging.getLogger(__name__)
 
 MAX_DROP_SHARE = 0.6  # a pass that would drop more of the document's content lines is refused
-UNCHANGED_ANSWER = re.compile(r"^\W*(unchanged|no changes?( needed)?|nothing to (add|change))\W*$",
-                              re.IGNORECASE)
+UNCHANGED_ANSWER = re.compile(
+    r"^\W*(unchanged|no changes?( needed)?|nothing to (add|change))\W*$", re.IGNORECASE
+)
 RESEND_AFTER = timedelta(seconds=60)  # an unclaimed run's start message is sent again after this
 
 
@@ -103,8 +104,9 @@ def _claim(run: ConsolidationRun) -> bool:
 def _pass(run: ConsolidationRun, deadline: float) -> None:
     memory = run.memory
     revision = DocumentRevision.objects.current(memory)
-    items = list(InboxItem.objects.for_memory(memory).pending().in_filing_order()
-                 .select_related("taught_by"))
+    items = list(
+        InboxItem.objects.for_memory(memory).pending().in_filing_order().select_related("taught_by")
+    )
     run.generation_read, run.items_read = revision.generation, len(items)
     run.save(update_fields=["generation_read", "items_read"])
     if not items:
@@ -126,8 +128,11 @@ def _pass(run: ConsolidationRun, deadline: float) -> None:
     if time.monotonic() > deadline:
         raise ComposerTimeout("the composer answered after the deadline")
     if composition.kept_reason:
-        _finish(run, ConsolidationRun.State.KEPT,
-                f"{composition.kept_reason} The {len(items)} waiting stay queued.")
+        _finish(
+            run,
+            ConsolidationRun.State.KEPT,
+            f"{composition.kept_reason} The {len(items)} waiting stay queued.",
+        )
         return
     refusal = refusal_reason(revision.text, composition.document, candidates)
     if refusal:
@@ -137,9 +142,15 @@ def _pass(run: ConsolidationRun, deadline: float) -> None:
 
 
 def _candidate(item: InboxItem) -> Candidate:
-    return Candidate(id=item.pk, text=item.text, origin=item.origin, confidence=item.confidence,
-                     created_at=item.created_at, taught_by=item.taught_by_name,
-                     action=item.action)
+    return Candidate(
+        id=item.pk,
+        text=item.text,
+        origin=item.origin,
+        confidence=item.confidence,
+        created_at=item.created_at,
+        taught_by=item.taught_by_name,
+        action=item.action,
+    )
 
 
 def _time_left(deadline: float) -> float:
@@ -149,18 +160,30 @@ def _time_left(deadline: float) -> float:
     return left
 
 
-def _compose(composer: Composer, text: str, candidates: list[Candidate], memory: Memory,
-             deadline: float) -> Composition:
+def _compose(
+    composer: Composer, text: str, candidates: list[Candidate], memory: Memory, deadline: float
+) -> Composition:
     """Ask once; if the answer is over the cap, ask once more with the measured excess."""
-    answer = composer.compose(document=text, candidates=candidates, max_bytes=memory.max_bytes,
-                              timeout=_time_left(deadline))
+    answer = composer.compose(
+        document=text,
+        candidates=candidates,
+        max_bytes=memory.max_bytes,
+        timeout=_time_left(deadline),
+    )
     excess = document.size_bytes(answer.document) - memory.max_bytes
     if excess <= 0:
         return answer
-    feedback = (f"drop the oldest and lowest-value facts until it fits — {excess:,} bytes over "
-                f"memory_max_kb={memory.memory_max_kb}")
-    answer = composer.compose(document=text, candidates=candidates, max_bytes=memory.max_bytes,
-                              feedback=feedback, timeout=_time_left(deadline))
+    feedback = (
+        f"drop the oldest and lowest-value facts until it fits — {excess:,} bytes over "
+        f"memory_max_kb={memory.memory_max_kb}"
+    )
+    answer = composer.compose(
+        document=text,
+        candidates=candidates,
+        max_bytes=memory.max_bytes,
+        feedback=feedback,
+        timeout=_time_left(deadline),
+    )
     excess = document.size_bytes(answer.document) - memory.max_bytes
     if excess > 0:
         raise OverCap(
@@ -177,20 +200,23 @@ def refusal_reason(old: str, new: str, candidates: list[Candidate]) -> str | Non
         return "The composer answered “unchanged” instead of a document; nothing was written."
     adds = [c for c in candidates if c.action == InboxItem.Action.ADD]
     if document.is_effectively_empty(new) and (adds or not document.is_effectively_empty(old)):
-        return ("The composer answered with an empty document (headings only); nothing was "
-                "written.")
+        return "The composer answered with an empty document (headings only); nothing was written."
     old_lines = document.content_lines(old)
     if not old_lines:
         return None
     forgotten = [c.text for c in candidates if c.action == InboxItem.Action.FORGET]
-    dropped = [line for line in _dropped_lines(old, new)
-               if not any(compare(text, line).verdict in {"same", "refinement"}
-                          for text in forgotten)]
+    dropped = [
+        line
+        for line in _dropped_lines(old, new)
+        if not any(compare(text, line).verdict in {"same", "refinement"} for text in forgotten)
+    ]
     share = len(dropped) / len(old_lines)
     if share > MAX_DROP_SHARE:
-        return (f"The new document would drop {len(dropped)} of the {len(old_lines)} content "
-                f"lines ({share:.0%}), more than the {MAX_DROP_SHARE:.0%} a pass may drop; "
-                "nothing was written.")
+        return (
+            f"The new document would drop {len(dropped)} of the {len(old_lines)} content "
+            f"lines ({share:.0%}), more than the {MAX_DROP_SHARE:.0%} a pass may drop; "
+            "nothing was written."
+        )
     return None
 
 
@@ -199,7 +225,9 @@ def _dropped_lines(old: str, new: str) -> list[str]:
     by a line about something else (the diff pairs lines by position, not by meaning)."""
     dropped = []
     for group in document.diff(old, new):
-        removes = [op.line for op in group if op.op == "remove" and not document.is_heading(op.line)]
+        removes = [
+            op.line for op in group if op.op == "remove" and not document.is_heading(op.line)
+        ]
         adds = [op.line for op in group if op.op == "add" and not document.is_heading(op.line)]
         if removes and adds and compare(removes[0], adds[0]).verdict != "novel":
             continue
@@ -207,8 +235,12 @@ def _dropped_lines(old: str, new: str) -> list[str]:
     return dropped
 
 
-def _commit(run: ConsolidationRun, revision: DocumentRevision, items: list[InboxItem],
-            composition: Composition) -> None:
+def _commit(
+    run: ConsolidationRun,
+    revision: DocumentRevision,
+    items: list[InboxItem],
+    composition: Composition,
+) -> None:
     memory = run.memory
     ids = [item.pk for item in items]
     voice = composition.voice
@@ -216,27 +248,39 @@ def _commit(run: ConsolidationRun, revision: DocumentRevision, items: list[Inbox
         voice = distil_voice(composition.document)
     with transaction.atomic():
         if InboxItem.objects.filter(pk__in=ids, state=InboxItem.State.DROPPED).exists():
-            _retry_later(run, "An item was dropped from the queue while the pass ran; nothing "
-                              "was written, and a new pass has been asked for without it.")
+            _retry_later(
+                run,
+                "An item was dropped from the queue while the pass ran; nothing "
+                "was written, and a new pass has been asked for without it.",
+            )
             return
         changes = []
         if composition.document != revision.text:
             try:
                 _, changes = actions.write_document(
-                    memory=memory, expected_generation=revision.generation,
-                    text=composition.document, voice=voice,
-                    kind=DocumentRevision.Kind.PASS, run=run,
+                    memory=memory,
+                    expected_generation=revision.generation,
+                    text=composition.document,
+                    voice=voice,
+                    kind=DocumentRevision.Kind.PASS,
+                    run=run,
                 )
             except actions.DocumentChanged:
-                _retry_later(run, "The document was edited while the pass ran; nothing was "
-                                  "written, and a new pass has been asked for.")
+                _retry_later(
+                    run,
+                    "The document was edited while the pass ran; nothing was "
+                    "written, and a new pass has been asked for.",
+                )
                 return
         InboxItem.objects.filter(pk__in=ids, state=InboxItem.State.PENDING).update(
             state=InboxItem.State.FILED, run=run, settled_at=timezone.now()
         )
         counts = _count(changes)
-        reason = _filed_reason(counts) if changes else ("Everything waiting was already in the "
-                                                        "document.")
+        reason = (
+            _filed_reason(counts)
+            if changes
+            else ("Everything waiting was already in the document.")
+        )
         _finish(run, ConsolidationRun.State.FILED, reason, **counts)
 
 
@@ -245,15 +289,22 @@ def _count(changes) -> dict:
     for change in changes:
         ops = {op["op"] for op in change.operations}
         key = {frozenset({"add"}): "lines_added", frozenset({"remove"}): "lines_removed"}.get(
-            frozenset(ops), "lines_replaced")
+            frozenset(ops), "lines_replaced"
+        )
         counts[key] += 1
     return counts
 
 
 def _filed_reason(counts: dict) -> str:
-    parts = [f"{n} {label}" for label, n in (("added", counts["lines_added"]),
-                                              ("replaced", counts["lines_replaced"]),
-                                              ("removed", counts["lines_removed"])) if n]
+    parts = [
+        f"{n} {label}"
+        for label, n in (
+            ("added", counts["lines_added"]),
+            ("replaced", counts["lines_replaced"]),
+            ("removed", counts["lines_removed"]),
+        )
+        if n
+    ]
     return f"Lines {', '.join(parts)}." if parts else ""
 
 
@@ -261,7 +312,8 @@ def _retry_later(run: ConsolidationRun, reason: str) -> None:
     _finish(run, ConsolidationRun.State.FAILED, reason)
     memory = run.memory
     transaction.on_commit(
-        lambda: actions.request_if_learning(memory, ConsolidationRun.Trigger.RETRY))
+        lambda: actions.request_if_learning(memory, ConsolidationRun.Trigger.RETRY)
+    )
 
 
 def _finish(run: ConsolidationRun, state: str, reason: str, **counts) -> None:
@@ -272,8 +324,9 @@ def _finish(run: ConsolidationRun, state: str, reason: str, **counts) -> None:
 
 
 def _timeout_reason() -> str:
-    return (f"Timed out after {deadline_seconds()} s; nothing was written and the queue is "
-            "unchanged.")
+    return (
+        f"Timed out after {deadline_seconds()} s; nothing was written and the queue is unchanged."
+    )
 
 
 def _last_line(error: BaseException) -> str:
@@ -303,13 +356,18 @@ def settle_lost_runs(*, memory: Memory | None = None) -> list[ConsolidationRun]:
     for run in running:
         if not _is_lost(run, now):
             continue
-        why = ("no worker picked it up" if not run.claimed_at
-               else "the worker running it stopped before it finished")
+        why = (
+            "no worker picked it up"
+            if not run.claimed_at
+            else "the worker running it stopped before it finished"
+        )
         settled = ConsolidationRun.objects.filter(
             pk=run.pk, state=ConsolidationRun.State.RUNNING
-        ).update(state=ConsolidationRun.State.FAILED, finished_at=now,
-                 reason=f"The pass was lost: {why}. Nothing was written and the queue is "
-                        "unchanged.")
+        ).update(
+            state=ConsolidationRun.State.FAILED,
+            finished_at=now,
+            reason=f"The pass was lost: {why}. Nothing was written and the queue is unchanged.",
+        )
         if settled:
             lost.append(run)
     return lost
@@ -321,8 +379,9 @@ def sweep() -> None:
         if InboxItem.objects.for_memory(run.memory).pending().exists():
             actions.request_if_learning(run.memory, ConsolidationRun.Trigger.SWEEP)
     stale = timezone.now() - RESEND_AFTER
-    for run in ConsolidationRun.objects.running().filter(claimed_at__isnull=True,
-                                                         started_at__lt=stale):
+    for run in ConsolidationRun.objects.running().filter(
+        claimed_at__isnull=True, started_at__lt=stale
+    ):
         send(run)
 
 

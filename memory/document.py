@@ -11,8 +11,7 @@ import difflib
 from dataclasses import asdict, dataclass
 
 TEMPLATE = (
-    "# Memory\n\n## House\n\n## People\n\n## Rooms\n\n## Devices\n\n## Preferences\n\n"
-    "## Routines\n"
+    "# Memory\n\n## House\n\n## People\n\n## Rooms\n\n## Devices\n\n## Preferences\n\n## Routines\n"
 )
 QUOTE_CHARS = 80  # how much of a line a change's summary quotes
 
@@ -61,16 +60,21 @@ class Operation:
     after: str | None = None  # the non-blank line just before it, for placing an add
 
     def inverse(self) -> Operation:
-        return Operation("remove" if self.op == "add" else "add", self.line, self.section,
-                         self.after)
+        return Operation(
+            "remove" if self.op == "add" else "add", self.line, self.section, self.after
+        )
 
     def as_json(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict) -> Operation:
-        return cls(op=data["op"], line=data["line"], section=data.get("section", ""),
-                   after=data.get("after"))
+        return cls(
+            op=data["op"],
+            line=data["line"],
+            section=data.get("section", ""),
+            after=data.get("after"),
+        )
 
 
 def diff(old: str, new: str) -> list[list[Operation]]:
@@ -83,13 +87,16 @@ def diff(old: str, new: str) -> list[list[Operation]]:
         if tag == "equal":
             continue
         removed = [
-            Operation("remove", old_lines[i], section_of(old_lines, i),
-                      _previous_line(old_lines, i))
-            for i in range(i1, i2) if old_lines[i].strip()
+            Operation(
+                "remove", old_lines[i], section_of(old_lines, i), _previous_line(old_lines, i)
+            )
+            for i in range(i1, i2)
+            if old_lines[i].strip()
         ]
         added = [
             Operation("add", new_lines[j], section_of(new_lines, j), _previous_line(new_lines, j))
-            for j in range(j1, j2) if new_lines[j].strip()
+            for j in range(j1, j2)
+            if new_lines[j].strip()
         ]
         removed_lines = [op for op in removed if not is_heading(op.line)]
         added_lines = [op for op in added if not is_heading(op.line)]
@@ -161,8 +168,11 @@ def describe(operations: list[Operation], *, by_person: bool = False) -> str:
         parts = [f"added “{quote(op.line)}”" for op in adds[:2]]
         parts += [f"removed “{quote(op.line)}”" for op in removes[:2]]
         more = len(adds) + len(removes) - len(parts)
-        return "You edited the document: " + "; ".join(parts) + (
-            f"; and {more} more line{'s' if more != 1 else ''}" if more > 0 else "")
+        return (
+            "You edited the document: "
+            + "; ".join(parts)
+            + (f"; and {more} more line{'s' if more != 1 else ''}" if more > 0 else "")
+        )
     if len(removes) == 1 and len(adds) == 1:
         return f"Replaced “{quote(removes[0].line)}” with “{quote(adds[0].line)}”"
     if len(adds) == 1 and not removes:

@@ -59,15 +59,18 @@ class InboxItem(models.Model):
     text = models.TextField()
     action = models.CharField(max_length=8, choices=Action.choices, default=Action.ADD)
     origin = models.CharField(max_length=16, choices=Origin.choices)
-    confidence = models.CharField(max_length=8, choices=Confidence.choices,
-                                  default=Confidence.MEDIUM)
-    taught_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                  on_delete=models.SET_NULL, related_name="+")
+    confidence = models.CharField(
+        max_length=8, choices=Confidence.choices, default=Confidence.MEDIUM
+    )
+    taught_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     taught_by_name = models.CharField(max_length=150, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     state = models.CharField(max_length=8, choices=State.choices, default=State.PENDING)
-    run = models.ForeignKey("ConsolidationRun", null=True, blank=True,
-                            on_delete=models.SET_NULL, related_name="items")
+    run = models.ForeignKey(
+        "ConsolidationRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="items"
+    )
     settled_at = models.DateTimeField(null=True, blank=True)
 
     objects = InboxQuerySet.as_manager()
@@ -89,8 +92,13 @@ class RevisionQuerySet(models.QuerySet):
     def current(self, memory: Memory) -> DocumentRevision:
         """The newest revision, or an unsaved generation-0 template for a new memory."""
         latest = self.filter(memory=memory).order_by("-generation").first()
-        return latest or DocumentRevision(memory=memory, generation=0, text=document.TEMPLATE,
-                                          voice="", kind=DocumentRevision.Kind.INITIAL)
+        return latest or DocumentRevision(
+            memory=memory,
+            generation=0,
+            text=document.TEMPLATE,
+            voice="",
+            kind=DocumentRevision.Kind.INITIAL,
+        )
 
 
 class DocumentRevision(models.Model):
@@ -109,18 +117,21 @@ class DocumentRevision(models.Model):
     text = models.TextField()
     voice = models.TextField(blank=True)
     kind = models.CharField(max_length=8, choices=Kind.choices)
-    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                               on_delete=models.SET_NULL, related_name="+")
-    run = models.ForeignKey("ConsolidationRun", null=True, blank=True, on_delete=models.SET_NULL,
-                            related_name="+")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    run = models.ForeignKey(
+        "ConsolidationRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = RevisionQuerySet.as_manager()
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["memory", "generation"],
-                                    name="one_revision_per_generation"),
+            models.UniqueConstraint(
+                fields=["memory", "generation"], name="one_revision_per_generation"
+            ),
             models.CheckConstraint(
                 condition=LessThanOrEqual(
                     Func("voice", function="OCTET_LENGTH", output_field=models.IntegerField()),
@@ -172,8 +183,9 @@ class ConsolidationRun(models.Model):
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="runs")
     state = models.CharField(max_length=10, choices=State.choices, default=State.RUNNING)
     trigger = models.CharField(max_length=8, choices=Trigger.choices)
-    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                     on_delete=models.SET_NULL, related_name="+")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     reason = models.TextField(blank=True)
     composer = models.CharField(max_length=32, blank=True)
     started_at = models.DateTimeField(default=timezone.now)
@@ -193,8 +205,11 @@ class ConsolidationRun(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["memory"], condition=models.Q(state="running"),
-                                    name="one_running_pass_per_memory"),
+            models.UniqueConstraint(
+                fields=["memory"],
+                condition=models.Q(state="running"),
+                name="one_running_pass_per_memory",
+            ),
         ]
         indexes = [models.Index(fields=["memory", "-started_at"])]
 
@@ -219,8 +234,12 @@ class ConsolidationRun(models.Model):
             filed = self.items_read
             noun = "item" if filed == 1 else "items"
             return f"Filed {filed} {noun}. {self.reason}".strip()
-        label = {"kept": "Kept the queue", "refused": "Refused", "failed": "Failed",
-                 "timed_out": "Timed out"}[self.state]
+        label = {
+            "kept": "Kept the queue",
+            "refused": "Refused",
+            "failed": "Failed",
+            "timed_out": "Timed out",
+        }[self.state]
         return f"{label}: {self.reason}" if self.reason else label
 
 
@@ -248,17 +267,22 @@ class Change(models.Model):
     source = models.CharField(max_length=8, choices=Source.choices)
     summary = models.TextField()
     operations = models.JSONField(default=list)
-    revision = models.ForeignKey(DocumentRevision, null=True, blank=True,
-                                 on_delete=models.SET_NULL, related_name="changes")
-    run = models.ForeignKey(ConsolidationRun, null=True, blank=True, on_delete=models.SET_NULL,
-                            related_name="changes")
-    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                               on_delete=models.SET_NULL, related_name="+")
+    revision = models.ForeignKey(
+        DocumentRevision, null=True, blank=True, on_delete=models.SET_NULL, related_name="changes"
+    )
+    run = models.ForeignKey(
+        ConsolidationRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="changes"
+    )
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     author_name = models.CharField(max_length=150, blank=True)
-    reverts = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
-                                related_name="+")
-    undone_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
-                                  related_name="+")
+    reverts = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    undone_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = ChangeQuerySet.as_manager()

@@ -25,11 +25,13 @@ from django.utils.module_loading import import_string
 
 from knowledge.models import Memory
 from memory import actions, document
+from memory.composers.base import VOICE_MAX_BYTES
 from memory.models import Change, Confidence, DocumentRevision, InboxItem, Origin
 
 FORMAT = "brain-export"
 VERSION = 1
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
+PERSON_NAME_CHARS = 150  # InboxItem.taught_by_name and Change.author_name
 
 
 class ImportRejected(Exception):
@@ -52,9 +54,13 @@ def export_memory(memory: Memory) -> dict:
         "format": FORMAT,
         "version": VERSION,
         "exported_at": timezone.now().isoformat(),
-        "memory": {"slug": memory.slug, "name": memory.name,
-                   "memory_max_kb": memory.memory_max_kb, "learning": memory.learning,
-                   "memory_injection": memory.memory_injection},
+        "memory": {
+            "slug": memory.slug,
+            "name": memory.name,
+            "memory_max_kb": memory.memory_max_kb,
+            "learning": memory.learning,
+            "memory_injection": memory.memory_injection,
+        },
     }
     for section in sections():
         data[section.key] = section.dump(memory)
@@ -67,14 +73,17 @@ def export_json(memory: Memory) -> str:
 
 def parse(raw: bytes | str) -> dict:
     if len(raw) > MAX_IMPORT_BYTES:
-        raise ImportRejected(f"The file is {len(raw):,} bytes; an export is at most "
-                             f"{MAX_IMPORT_BYTES:,}.")
+        raise ImportRejected(
+            f"The file is {len(raw):,} bytes; an export is at most {MAX_IMPORT_BYTES:,}."
+        )
     try:
         data = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ImportRejected(f"This is not a brain export: it is not valid JSON ({error}).") from None
+        raise ImportRejected(
+            f"This is not a brain export: it is not valid JSON ({error})."
+        ) from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ImportRejected(f"This is not a brain export: its \"format\" is not {FORMAT!r}.")
+        raise ImportRejected(f'This is not a brain export: its "format" is not {FORMAT!r}.')
     if data.get("version") != VERSION:
         raise ImportRejected(
             f"This export is version {data.get('version')!r}; this brain reads version {VERSION}."
@@ -85,8 +94,9 @@ def parse(raw: bytes | str) -> dict:
     return data
 
 
-def import_memory(memory: Memory, data: dict, *, replace_memory: bool = False,
-                  by=None) -> list[str]:
+def import_memory(
+    memory: Memory, data: dict, *, replace_memory: bool = False, by=None
+) -> list[str]:
     """Fold a parsed export into ``memory``; returns what happened, a line per section."""
     options = ImportOptions(replace_memory=replace_memory, by=by)
     with transaction.atomic():
@@ -104,16 +114,31 @@ def _require(condition: bool, message: str) -> None:
         raise ImportRejected(message)
 
 
-def _entries(data, key: str, fields: dict[str, type]) -> None:
-    _require(isinstance(data, list), f"\"{key}\" must be a list.")
+def _entries(data, key: str, fields: dict[str, type], person: str) -> None:
+    """Check every entry's required fields, and the optional name of its ``person``."""
+    _require(isinstance(data, list), f'"{key}" must be a list.')
+    seen = set()
     for number, entry in enumerate(data, start=1):
         _require(isinstance(entry, dict), f"{key} entry {number} is not an object.")
         for name, kind in fields.items():
-            _require(isinstance(entry.get(name), kind),
-                     f"{key} entry {number} has no valid \"{name}\".")
+            _require(
+                isinstance(entry.get(name), kind), f'{key} entry {number} has no valid "{name}".'
+            )
         _require(_is_uuid(entry["uid"]), f"{key} entry {number} has an invalid uid.")
-        _require(parse_datetime(entry["created_at"]) is not None,
-                 f"{key} entry {number} has an invalid created_at.")
+        _require(
+            uuid.UUID(entry["uid"]) not in seen,
+            f"{key} entry {number} repeats the uid of an earlier entry.",
+        )
+        seen.add(uuid.UUID(entry["uid"]))
+        _require(
+            _is_datetime(entry["created_at"]), f"{key} entry {number} has an invalid created_at."
+        )
+        name = entry.get(person, "")
+        _require(
+            isinstance(name, str) and len(name) <= PERSON_NAME_CHARS,
+            f'{key} entry {number} has an invalid "{person}" (a name of at most '
+            f"{PERSON_NAME_CHARS} characters).",
+        )
 
 
 def _is_uuid(value: str) -> bool:
@@ -124,8 +149,34 @@ def _is_uuid(value: str) -> bool:
     return True
 
 
+def _is_datetime(value: str) -> bool:
+    try:
+        return parse_datetime(value) is not None
+    except ValueError:  # well formed but impossible, like month 13
+        return False
+
+
 def _when(value: str) -> datetime:
     return parse_datetime(value)
+
+
+def _placed(model, memory: Memory, data: list[dict]) -> list[tuple[dict, uuid.UUID]]:
+    """The entries not yet in ``memory``, each with the uid it gets there.
+
+    Entries are matched by uid. A uid is unique on the whole install, so an entry whose uid
+    another memory holds (an export folded into a second memory) gets a uid derived from it and
+    this memory, which importing the same file again finds.
+    """
+    uids = [uuid.UUID(entry["uid"]) for entry in data]
+    derived = {uid: uuid.uuid5(uid, f"memory:{memory.pk}") for uid in uids}
+    owners = dict(
+        model.objects.filter(uid__in=[*uids, *derived.values()]).values_list("uid", "memory_id")
+    )
+    return [
+        (entry, derived[uid] if uid in owners else uid)
+        for entry, uid in zip(data, uids, strict=True)
+        if memory.pk not in (owners.get(uid), owners.get(derived[uid]))
+    ]
 
 
 # The memory app's sections --------------------------------------------------------------------
@@ -139,8 +190,17 @@ class DocumentSection:
         return {"text": current.text, "voice": current.voice, "generation": current.generation}
 
     def check(self, data) -> None:
-        _require(isinstance(data, dict) and isinstance(data.get("text"), str),
-                 "\"document\" must be an object with the document's \"text\".")
+        _require(
+            isinstance(data, dict) and isinstance(data.get("text"), str),
+            '"document" must be an object with the document\'s "text".',
+        )
+        voice = data.get("voice", "")
+        _require(isinstance(voice, str), 'The document\'s "voice" must be text.')
+        size = document.size_bytes(voice)
+        _require(
+            size <= VOICE_MAX_BYTES,
+            f"The document's voice distillate is {size:,} bytes; the limit is {VOICE_MAX_BYTES:,}.",
+        )
 
     def load(self, memory: Memory, data: dict, options: ImportOptions) -> None:
         text = data["text"]
@@ -149,54 +209,89 @@ class DocumentSection:
             options.report.append("Document: unchanged.")
             return
         if not document.is_effectively_empty(current.text) and not options.replace_memory:
-            options.report.append("Document: kept yours (it is not empty); pass "
-                                  "--replace-memory to replace it with the imported one.")
+            options.report.append(
+                "Document: kept yours (it is not empty); pass "
+                "--replace-memory to replace it with the imported one."
+            )
             return
         actions.check_fits(memory, text)
-        actions.write_document(memory=memory, expected_generation=current.generation, text=text,
-                               kind=DocumentRevision.Kind.IMPORT, by=options.by,
-                               summary="Imported the memory document from an export")
+        actions.write_document(
+            memory=memory,
+            expected_generation=current.generation,
+            text=text,
+            voice=data.get("voice") or None,  # none in the file: distil one from the text
+            kind=DocumentRevision.Kind.IMPORT,
+            by=options.by,
+            summary="Imported the memory document from an export",
+        )
         options.report.append("Document: imported.")
 
 
 class InboxSection:
     key = "inbox"
-    fields = {"uid": str, "text": str, "origin": str, "confidence": str, "created_at": str,
-              "state": str}
+    fields = {
+        "uid": str,
+        "text": str,
+        "origin": str,
+        "confidence": str,
+        "created_at": str,
+        "state": str,
+    }
 
     def dump(self, memory: Memory) -> list[dict]:
         return [
-            {"uid": str(item.uid), "text": item.text, "action": item.action,
-             "origin": item.origin, "confidence": item.confidence,
-             "taught_by": item.taught_by_name, "created_at": item.created_at.isoformat(),
-             "state": item.state}
+            {
+                "uid": str(item.uid),
+                "text": item.text,
+                "action": item.action,
+                "origin": item.origin,
+                "confidence": item.confidence,
+                "taught_by": item.taught_by_name,
+                "created_at": item.created_at.isoformat(),
+                "state": item.state,
+            }
             for item in InboxItem.objects.for_memory(memory).in_filing_order()
         ]
 
     def check(self, data) -> None:
-        _entries(data, "inbox", self.fields)
+        _entries(data, "inbox", self.fields, person="taught_by")
         for number, entry in enumerate(data, start=1):
-            _require(entry["origin"] in Origin.values,
-                     f"inbox entry {number} has an unknown origin {entry['origin']!r}.")
-            _require(entry["confidence"] in Confidence.values,
-                     f"inbox entry {number} has an unknown confidence.")
-            _require(entry["state"] in InboxItem.State.values,
-                     f"inbox entry {number} has an unknown state.")
-            _require(entry.get("action", "add") in InboxItem.Action.values,
-                     f"inbox entry {number} has an unknown action.")
-            _require(0 < len(entry["text"].strip()) <= actions.MAX_ITEM_CHARS,
-                     f"inbox entry {number} is empty or longer than "
-                     f"{actions.MAX_ITEM_CHARS:,} characters.")
+            _require(
+                entry["origin"] in Origin.values,
+                f"inbox entry {number} has an unknown origin {entry['origin']!r}.",
+            )
+            _require(
+                entry["confidence"] in Confidence.values,
+                f"inbox entry {number} has an unknown confidence.",
+            )
+            _require(
+                entry["state"] in InboxItem.State.values,
+                f"inbox entry {number} has an unknown state.",
+            )
+            _require(
+                entry.get("action", "add") in InboxItem.Action.values,
+                f"inbox entry {number} has an unknown action.",
+            )
+            _require(
+                0 < len(entry["text"].strip()) <= actions.MAX_ITEM_CHARS,
+                f"inbox entry {number} is empty or longer than "
+                f"{actions.MAX_ITEM_CHARS:,} characters.",
+            )
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
-        known = set(InboxItem.objects.filter(uid__in=[e["uid"] for e in data])
-                    .values_list("uid", flat=True))
         new = [
-            InboxItem(uid=entry["uid"], memory=memory, text=entry["text"],
-                      action=entry.get("action", "add"), origin=entry["origin"],
-                      confidence=entry["confidence"], taught_by_name=entry.get("taught_by", ""),
-                      created_at=_when(entry["created_at"]), state=entry["state"])
-            for entry in data if uuid.UUID(entry["uid"]) not in known
+            InboxItem(
+                uid=uid,
+                memory=memory,
+                text=entry["text"],
+                action=entry.get("action", "add"),
+                origin=entry["origin"],
+                confidence=entry["confidence"],
+                taught_by_name=entry.get("taught_by", ""),
+                created_at=_when(entry["created_at"]),
+                state=entry["state"],
+            )
+            for entry, uid in _placed(InboxItem, memory, data)
         ]
         InboxItem.objects.bulk_create(new)
         options.report.append(f"Inbox: {len(new)} added, {len(data) - len(new)} already here.")
@@ -204,45 +299,73 @@ class InboxSection:
 
 class ChangeLogSection:
     key = "changes"
-    fields = {"uid": str, "number": int, "summary": str, "operations": list, "created_at": str,
-              "source": str}
+    fields = {
+        "uid": str,
+        "number": int,
+        "summary": str,
+        "operations": list,
+        "created_at": str,
+        "source": str,
+    }
 
     def dump(self, memory: Memory) -> list[dict]:
         return [
-            {"uid": str(change.uid), "number": change.number, "source": change.source,
-             "summary": change.summary, "operations": change.operations,
-             "author": change.author_name, "created_at": change.created_at.isoformat()}
+            {
+                "uid": str(change.uid),
+                "number": change.number,
+                "source": change.source,
+                "summary": change.summary,
+                "operations": change.operations,
+                "author": change.author_name,
+                "created_at": change.created_at.isoformat(),
+            }
             for change in Change.objects.for_memory(memory).order_by("number")
         ]
 
     def check(self, data) -> None:
-        _entries(data, "changes", self.fields)
+        _entries(data, "changes", self.fields, person="author")
         for number, entry in enumerate(data, start=1):
-            _require(entry["source"] in Change.Source.values,
-                     f"changes entry {number} has an unknown source.")
+            _require(
+                entry["source"] in Change.Source.values,
+                f"changes entry {number} has an unknown source.",
+            )
             for op in entry["operations"]:
-                _require(isinstance(op, dict) and op.get("op") in {"add", "remove"}
-                         and isinstance(op.get("line"), str),
-                         f"changes entry {number} has an invalid operation.")
+                _require(
+                    isinstance(op, dict)
+                    and op.get("op") in {"add", "remove"}
+                    and isinstance(op.get("line"), str),
+                    f"changes entry {number} has an invalid operation.",
+                )
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
-        known = set(Change.objects.filter(uid__in=[e["uid"] for e in data])
-                    .values_list("uid", flat=True))
-        fresh = sorted((e for e in data if uuid.UUID(e["uid"]) not in known),
-                       key=lambda e: e["number"])
+        fresh = sorted(_placed(Change, memory, data), key=lambda placed: placed[0]["number"])
         # Imported history is appended after this log's own changes, in its original order.
         Memory.objects.select_for_update().filter(pk=memory.pk).first()
-        start = (Change.objects.for_memory(memory).order_by("-number")
-                 .values_list("number", flat=True).first() or 0) + 1
-        Change.objects.bulk_create([
-            Change(uid=entry["uid"], memory=memory, number=start + offset,
-                   source=entry["source"], summary=entry["summary"],
-                   operations=entry["operations"], author_name=entry.get("author", ""),
-                   created_at=_when(entry["created_at"]))
-            for offset, entry in enumerate(fresh)
-        ])
+        start = (
+            Change.objects.for_memory(memory)
+            .order_by("-number")
+            .values_list("number", flat=True)
+            .first()
+            or 0
+        ) + 1
+        Change.objects.bulk_create(
+            [
+                Change(
+                    uid=uid,
+                    memory=memory,
+                    number=start + offset,
+                    source=entry["source"],
+                    summary=entry["summary"],
+                    operations=entry["operations"],
+                    author_name=entry.get("author", ""),
+                    created_at=_when(entry["created_at"]),
+                )
+                for offset, (entry, uid) in enumerate(fresh)
+            ]
+        )
         options.report.append(
-            f"Change log: {len(fresh)} added, {len(data) - len(fresh)} already here.")
+            f"Change log: {len(fresh)} added, {len(data) - len(fresh)} already here."
+        )
 
 
 document_section = DocumentSection()

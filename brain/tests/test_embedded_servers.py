@@ -13,16 +13,27 @@ from brain.embedded import BASE_DIR
 
 def _in_subprocess(var_dir, code: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "BRAIN_VAR_DIR": str(var_dir)}
-    return subprocess.run([sys.executable, "-c", f"from brain import embedded\n{code}"],
-                          cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", f"from brain import embedded\n{code}"],
+        cwd=BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _start_two_at_once(var_dir, server: str) -> list[str]:
     code = f"print(embedded.{server}.ensure_running())"
     env = {**os.environ, "BRAIN_VAR_DIR": str(var_dir)}
     starters = [
-        subprocess.Popen([sys.executable, "-c", f"from brain import embedded\n{code}"],
-                         cwd=BASE_DIR, env=env, stdout=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", f"from brain import embedded\n{code}"],
+            cwd=BASE_DIR,
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         for _ in range(2)
     ]
     return sorted(starter.communicate(timeout=120)[0].strip() for starter in starters)
@@ -51,8 +62,10 @@ print(out.stdout.strip())
 def test_two_processes_starting_postgres_at_once_share_one_server(var_dir):
     assert _start_two_at_once(var_dir, "postgres") == ["False", "True"]
 
-    assert _psql(var_dir, "SELECT count(*) FROM pg_stat_activity WHERE backend_type = "
-                          "'checkpointer'") == "1"
+    assert (
+        _psql(var_dir, "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'checkpointer'")
+        == "1"
+    )
 
 
 def test_postgres_killed_hard_recovers_on_the_next_start_with_its_data(var_dir):
@@ -73,20 +86,26 @@ def test_two_processes_starting_valkey_at_once_share_one_server(var_dir):
 
 
 def test_valkey_killed_hard_recovers_on_the_next_start_with_its_saved_data(var_dir):
-    setup = _in_subprocess(var_dir, """
+    setup = _in_subprocess(
+        var_dir,
+        """
 import redis
 embedded.valkey.ensure_running()
 client = redis.Redis(unix_socket_path=str(embedded.valkey.socket_path))
 client.set("kept", "still here")
 client.save()
 print(embedded.valkey.running_pid())
-""")
+""",
+    )
     os.kill(int(setup.stdout.strip()), signal.SIGKILL)
     time.sleep(0.3)
 
-    after = _in_subprocess(var_dir, """
+    after = _in_subprocess(
+        var_dir,
+        """
 import redis
 print(embedded.valkey.ensure_running())
 print(redis.Redis(unix_socket_path=str(embedded.valkey.socket_path)).get("kept").decode())
-""")
+""",
+    )
     assert after.stdout.split() == ["True", "still", "here"], after.stderr

@@ -12,8 +12,14 @@ from brain.embedded import BASE_DIR
 
 def _run(env_overrides: dict) -> subprocess.CompletedProcess:
     env = {**os.environ, **env_overrides}
-    return subprocess.run([sys.executable, "-m", "brain.run"], cwd=BASE_DIR, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "brain.run"],
+        cwd=BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_a_busy_port_is_named_with_how_to_fix_it(tmp_path):
@@ -60,8 +66,9 @@ def test_make_run_without_python_3_12_says_what_is_needed(tmp_path):
     shutil.copy(BASE_DIR / "requirements.txt", tmp_path / "requirements.txt")
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # no pyenv, no python3.12
 
-    result = subprocess.run(["make", "run"], cwd=tmp_path, env=env, capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run(
+        ["make", "run"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
 
     assert result.returncode != 0
     assert "brain needs Python 3.12 or newer" in result.stderr

@@ -11,8 +11,9 @@ def test_a_real_worker_runs_a_task_and_its_result_lands_in_the_database(celery_w
 
     heartbeat.delay()
 
-    beat = wait_until(WorkerHeartbeat.objects.first, timeout=30,
-                      message="the worker never recorded its heartbeat")
+    beat = wait_until(
+        WorkerHeartbeat.objects.first, timeout=30, message="the worker never recorded its heartbeat"
+    )
     assert beat.hostname.startswith("test-worker-")
 
 

@@ -5,27 +5,57 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Memory',
+            name="Memory",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=64, unique=True)),
-                ('name', models.CharField(max_length=120)),
-                ('memory_max_kb', models.PositiveSmallIntegerField(default=32, help_text='How much the memory document may hold, in KB (1–64). Not a speed setting: it decides how much brain can know before filing something new drops something old.', validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(64)])),
-                ('learning', models.BooleanField(default=True, help_text='The master switch: off stops the consolidator and every learning pass. What is already known is kept and still used.')),
-                ('memory_injection', models.BooleanField(default=True, help_text='Off keeps learning but stops memory being given to prompts.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("slug", models.SlugField(max_length=64, unique=True)),
+                ("name", models.CharField(max_length=120)),
+                (
+                    "memory_max_kb",
+                    models.PositiveSmallIntegerField(
+                        default=32,
+                        help_text="How much the memory document may hold, in KB (1–64). Not a speed setting: it decides how much brain can know before filing something new drops something old.",
+                        validators=[
+                            django.core.validators.MinValueValidator(1),
+                            django.core.validators.MaxValueValidator(64),
+                        ],
+                    ),
+                ),
+                (
+                    "learning",
+                    models.BooleanField(
+                        default=True,
+                        help_text="The master switch: off stops the consolidator and every learning pass. What is already known is kept and still used.",
+                    ),
+                ),
+                (
+                    "memory_injection",
+                    models.BooleanField(
+                        default=True,
+                        help_text="Off keeps learning but stops memory being given to prompts.",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'verbose_name_plural': 'memories',
-                'constraints': [models.CheckConstraint(condition=models.Q(('memory_max_kb__gte', 1), ('memory_max_kb__lte', 64)), name='memory_max_kb_in_range')],
+                "verbose_name_plural": "memories",
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("memory_max_kb__gte", 1), ("memory_max_kb__lte", 64)),
+                        name="memory_max_kb_in_range",
+                    )
+                ],
             },
         ),
     ]

@@ -165,7 +165,8 @@ def _forget(lines: list[_Line], text: str, notes: list[str]) -> None:
     """Remove every bullet that says what ``text`` says (the same fact, or a fuller version of
     it). A bullet that merely mentions the same things is left alone."""
     doomed = [
-        line for line in lines
+        line
+        for line in lines
         if line.kind == "bullet" and compare(text, line.text).verdict in FORGET_VERDICTS
     ]
     for line in doomed:

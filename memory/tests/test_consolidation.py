@@ -24,8 +24,7 @@ SEED_LINES = [
 
 
 def _queue(home, *texts, origin=Origin.TYPED, action="add"):
-    return [actions.add_to_inbox(memory=home, text=t, origin=origin, action=action)
-            for t in texts]
+    return [actions.add_to_inbox(memory=home, text=t, origin=origin, action=action) for t in texts]
 
 
 def _pass(home, trigger=ConsolidationRun.Trigger.CLI) -> ConsolidationRun:
@@ -50,7 +49,8 @@ def test_a_pass_files_every_waiting_item_into_the_document_and_logs_each_line(ho
         assert line.rstrip(".") in text
     assert not InboxItem.objects.pending().exists()
     assert {item.run_id for item in InboxItem.objects.filter(pk__in=[i.pk for i in items])} == {
-        run.pk}
+        run.pk
+    }
     summaries = list(Change.objects.for_memory(home).values_list("summary", flat=True))
     assert len(summaries) == 5
     assert all(s.startswith("Added under ") for s in summaries)
@@ -128,11 +128,13 @@ def test_an_answer_over_the_cap_is_retried_once_with_the_measured_excess(home, s
     excess = document.size_bytes(too_long.document) - 1024
     assert composer.calls[1]["feedback"] == (
         f"drop the oldest and lowest-value facts until it fits — {excess:,} bytes over "
-        "memory_max_kb=1")
+        "memory_max_kb=1"
+    )
 
 
-def test_an_answer_still_over_the_cap_fails_naming_memory_max_kb_and_keeps_the_queue(home,
-                                                                                    scripted):
+def test_an_answer_still_over_the_cap_fails_naming_memory_max_kb_and_keeps_the_queue(
+    home, scripted
+):
     home.memory_max_kb = 1
     home.save(update_fields=["memory_max_kb"])
     _queue(home, "The loft is warm.")
@@ -207,12 +209,12 @@ def test_a_composer_failure_carries_its_own_last_line(home, scripted):
 
 
 def test_an_edit_made_during_the_pass_wins_and_a_new_pass_is_asked_for(
-        home, scripted, django_capture_on_commit_callbacks):
+    home, scripted, django_capture_on_commit_callbacks
+):
     _queue(home, "The loft is warm.")
 
     def someone_edits_meanwhile(*, document, **_):
-        actions.save_user_edit(memory=home, text=document + "- My own line.\n",
-                               base_generation=0)
+        actions.save_user_edit(memory=home, text=document + "- My own line.\n", base_generation=0)
         return Composition(document=document + "- The loft is warm.\n", voice="")
 
     scripted(someone_edits_meanwhile)
@@ -276,7 +278,8 @@ def test_a_run_whose_worker_process_died_is_marked_failed_on_the_next_request(ho
     _queue(home, "The loft is warm.")
     request = actions.request_consolidation(memory=home, trigger="manual", send=False)
     ConsolidationRun.objects.filter(pk=request.run.pk).update(
-        claimed_at=request.run.started_at, executor=f"{consolidator.socket.gethostname()}:999999")
+        claimed_at=request.run.started_at, executor=f"{consolidator.socket.gethostname()}:999999"
+    )
 
     again = actions.request_consolidation(memory=home, trigger="manual", send=False)
 

@@ -6,8 +6,9 @@ from memory.models import ConsolidationRun, InboxItem, Origin
 
 
 def test_a_queued_fact_is_labelled_with_where_it_came_from(home, alice):
-    item = actions.add_to_inbox(memory=home, text="  The loft   is warm ", origin=Origin.VOICE,
-                                by=alice)
+    item = actions.add_to_inbox(
+        memory=home, text="  The loft   is warm ", origin=Origin.VOICE, by=alice
+    )
 
     assert item.text == "The loft is warm"
     assert item.label == "from a voice conversation"

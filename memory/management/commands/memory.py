@@ -32,8 +32,12 @@ class Command(BaseCommand):
     help = "Read and change what brain has learned: the memory document, its inbox and log."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--memory", metavar="SLUG", default="",
-                            help="which memory (default: the default one, usually 'home')")
+        parser.add_argument(
+            "--memory",
+            metavar="SLUG",
+            default="",
+            help="which memory (default: the default one, usually 'home')",
+        )
         verbs = parser.add_subparsers(dest="verb", required=True, metavar="COMMAND")
         verbs.add_parser("list", help="what it knows: the memory document")
         add = verbs.add_parser("add", help="queue a fact yourself")
@@ -42,8 +46,11 @@ class Command(BaseCommand):
         verbs.add_parser("inbox", help="facts waiting to be filed")
         verbs.add_parser("hypotheses", help="pending guesses")
         consolidate = verbs.add_parser("consolidate", help="run a consolidation pass now")
-        consolidate.add_argument("--background", action="store_true",
-                                 help="hand the pass to the worker instead of running it here")
+        consolidate.add_argument(
+            "--background",
+            action="store_true",
+            help="hand the pass to the worker instead of running it here",
+        )
         log = verbs.add_parser("log", help="what changed recently, and why")
         log.add_argument("--limit", type=int, default=20)
         undo = verbs.add_parser("undo", help="revert change N from the log")
@@ -57,8 +64,11 @@ class Command(BaseCommand):
         export.add_argument("file", nargs="?", help="where to write it (default: stdout)")
         load = verbs.add_parser("import", help="fold an export back in")
         load.add_argument("file")
-        load.add_argument("--replace-memory", action="store_true",
-                          help="replace a non-empty document with the imported one")
+        load.add_argument(
+            "--replace-memory",
+            action="store_true",
+            help="replace a non-empty document with the imported one",
+        )
 
     def handle(self, *args, verb: str, memory: str, **options) -> None:
         try:
@@ -70,21 +80,27 @@ class Command(BaseCommand):
             handler(**options)
         except ValidationError as error:
             raise CommandError(" ".join(error.messages)) from None
-        except (actions.DocumentChanged, actions.LearningOff, actions.CannotUndo,
-                portable.ImportRejected) as error:
+        except (
+            actions.DocumentChanged,
+            actions.LearningOff,
+            actions.CannotUndo,
+            portable.ImportRejected,
+        ) as error:
             raise CommandError(str(error)) from None
 
     def do_list(self, **_) -> None:
         self.stdout.write(DocumentRevision.objects.current(self.memory).text, ending="")
 
     def do_add(self, *, text: str, confidence: str, **_) -> None:
-        item = actions.add_to_inbox(memory=self.memory, text=text, origin=Origin.TERMINAL,
-                                    confidence=confidence)
+        item = actions.add_to_inbox(
+            memory=self.memory, text=text, origin=Origin.TERMINAL, confidence=confidence
+        )
         self.stdout.write(f"Queued #{item.pk}: {item.text}")
 
     def do_forget(self, *, text: str, **_) -> None:
-        item = actions.add_to_inbox(memory=self.memory, text=text, origin=Origin.TERMINAL,
-                                    action=InboxItem.Action.FORGET)
+        item = actions.add_to_inbox(
+            memory=self.memory, text=text, origin=Origin.TERMINAL, action=InboxItem.Action.FORGET
+        )
         self.stdout.write(f"Queued #{item.pk} for removal: {item.text}")
 
     def do_inbox(self, **_) -> None:
@@ -94,20 +110,21 @@ class Command(BaseCommand):
             return
         for item in items:
             when = timezone.localtime(item.created_at).strftime("%Y-%m-%d %H:%M")
-            self.stdout.write(f"#{item.pk}  {when}  {item.text}  ({item.label}, "
-                              f"{item.confidence})")
+            self.stdout.write(f"#{item.pk}  {when}  {item.text}  ({item.label}, {item.confidence})")
         self.stdout.write(f"{len(items)} waiting to be filed.")
 
     def do_hypotheses(self, **_) -> None:
         self.stdout.write("No guesses yet: brain has not proposed any.")
 
     def do_consolidate(self, *, background: bool, **_) -> None:
-        request = actions.request_consolidation(memory=self.memory,
-                                                trigger=ConsolidationRun.Trigger.CLI,
-                                                send=background)
+        request = actions.request_consolidation(
+            memory=self.memory, trigger=ConsolidationRun.Trigger.CLI, send=background
+        )
         if not request.started:
-            raise CommandError(f"{request.message} (pass #{request.run.pk}, "
-                               f"{request.run.elapsed_seconds:.0f} s so far)")
+            raise CommandError(
+                f"{request.message} (pass #{request.run.pk}, "
+                f"{request.run.elapsed_seconds:.0f} s so far)"
+            )
         if background:
             self.stdout.write(f"Pass #{request.run.pk} handed to the worker.")
             return
@@ -139,25 +156,33 @@ class Command(BaseCommand):
             f.write(current.text)
         path = Path(f.name)
         if subprocess.run([*shlex.split(editor), str(path)]).returncode != 0:
-            raise CommandError(f"{editor} exited with an error; nothing was saved (your text "
-                               f"is in {path}).")
+            raise CommandError(
+                f"{editor} exited with an error; nothing was saved (your text is in {path})."
+            )
         try:
-            changes = actions.save_user_edit(memory=self.memory, text=path.read_text(),
-                                             base_generation=current.generation)
+            changes = actions.save_user_edit(
+                memory=self.memory, text=path.read_text(), base_generation=current.generation
+            )
         except (ValidationError, actions.DocumentChanged) as error:
             message = " ".join(error.messages) if isinstance(error, ValidationError) else error
             raise CommandError(f"{message} Your text is kept in {path}.") from None
         path.unlink()
-        self.stdout.write(f"#{changes[0].number}  {changes[0].summary}" if changes
-                          else "No changes.")
+        self.stdout.write(
+            f"#{changes[0].number}  {changes[0].summary}" if changes else "No changes."
+        )
 
     def do_clear(self, *, confirm: bool, **_) -> None:
         if not confirm:
-            raise CommandError("This forgets the whole memory document; run it again with "
-                               "--confirm (the old document stays as a revision).")
+            raise CommandError(
+                "This forgets the whole memory document; run it again with "
+                "--confirm (the old document stays as a revision)."
+            )
         change = actions.clear_memory(memory=self.memory)
-        self.stdout.write(f"#{change.number}  {change.summary}" if change
-                          else "The memory document was already empty.")
+        self.stdout.write(
+            f"#{change.number}  {change.summary}"
+            if change
+            else "The memory document was already empty."
+        )
 
     def do_export(self, *, file: str | None, **_) -> None:
         text = portable.export_json(self.memory)

@@ -1,0 +1,59 @@
+"""`make bench`: run every benchmark the apps register and write docs/BENCHMARKS.md.
+
+Each entry of settings.BRAIN_BENCHMARKS is a dotted path to a function taking no arguments and
+returning a markdown section (a heading, a table, a sentence on what the ratio means). Every
+figure is compared with a baseline measured in the same run, so the machine's speed cancels.
+"""
+
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory = ""
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        memory = f", {kb / 1024 / 1024:.0f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    return (
+        f"{cpu}, {os.cpu_count()} cores{memory}; {platform.system()} {platform.release()}; "
+        f"Python {sys.version.split()[0]}"
+    )
+
+
+class Command(BaseCommand):
+    help = "Run the benchmarks and write docs/BENCHMARKS.md."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--output", default=str(settings.BASE_DIR / "docs" / "BENCHMARKS.md"))
+
+    def handle(self, *args, output: str, **options) -> None:
+        started = time.monotonic()
+        sections = []
+        for path in settings.BRAIN_BENCHMARKS:
+            self.stdout.write(f"running {path} …")
+            sections.append(import_string(path)())
+        header = (
+            "# Benchmarks\n\n"
+            f"Measured {timezone.now():%Y-%m-%d %H:%M} UTC with `make bench` on: {machine()}.\n"
+            "Every figure is compared with a baseline measured in the same run, as a ratio.\n"
+        )
+        Path(output).write_text(header + "\n" + "\n".join(sections))
+        self.stdout.write(f"wrote {output} in {time.monotonic() - started:.0f} s")
