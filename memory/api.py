@@ -149,6 +149,21 @@ def document(request: Request) -> Response:
     )
 
 
+@extend_schema(responses={200: dict})
+@api_view(["GET"])
+def voice(request: Request) -> Response:
+    """The voice distillate (at most 2 KB) a voice assistant splices into its prompt; empty
+    while memory_injection is off."""
+    memory = _memory(request)
+    return Response(
+        {
+            "memory": memory.slug,
+            "memory_injection": memory.memory_injection,
+            "voice": DocumentRevision.objects.voice_for_prompts(memory),
+        }
+    )
+
+
 @extend_schema(
     request=NewInboxItemSerializer,
     responses={200: InboxItemSerializer(many=True), 201: InboxItemSerializer},

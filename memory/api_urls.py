@@ -6,6 +6,7 @@ app_name = "memory-api"
 
 urlpatterns = [
     path("", api.document, name="document"),
+    path("voice", api.voice, name="voice"),
     path("inbox", api.inbox, name="inbox"),
     path("inbox/<int:pk>", api.inbox_item, name="inbox-item"),
     path("consolidate", api.consolidate, name="consolidate"),

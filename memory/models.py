@@ -100,6 +100,10 @@ class RevisionQuerySet(models.QuerySet):
             kind=DocumentRevision.Kind.INITIAL,
         )
 
+    def voice_for_prompts(self, memory: Memory) -> str:
+        """The distillate a voice prompt is given: empty when memory_injection is off."""
+        return self.current(memory).voice if memory.memory_injection else ""
+
 
 class DocumentRevision(models.Model):
     """One version of the memory document and its voice distillate, written together."""
