@@ -30,13 +30,15 @@ $(PY):
 	echo "Creating $(VENV) with $$python"; \
 	"$$python" -m venv $(VENV) && $(PY) -m pip install --quiet --upgrade pip
 
-$(VENV)/.runtime: requirements.txt | $(PY)
+# requirements-nodeps.txt: packages whose declared dependencies we must not install (torch).
+$(VENV)/.runtime: requirements.txt requirements-nodeps.txt | $(PY)
 	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	@touch $@
 
-$(VENV)/.dev: requirements-dev.txt requirements.txt | $(PY)
+$(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime | $(PY)
 	$(PY) -m pip install --quiet -r requirements-dev.txt
-	@touch $(VENV)/.runtime $@
+	@touch $@
 
 run: $(VENV)/.runtime
 	@$(PY) -m brain.run

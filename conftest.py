@@ -35,6 +35,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         server.stop()
 
 
+@pytest.fixture(autouse=True)
+def _hash_embedder(settings):
+    """Tests embed with the deterministic hash embedder; MiniLM has tests of its own."""
+    settings.BRAIN_EMBEDDER = "hash"
+
+
 PASSWORD = "correct horse battery staple"
 
 

@@ -239,3 +239,9 @@ BRAIN_EXPORT_SECTIONS = [
 BRAIN_BENCHMARKS = [
     "memory.bench.offline_composer",
 ]
+
+# --- Embeddings (knowledge/embedding.py) -----------------------------------------------------
+# Which embedder turns facts into vectors: "minilm" (all-MiniLM-L6-v2, int8 ONNX, shipped in
+# PyPI packages, offline) or "hash" (stdlib character n-grams: lexical, the tests' default).
+# "minilm" without its packages installed falls back to "hash" with one logged warning.
+BRAIN_EMBEDDER = env_str("BRAIN_EMBEDDER", "minilm")

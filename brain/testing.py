@@ -63,6 +63,7 @@ def celery_worker(
         "DATABASE_URL": database_url(settings_dict),
         "REDIS_URL": test_valkey.url(0),
         "PYTHONUNBUFFERED": "1",
+        "BRAIN_EMBEDDER": "hash",
         **(extra_env or {}),
     }
     log_path = embedded.VAR_DIR / "log" / "test-worker.log"

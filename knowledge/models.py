@@ -1,7 +1,13 @@
 from __future__ import annotations
 
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.utils import timezone
+from pgvector.django import HnswIndex, VectorField
 
 MEMORY_MAX_KB_RANGE = (1, 64)
 
@@ -61,3 +67,267 @@ class Memory(models.Model):
     @property
     def max_bytes(self) -> int:
         return self.memory_max_kb * 1024
+
+
+# Subjects: what a fact is about ---------------------------------------------------------------
+
+
+class SubjectQuerySet(models.QuerySet):
+    def present(self) -> SubjectQuerySet:
+        return self.filter(present=True)
+
+    def for_memory(self, memory: Memory) -> SubjectQuerySet:
+        return self.filter(memory=memory)
+
+    def named(self, words: str) -> SubjectQuerySet:
+        """Subjects whose name, entity id or one of whose nicknames is exactly ``words``."""
+        words = words.strip()
+        return self.filter(
+            models.Q(name__iexact=words)
+            | models.Q(entity_id__iexact=words)
+            | models.Q(aliases__contains=[words.casefold()])
+        )
+
+
+class Subject(models.Model):
+    """What facts are about: the house, a room, a device (a Home Assistant entity) or a person."""
+
+    class Kind(models.TextChoices):
+        HOUSE = "house"
+        ROOM = "room"
+        DEVICE = "device"
+        PERSON = "person"
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="subjects")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    name = models.CharField(max_length=200, help_text="The friendly name people use.")
+    entity_id = models.CharField(
+        max_length=255, blank=True, help_text="The Home Assistant entity id, for a device."
+    )
+    room = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="devices",
+        limit_choices_to={"kind": "room"},
+    )
+    # Lower-cased nicknames: "the beacon" for the office lamp.
+    aliases = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    present = models.BooleanField(
+        default=True, help_text="False once the house no longer has it; its facts rest."
+    )
+    removed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = SubjectQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["memory", "entity_id"],
+                condition=~models.Q(entity_id=""),
+                name="one_subject_per_entity",
+            ),
+            models.UniqueConstraint(
+                fields=["memory", "kind", "name"], name="one_subject_per_kind_and_name"
+            ),
+        ]
+        indexes = [GinIndex(fields=["aliases"], name="subject_aliases_gin")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def labels(self) -> list[str]:
+        """Every way a person may refer to it: its name, nicknames and entity id."""
+        return [self.name, *self.aliases, *([self.entity_id] if self.entity_id else [])]
+
+
+# Sources: where a belief came from ------------------------------------------------------------
+
+
+class Source(models.Model):
+    """Where facts came from: a conversation, a typed line, an insight or study run, an import.
+    Never edited."""
+
+    class Kind(models.TextChoices):
+        CONVERSATION = "conversation"
+        TYPED = "typed"
+        TERMINAL = "terminal"
+        API = "api"
+        INSIGHT = "insight"
+        STUDY = "study"
+        IMPORT = "import"
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="sources")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    title = models.CharField(max_length=300)
+    reference = models.CharField(
+        max_length=300, blank=True, help_text="The conversation or run id where it came from."
+    )
+    text = models.TextField(blank=True, help_text="The conversation or document, when kept.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["memory", "kind", "reference"])]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+# Facts --------------------------------------------------------------------------------------
+
+
+class FactQuerySet(models.QuerySet):
+    def for_memory(self, memory: Memory) -> FactQuerySet:
+        return self.filter(memory=memory)
+
+    def live(self, *, now=None) -> FactQuerySet:
+        """What a run may be told: queued or filed, still valid, not expired, not about an
+        entity the house no longer has."""
+        now = now or timezone.now()
+        return self.filter(
+            status__in=[Fact.Status.QUEUED, Fact.Status.FILED],
+            valid_to__isnull=True,
+            subject_removed=False,
+        ).filter(models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now))
+
+    def readable_by(self, user) -> FactQuerySet:
+        """The one read rule every surface uses. Today every signed-in person (and the system,
+        ``user=None``) reads every fact of the memory; labels and roles narrow this here."""
+        if user is not None and not user.is_active:
+            return self.none()
+        return self
+
+    def as_of(self, when) -> FactQuerySet:
+        """What was believed at ``when``: taught by then, not yet superseded, forgotten or
+        expired."""
+        return self.filter(created_at__lte=when).filter(
+            models.Q(valid_to__isnull=True) | models.Q(valid_to__gt=when),
+            models.Q(forgotten_at__isnull=True) | models.Q(forgotten_at__gt=when),
+            models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=when),
+        )
+
+    def about(self, subjects) -> FactQuerySet:
+        return self.filter(subjects__in=subjects).distinct()
+
+
+class Fact(models.Model):
+    """One statement, with who taught it, when, from where, and whether it is still believed.
+
+    Nothing is overwritten: a contradiction closes ``valid_to`` and links ``superseded_by``;
+    forgetting and expiry set a status and keep the row.
+    """
+
+    class Kind(models.TextChoices):
+        NOTE = "note"
+        PREFERENCE = "preference"
+        NICKNAME = "nickname"
+        CORRECTION = "correction"
+        QUIRK = "quirk"
+        HEALTH_NOTE = "health_note", "health note"
+        ROUTINE = "routine"
+        RULE = "rule"
+        JUDGEMENT = "judgement"
+
+    class Valence(models.TextChoices):
+        FACT = "fact"
+        FAILURE = "failure"
+
+    class Channel(models.TextChoices):
+        VOICE = "voice"
+        CHAT = "chat"
+        TERMINAL = "terminal"
+        TYPED = "typed"
+        INSIGHT = "insight"
+        STUDY = "study"
+        IMPORT = "import"
+        API = "api"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "waiting to be filed"
+        FILED = "filed"
+        FORGOTTEN = "forgotten"
+        EXPIRED = "expired"
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="facts")
+    text = models.TextField()
+    normalized = models.TextField(help_text="The text as statements.normalise() reads it.")
+    subjects = models.ManyToManyField(Subject, blank=True, related_name="facts")
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.NOTE)
+    valence = models.CharField(max_length=8, choices=Valence.choices, default=Valence.FACT)
+    outcome = models.BooleanField(
+        null=True, blank=True, help_text="The outcome the teacher reported with it, if any."
+    )
+    channel = models.CharField(max_length=10, choices=Channel.choices)
+    taught_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    taught_by_name = models.CharField(max_length=150, blank=True)
+    source = models.ForeignKey(
+        Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="facts"
+    )
+    confidence = models.FloatField(default=0.6)
+    prior = models.FloatField(default=0.6, help_text="The confidence it was taught with.")
+    support = models.PositiveIntegerField(default=1)
+    successes = models.PositiveIntegerField(default=0)
+    failures = models.PositiveIntegerField(default=0)
+    valid_from = models.DateTimeField(default=timezone.now)
+    valid_to = models.DateTimeField(null=True, blank=True)
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
+    )
+    expires_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    forgotten_at = models.DateTimeField(null=True, blank=True)
+    forgotten_reason = models.CharField(max_length=300, blank=True)
+    subject_removed = models.BooleanField(
+        default=False, help_text="About an entity the house no longer has: resting, not used."
+    )
+    in_document = models.BooleanField(
+        default=False, help_text="Its line is in the memory document (set when filed)."
+    )
+    embedding = VectorField(dimensions=384, null=True, blank=True)
+    embedder = models.CharField(max_length=40, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = FactQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(confidence__gte=0, confidence__lte=1),
+                name="fact_confidence_is_a_probability",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["memory", "status", "-created_at"], name="fact_memory_status"),
+            models.Index(fields=["memory", "normalized"], name="fact_memory_normalized"),
+            models.Index(fields=["memory", "-created_at"], name="fact_memory_newest"),
+            models.Index(fields=["memory", "-confidence"], name="fact_memory_certain"),
+            GinIndex(SearchVector("text", config="english"), name="fact_text_search"),
+            HnswIndex(
+                name="fact_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.text
+
+    @property
+    def is_live(self) -> bool:
+        return (
+            self.status in (self.Status.QUEUED, self.Status.FILED)
+            and self.valid_to is None
+            and not self.subject_removed
+            and (self.expires_at is None or self.expires_at > timezone.now())
+        )

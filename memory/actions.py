@@ -8,14 +8,21 @@ revision and its change rows. Nothing holds a lock or a transaction across a mod
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from knowledge.models import Memory
+from knowledge import actions as knowledge_actions
+from knowledge import gate, kinds, statements
+from knowledge.embedding import get_embedder
+from knowledge.models import Fact, Memory, Source
+from knowledge.secret_filter import secret_in
+from knowledge.subjects import mentioned_in
+from knowledge.subjects import resolve as resolve_subjects
 from memory import document
 from memory.composers.offline import distil_voice
 from memory.models import (
@@ -60,16 +67,8 @@ def _person_name(user) -> str:
 # The inbox -----------------------------------------------------------------------------------
 
 
-def add_to_inbox(
-    *,
-    memory: Memory,
-    text: str,
-    origin: str,
-    confidence: str = Confidence.MEDIUM,
-    by=None,
-    action: str = InboxItem.Action.ADD,
-) -> InboxItem:
-    """Queue a candidate fact. Early filing starts when the queue reaches EARLY_FILING_AT."""
+def clean_fact_text(text: str | None) -> str:
+    """The text of a fact as it will be stored, or ValidationError naming the limit."""
     text = " ".join((text or "").split())
     if not text:
         raise ValidationError("A fact can't be empty: say what brain should remember.")
@@ -78,6 +77,25 @@ def add_to_inbox(
             f"That fact is {len(text):,} characters; the limit is {MAX_ITEM_CHARS:,}. "
             "Say it in a sentence or two."
         )
+    return text
+
+
+def add_to_inbox(
+    *,
+    memory: Memory,
+    text: str,
+    origin: str,
+    confidence: str = Confidence.MEDIUM,
+    by=None,
+    action: str = InboxItem.Action.ADD,
+    fact: Fact | None = None,
+) -> InboxItem:
+    """Queue a candidate. Early filing starts when the queue reaches EARLY_FILING_AT.
+
+    Surfaces that teach a fact call ``learn`` (the gate and the fact row); this is the queue
+    write underneath it, and what "forget" uses.
+    """
+    text = clean_fact_text(text)
     if origin not in Origin.values:
         raise ValidationError(f"Unknown origin {origin!r}: use one of {', '.join(Origin.values)}.")
     if confidence not in Confidence.values:
@@ -90,6 +108,7 @@ def add_to_inbox(
         action=action,
         taught_by=by,
         taught_by_name=_person_name(by),
+        fact=fact,
     )
     if (
         memory.learning
@@ -97,6 +116,112 @@ def add_to_inbox(
     ):
         transaction.on_commit(lambda: request_if_learning(memory, ConsolidationRun.Trigger.EARLY))
     return item
+
+
+@dataclass(frozen=True)
+class Learned:
+    """What the gate decided about a taught statement."""
+
+    verdict: str  # novel | same | refinement | contradiction | different_outcome
+    fact: Fact
+    item: InboxItem | None  # None when it only strengthened a fact already known
+    reason: str
+    superseded: Fact | None = None
+
+    @property
+    def message(self) -> str:
+        if self.verdict == "same":
+            return (
+                f"Already known (fact #{self.fact.pk}, now said {self.fact.support} times); "
+                "nothing new was queued."
+            )
+        queued = f"Queued #{self.item.pk}: {self.fact.text}"
+        if self.superseded is not None:
+            return f"{queued} (it replaces “{self.superseded.text}”: {self.reason})"
+        return queued
+
+
+def learn(
+    *,
+    memory: Memory,
+    text: str,
+    origin: str,
+    confidence: str = Confidence.MEDIUM,
+    by=None,
+    subjects: list = (),
+    outcome: bool | None = None,
+    verdict: str | None = None,
+    target: int | None = None,
+    source: Source | None = None,
+) -> Learned:
+    """Teach brain one statement, from any surface: the secret filter, the write gate, then a
+    fact row (queued) and its inbox item — or, when it is already known, more support.
+
+    Raises ValidationError (empty, too long, a secret), UnknownSubject, or gate.BadVerdict.
+    Two identical statements taught at the same moment make one fact with support 2.
+    """
+    text = clean_fact_text(text)
+    if origin not in Origin.values:
+        raise ValidationError(f"Unknown origin {origin!r}: use one of {', '.join(Origin.values)}.")
+    if confidence not in Confidence.values:
+        raise ValidationError(f"Confidence must be high, medium or low, not {confidence!r}.")
+    secret = secret_in(text)
+    if secret:
+        raise ValidationError(
+            f"That looks like {secret}. brain does not keep secrets: memory is replayed into "
+            "prompts, so a secret stored once would be repeated for ever."
+        )
+    about = resolve_subjects(memory, list(subjects))
+    about += [s for s in mentioned_in(memory, text) if s not in about]
+    embedder = get_embedder()
+    embedding = embedder.embed_one(text)
+    if verdict:
+        judgement = gate.from_agent(memory, verdict, target, outcome=outcome)
+    else:
+        judgement = gate.judge(memory, text, outcome=outcome, embedding=embedding)
+    with transaction.atomic():
+        normalized = statements.normalise(text)
+        _lock(memory, normalized)
+        if judgement.verdict == "novel":
+            twin = Fact.objects.for_memory(memory).live().filter(normalized=normalized).first()
+            if twin is not None:  # taught a moment ago by someone else
+                judgement = gate.Judgement("same", twin, "said at the same moment")
+        if judgement.verdict == "same":
+            fact = knowledge_actions.strengthen(fact=judgement.target)
+            return Learned("same", fact, None, judgement.reason)
+        fact = knowledge_actions.file_fact(
+            memory=memory,
+            text=text,
+            channel=_channel(origin),
+            kind=kinds.kind_for(text, correction=origin == Origin.CORRECTION),
+            confidence=confidence,
+            by=by,
+            source=source,
+            subjects=about,
+            outcome=outcome,
+            embedding=embedding,
+            embedder=embedder.name,
+        )
+        superseded = None
+        if judgement.verdict in ("contradiction", "refinement"):
+            knowledge_actions.supersede(old=judgement.target, new=fact)
+            superseded = judgement.target
+        item = add_to_inbox(
+            memory=memory, text=text, origin=origin, confidence=confidence, by=by, fact=fact
+        )
+    return Learned(judgement.verdict, fact, item, judgement.reason, superseded)
+
+
+def _channel(origin: str) -> str:
+    return Fact.Channel.TYPED if origin == Origin.CORRECTION else origin
+
+
+def _lock(memory: Memory, normalized: str) -> None:
+    """A transaction-scoped advisory lock on this memory and statement."""
+    digest = hashlib.blake2b(f"{memory.pk}:{normalized}".encode(), digest_size=8).digest()
+    key = int.from_bytes(digest, "big", signed=True)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
 
 
 def request_if_learning(memory: Memory, trigger: str) -> None:
@@ -108,9 +233,12 @@ def request_if_learning(memory: Memory, trigger: str) -> None:
 def drop_inbox_item(*, item: InboxItem, by=None) -> bool:
     """Take a queued item out of the queue. It never reached the document, so nothing else is
     asked of the consolidator. Returns False when it was no longer pending."""
-    dropped = InboxItem.objects.filter(pk=item.pk, state=InboxItem.State.PENDING).update(
-        state=InboxItem.State.DROPPED, settled_at=timezone.now()
-    )
+    with transaction.atomic():
+        dropped = InboxItem.objects.filter(pk=item.pk, state=InboxItem.State.PENDING).update(
+            state=InboxItem.State.DROPPED, settled_at=timezone.now()
+        )
+        if dropped and item.fact_id:
+            knowledge_actions.forget_fact(fact=item.fact, reason="dropped from the queue")
     return dropped == 1
 
 
@@ -176,12 +304,14 @@ def write_document(
     run: ConsolidationRun | None = None,
     summary: str | None = None,
     reverts: Change | None = None,
+    filed: list[int] = (),
 ) -> tuple[DocumentRevision, list[Change]]:
     """The one commit point for the document: the revision and its change rows, or nothing.
 
     Raises DocumentChanged when the document is no longer at ``expected_generation``. A pass
     logs one change per line it added, removed or replaced; a person's edit, an undo, a clear
-    and an import log one change each. Must be called inside ``transaction.atomic``.
+    and an import log one change each. ``filed``: the fact ids whose candidates this write
+    files. Must be called inside ``transaction.atomic``.
     """
     Memory.objects.select_for_update().filter(pk=memory.pk).first()
     current = current_revision(memory)
@@ -217,6 +347,8 @@ def write_document(
             )
         )
     Change.objects.bulk_create(changes)
+    # Forgetting reaches everything: the facts follow the document.
+    knowledge_actions.reconcile_with_document(memory=memory, text=text, filed=filed)
     return revision, changes
 
 

@@ -176,10 +176,12 @@ def inbox(request: Request) -> Response:
         form = NewInboxItemSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         try:
-            item = actions.add_to_inbox(memory=memory, by=request.user, **form.validated_data)
+            learned = actions.learn(memory=memory, by=request.user, **form.validated_data)
         except ValidationError as error:
             return _bad_request(error)
-        return Response(InboxItemSerializer(item).data, status=status.HTTP_201_CREATED)
+        if learned.item is None:
+            return Response({"detail": learned.message, "fact": learned.fact.pk})
+        return Response(InboxItemSerializer(learned.item).data, status=status.HTTP_201_CREATED)
     items = InboxItem.objects.for_memory(memory).pending().in_filing_order()
     return Response(InboxItemSerializer(items, many=True).data)
 

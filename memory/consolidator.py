@@ -25,6 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from brain.embedded import pid_alive
+from knowledge.actions import reconcile_with_document
 from knowledge.models import Memory
 from knowledge.statements import compare
 from memory import actions, document
@@ -255,6 +256,7 @@ def _commit(
             )
             return
         changes = []
+        filed = [item.fact_id for item in items if item.fact_id]
         if composition.document != revision.text:
             try:
                 _, changes = actions.write_document(
@@ -264,6 +266,7 @@ def _commit(
                     voice=voice,
                     kind=DocumentRevision.Kind.PASS,
                     run=run,
+                    filed=filed,
                 )
             except actions.DocumentChanged:
                 _retry_later(
@@ -272,6 +275,8 @@ def _commit(
                     "written, and a new pass has been asked for.",
                 )
                 return
+        else:
+            reconcile_with_document(memory=memory, text=revision.text, filed=filed)
         InboxItem.objects.filter(pk__in=ids, state=InboxItem.State.PENDING).update(
             state=InboxItem.State.FILED, run=run, settled_at=timezone.now()
         )

@@ -72,6 +72,14 @@ class InboxItem(models.Model):
         "ConsolidationRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="items"
     )
     settled_at = models.DateTimeField(null=True, blank=True)
+    fact = models.OneToOneField(
+        "knowledge.Fact",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="inbox_item",
+        help_text="The fact row filed the moment this candidate arrived.",
+    )
 
     objects = InboxQuerySet.as_manager()
 

@@ -63,7 +63,8 @@ def test_a_second_make_run_says_one_is_already_running(tmp_path):
 
 def test_make_run_without_python_3_12_says_what_is_needed(tmp_path):
     shutil.copy(BASE_DIR / "Makefile", tmp_path / "Makefile")
-    shutil.copy(BASE_DIR / "requirements.txt", tmp_path / "requirements.txt")
+    for requirements in BASE_DIR.glob("requirements*.txt"):
+        shutil.copy(requirements, tmp_path / requirements.name)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # no pyenv, no python3.12
 
     result = subprocess.run(

@@ -92,10 +92,10 @@ class Command(BaseCommand):
         self.stdout.write(DocumentRevision.objects.current(self.memory).text, ending="")
 
     def do_add(self, *, text: str, confidence: str, **_) -> None:
-        item = actions.add_to_inbox(
+        learned = actions.learn(
             memory=self.memory, text=text, origin=Origin.TERMINAL, confidence=confidence
         )
-        self.stdout.write(f"Queued #{item.pk}: {item.text}")
+        self.stdout.write(learned.message)
 
     def do_forget(self, *, text: str, **_) -> None:
         item = actions.add_to_inbox(
@@ -135,6 +135,8 @@ class Command(BaseCommand):
         self.stdout.write(run.outcome)
 
     def do_log(self, *, limit: int, **_) -> None:
+        if limit < 1:
+            raise CommandError("--limit must be 1 or more.")
         changes = Change.objects.for_memory(self.memory).newest_first()[:limit]
         if not changes:
             self.stdout.write("Nothing has changed yet.")
@@ -155,7 +157,15 @@ class Command(BaseCommand):
         with tempfile.NamedTemporaryFile("w", suffix=".md", prefix="memory-", delete=False) as f:
             f.write(current.text)
         path = Path(f.name)
-        if subprocess.run([*shlex.split(editor), str(path)]).returncode != 0:
+        try:
+            finished = subprocess.run([*shlex.split(editor), str(path)])
+        except OSError as error:
+            path.unlink()
+            raise CommandError(
+                f"Cannot start the editor {editor!r} ({error.strerror}): set $EDITOR or $VISUAL. "
+                "Nothing was saved."
+            ) from None
+        if finished.returncode != 0:
             raise CommandError(
                 f"{editor} exited with an error; nothing was saved (your text is in {path})."
             )

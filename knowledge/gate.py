@@ -1,0 +1,98 @@
+"""The write gate: how a new statement relates to what is already believed.
+
+Compared against the nearest live facts (the same words, full-text matches and the nearest
+vectors), queued ones included, so the pending inbox is covered too. Verdicts:
+
+- novel: store it;
+- same (redundant): strengthen the existing fact (support + 1, no new row, confidence unchanged)
+  — unless the outcome differs ("did this before, got a different result"), which is stored;
+- refinement or contradiction: store it, and close the old fact's validity, linked to it.
+
+Statements that differ by a "not" are never "same" (``statements.compare`` guarantees it). The
+offline judge is the default; the caller (an agent) may pass its own verdict and target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from knowledge import search, statements
+from knowledge.models import Fact, Memory
+
+NEIGHBOURS = 8  # how many nearby facts the gate reads
+VERDICTS = ("novel", "same", "refinement", "contradiction")
+
+
+class BadVerdict(Exception):
+    """An agent's verdict that cannot be used (unknown word, missing or unknown target)."""
+
+
+@dataclass(frozen=True)
+class Judgement:
+    verdict: str  # novel | same | refinement | contradiction | different_outcome
+    target: Fact | None
+    reason: str
+
+
+def neighbours(memory: Memory, text: str, embedding: list[float] | None) -> list[Fact]:
+    """The live facts nearest to ``text``: exact, full-text and vector neighbours, deduplicated."""
+    live = Fact.objects.for_memory(memory).live()
+    found: dict[int, Fact] = {}
+    for fact in live.filter(normalized=statements.normalise(text))[:NEIGHBOURS]:
+        found[fact.pk] = fact
+    for fact in search.text_matches(live, text, NEIGHBOURS):
+        found.setdefault(fact.pk, fact)
+    if embedding is not None:
+        ids = [pk for pk, _ in search.nearest(memory, embedding, limit=NEIGHBOURS)]
+        for fact in live.filter(pk__in=[pk for pk in ids if pk not in found]):
+            found[fact.pk] = fact
+    return list(found.values())
+
+
+def judge(
+    memory: Memory, text: str, *, outcome: bool | None, embedding: list[float] | None
+) -> Judgement:
+    """The offline judge: the strongest relation between ``text`` and its neighbours."""
+    best: dict[str, tuple[float, Fact, str]] = {}
+    for fact in neighbours(memory, text, embedding):
+        comparison = statements.compare(fact.text, text)
+        current = best.get(comparison.verdict)
+        if current is None or comparison.similarity > current[0]:
+            best[comparison.verdict] = (comparison.similarity, fact, comparison.reason)
+    for verdict in ("same", "contradiction", "refinement"):
+        if verdict in best:
+            _, fact, reason = best[verdict]
+            return _with_outcome(Judgement(verdict, fact, reason), outcome)
+    return Judgement("novel", None, "nothing like it is known")
+
+
+def from_agent(
+    memory: Memory, verdict: str, target: int | None, *, outcome: bool | None
+) -> Judgement:
+    """Use the verdict an agent supplied (it has both statements in front of it)."""
+    if verdict not in VERDICTS:
+        raise BadVerdict(f"verdict must be one of {', '.join(VERDICTS)}, not {verdict!r}.")
+    if verdict == "novel":
+        return Judgement("novel", None, "the agent judged it novel")
+    if target is None:
+        raise BadVerdict(f"a {verdict} verdict needs the id of the fact it is about (target).")
+    fact = Fact.objects.for_memory(memory).live().filter(pk=target).first()
+    if fact is None:
+        raise BadVerdict(f"target {target} is not a live fact of {memory.name}.")
+    return _with_outcome(Judgement(verdict, fact, "the agent's verdict"), outcome)
+
+
+def _with_outcome(judgement: Judgement, outcome: bool | None) -> Judgement:
+    """A restatement with a different outcome is the most informative event a belief can have:
+    it is stored, not merged."""
+    if judgement.verdict != "same" or judgement.target is None:
+        return judgement
+    if (
+        outcome is not None
+        and judgement.target.outcome is not None
+        and (outcome != judgement.target.outcome)
+    ):
+        return Judgement(
+            "different_outcome", judgement.target, "said before, with a different outcome"
+        )
+    return judgement

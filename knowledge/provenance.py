@@ -1,0 +1,80 @@
+"""Why does brain think that? The whole chain behind one fact."""
+
+from __future__ import annotations
+
+from knowledge.models import Fact
+
+
+def _when(value) -> str | None:
+    return value.isoformat() if value else None
+
+
+def explain(fact: Fact) -> dict:
+    """Who taught it, when, through what, from which source; what it replaced and what replaced
+    it; its outcomes; and whether it is still believed, with the reason when it is not."""
+    chain = []
+    older = fact.supersedes.order_by("-valid_from").first()
+    while older is not None and len(chain) < 50:
+        chain.append(
+            {
+                "id": older.pk,
+                "text": older.text,
+                "valid_from": _when(older.valid_from),
+                "valid_to": _when(older.valid_to),
+            }
+        )
+        older = older.supersedes.order_by("-valid_from").first()
+    source = fact.source
+    return {
+        "id": fact.pk,
+        "text": fact.text,
+        "kind": fact.kind,
+        "valence": fact.valence,
+        "status": fact.status,
+        "believed": fact.is_live,
+        "why_not": _why_not(fact),
+        "taught_by": fact.taught_by_name or None,
+        "channel": fact.channel,
+        "taught_at": _when(fact.created_at),
+        "source": {
+            "id": source.pk,
+            "kind": source.kind,
+            "title": source.title,
+            "reference": source.reference,
+        }
+        if source
+        else None,
+        "subjects": [
+            {
+                "id": s.pk,
+                "name": s.name,
+                "kind": s.kind,
+                "entity_id": s.entity_id,
+                "present": s.present,
+            }
+            for s in fact.subjects.all()
+        ],
+        "confidence": fact.confidence,
+        "taught_with_confidence": fact.prior,
+        "support": fact.support,
+        "outcomes": {"successes": fact.successes, "failures": fact.failures},
+        "valid_from": _when(fact.valid_from),
+        "valid_to": _when(fact.valid_to),
+        "superseded_by": {"id": fact.superseded_by.pk, "text": fact.superseded_by.text}
+        if fact.superseded_by_id
+        else None,
+        "supersedes": chain,
+        "expires_at": _when(fact.expires_at),
+    }
+
+
+def _why_not(fact: Fact) -> str | None:
+    if fact.superseded_by_id:
+        return f"replaced by fact #{fact.superseded_by_id} on {fact.valid_to:%Y-%m-%d}"
+    if fact.status == Fact.Status.FORGOTTEN:
+        return f"forgotten: {fact.forgotten_reason}" if fact.forgotten_reason else "forgotten"
+    if fact.status == Fact.Status.EXPIRED:
+        return f"expired on {fact.expires_at:%Y-%m-%d}"
+    if fact.subject_removed:
+        return "it is about something the house no longer has"
+    return None

@@ -1,0 +1,35 @@
+"""Secrets never become memory: a password, a key or a token in a fact is refused on arrival.
+
+Memory is replayed into prompts for ever, so a secret stored once would leak every time.
+"""
+
+from __future__ import annotations
+
+import re
+
+_PATTERNS = [
+    (
+        re.compile(
+            r"\b(password|passcode|passwd|pin|wi-?fi key|alarm code|door code)\b\s*"
+            r"(is|=|:|was)\s*\S+",
+            re.IGNORECASE,
+        ),
+        "a password or code",
+    ),
+    (
+        re.compile(r"\b(api[ _-]?key|secret|token|bearer)\b\s*(is|=|:)\s*\S{6,}", re.IGNORECASE),
+        "a key or token",
+    ),
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), "an API key"),
+    (re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{5,}"), "a token"),
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"), "a private key"),
+    (re.compile(r"\b(?:\d[ -]?){13,19}\b"), "a card number"),
+]
+
+
+def secret_in(text: str) -> str | None:
+    """What kind of secret ``text`` seems to hold ("a password or code"), or None."""
+    for pattern, what in _PATTERNS:
+        if pattern.search(text):
+            return what
+    return None

@@ -1,0 +1,61 @@
+"""Finding the subjects a fact or a question is about: by id, entity id, name or nickname."""
+
+from __future__ import annotations
+
+import re
+
+from knowledge.models import Memory, Subject
+
+MAX_LABEL_WORDS = 6  # the longest name or nickname looked for in a sentence
+
+
+class UnknownSubject(Exception):
+    """A subject reference that names nothing in this memory; the message says which."""
+
+
+def resolve(memory: Memory, references: list) -> list[Subject]:
+    """Each reference (a subject id, an entity id, a name or a nickname) as its Subject.
+
+    Raises UnknownSubject naming the first reference that matches nothing.
+    """
+    found: list[Subject] = []
+    subjects = Subject.objects.for_memory(memory)
+    for reference in references:
+        if isinstance(reference, int) or (isinstance(reference, str) and reference.isdigit()):
+            subject = subjects.filter(pk=int(reference)).first()
+        else:
+            subject = subjects.named(str(reference)).order_by("-present", "pk").first()
+        if subject is None:
+            raise UnknownSubject(
+                f"{memory.name} has no subject {reference!r}: use a subject id, an entity id "
+                "such as light.office_lamp, a name, or a nickname."
+            )
+        if subject not in found:
+            found.append(subject)
+    return found
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[\w.]+", text.casefold())
+
+
+def mentioned_in(memory: Memory, text: str) -> list[Subject]:
+    """The subjects ``text`` names (whole words, any case), in the order they appear."""
+    labels: dict[str, int] = {}
+    for pk, name, aliases, entity_id in Subject.objects.for_memory(memory).values_list(
+        "pk", "name", "aliases", "entity_id"
+    ):
+        for label in (name, *aliases, entity_id):
+            if label:
+                labels.setdefault(" ".join(_words(label)), pk)
+    words = _words(text)
+    hits: list[int] = []
+    for start in range(len(words)):
+        for length in range(min(MAX_LABEL_WORDS, len(words) - start), 0, -1):
+            pk = labels.get(" ".join(words[start : start + length]))
+            if pk is not None:
+                if pk not in hits:
+                    hits.append(pk)
+                break
+    by_pk = Subject.objects.in_bulk(hits)
+    return [by_pk[pk] for pk in hits]
