@@ -245,3 +245,19 @@ BRAIN_BENCHMARKS = [
 # PyPI packages, offline) or "hash" (stdlib character n-grams: lexical, the tests' default).
 # "minilm" without its packages installed falls back to "hash" with one logged warning.
 BRAIN_EMBEDDER = env_str("BRAIN_EMBEDDER", "minilm")
+
+# --- Entity registry (knowledge/registry.py) -------------------------------------------------
+# The house's rooms, devices and people as subjects. With both set, the beat syncs them from
+# Home Assistant's REST API (GET {HA_URL}/api/states) every 15 minutes; `brain entities sync-ha`
+# does it now. HA_TOKEN is a long-lived access token from a Home Assistant user profile.
+HA_URL = env_str("HA_URL")
+HA_TOKEN = env_str("HA_TOKEN")
+# Health notes and judgements expire, facts about entities gone 30+ days are deleted: hourly.
+CELERY_BEAT_SCHEDULE["knowledge-expiry"] = {
+    "task": "knowledge.tasks.apply_expiry",
+    "schedule": 3600.0,
+}
+CELERY_BEAT_SCHEDULE["knowledge-home-assistant-sync"] = {
+    "task": "knowledge.tasks.sync_home_assistant",
+    "schedule": 15 * 60.0,
+}

@@ -192,5 +192,6 @@ def purge_removed_subject_facts(*, now: datetime | None = None) -> int:
     """Delete the facts about entities gone for more than thirty days. Returns how many."""
     now = now or timezone.now()
     gone = Subject.objects.filter(present=False, removed_at__lte=now - REMOVED_SUBJECT_GRACE)
-    deleted, _ = Fact.objects.filter(subjects__in=gone).delete()
-    return deleted
+    # delete()'s total also counts the fact-subject links removed with each fact.
+    _, by_model = Fact.objects.filter(subjects__in=gone).delete()
+    return by_model.get(Fact._meta.label, 0)

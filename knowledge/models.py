@@ -212,6 +212,17 @@ class FactQuerySet(models.QuerySet):
     def about(self, subjects) -> FactQuerySet:
         return self.filter(subjects__in=subjects).distinct()
 
+    def matching(self, words: str) -> FactQuerySet:
+        """Facts whose text contains ``words``, or about a subject whose name, nickname or
+        entity id contains them (so a device's friendly name finds its facts)."""
+        subjects = Subject.objects.filter(
+            models.Q(name__icontains=words)
+            | models.Q(entity_id__icontains=words)
+            | models.Q(aliases__icontains=words)
+        )
+        about = self.model.subjects.through.objects.filter(subject__in=subjects).values("fact")
+        return self.filter(models.Q(text__icontains=words) | models.Q(pk__in=about))
+
 
 class Fact(models.Model):
     """One statement, with who taught it, when, from where, and whether it is still believed.
@@ -311,6 +322,8 @@ class Fact(models.Model):
             models.Index(fields=["memory", "-created_at"], name="fact_memory_newest"),
             models.Index(fields=["memory", "-confidence"], name="fact_memory_certain"),
             GinIndex(SearchVector("text", config="english"), name="fact_text_search"),
+            # Substring search of the facts list ("beacon", "hall sens") stays indexed.
+            GinIndex(fields=["text"], opclasses=["gin_trgm_ops"], name="fact_text_trgm"),
             HnswIndex(
                 name="fact_embedding_hnsw",
                 fields=["embedding"],

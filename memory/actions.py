@@ -242,6 +242,31 @@ def drop_inbox_item(*, item: InboxItem, by=None) -> bool:
     return dropped == 1
 
 
+def forget(*, fact: Fact, by=None, origin: str = Origin.TYPED) -> str:
+    """Forget a fact everywhere it is used. Queued: its inbox item is dropped (the document never
+    had it). Filed: it stops being used now, and removing its line is queued for the next pass.
+    Returns what happened, in words."""
+    with transaction.atomic():
+        fact.refresh_from_db()
+        item = InboxItem.objects.filter(fact=fact, state=InboxItem.State.PENDING).first()
+        if item is not None:
+            drop_inbox_item(item=item, by=by)
+            return "Forgotten; it was still waiting to be filed, so the document never had it."
+        who = _person_name(by) or "a person"
+        if not knowledge_actions.forget_fact(fact=fact, reason=f"forgotten by {who}"):
+            return "It was not in use any more; nothing changed."
+        if fact.in_document:
+            add_to_inbox(
+                memory=fact.memory,
+                text=fact.text,
+                origin=origin,
+                by=by,
+                action=InboxItem.Action.FORGET,
+            )
+            return "Forgotten; its line leaves the memory document at the next filing."
+    return "Forgotten."
+
+
 # Consolidation passes ------------------------------------------------------------------------
 
 

@@ -17,7 +17,10 @@ from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from knowledge import api as knowledge_api
+from knowledge import gate
 from knowledge.models import Memory
+from knowledge.subjects import UnknownSubject
 from memory import actions, portable
 from memory.models import (
     Change,
@@ -146,6 +149,71 @@ def document(request: Request) -> Response:
             "waiting": waiting,
             "last_run": RunSerializer(last).data if last else None,
         }
+    )
+
+
+class AddMemorySerializer(serializers.Serializer):
+    fact = serializers.CharField(trim_whitespace=True, max_length=10 * 1024 * 1024)
+    confidence = serializers.ChoiceField(choices=Confidence.values, default=Confidence.MEDIUM)
+    outcome = serializers.BooleanField(required=False, allow_null=True, default=None)
+    verdict = serializers.ChoiceField(
+        choices=gate.VERDICTS, required=False, allow_null=True, default=None
+    )
+    target = serializers.IntegerField(required=False, allow_null=True, default=None)
+    subjects = serializers.ListField(
+        child=serializers.CharField(max_length=255), required=False, default=list, max_length=50
+    )
+
+
+@extend_schema(request=AddMemorySerializer, responses={201: dict, 200: dict})
+@api_view(["POST"])
+def add_memory(request: Request) -> Response:
+    """Queue a fact (the add_memory service). From a signed-in session only administrators may;
+    an automation's token may."""
+    if request.auth is None and not request.user.is_staff:
+        return Response(
+            {
+                "detail": "Only administrators may add to memory when signed in; "
+                "automations use an API token."
+            },
+            status=status.HTTP_403_FORBIDDEN,
+        )
+    form = AddMemorySerializer(data=request.data)
+    form.is_valid(raise_exception=True)
+    data = form.validated_data
+    try:
+        learned = actions.learn(
+            memory=_memory(request),
+            text=data["fact"],
+            origin=Origin.API,
+            confidence=data["confidence"],
+            by=request.user,
+            outcome=data["outcome"],
+            verdict=data["verdict"],
+            target=data["target"],
+            subjects=data["subjects"],
+        )
+    except ValidationError as error:
+        return _bad_request(error)
+    except (UnknownSubject, gate.BadVerdict) as problem:
+        return Response({"detail": str(problem)}, status=status.HTTP_400_BAD_REQUEST)
+    body = {
+        "verdict": learned.verdict,
+        "fact": learned.fact.pk,
+        "support": learned.fact.support,
+        "queued": learned.item is not None,
+        "detail": learned.message,
+    }
+    return Response(body, status=status.HTTP_201_CREATED if learned.item else status.HTTP_200_OK)
+
+
+@extend_schema(request=None, responses={200: dict})
+@api_view(["POST"])
+def forget_fact(request: Request, pk: int) -> Response:
+    """Forget a fact everywhere it is used (its document line goes at the next filing)."""
+    fact = knowledge_api.readable_fact(request, pk)
+    return Response(
+        {"fact": fact.pk, "detail": actions.forget(fact=fact, by=request.user, origin=Origin.API)}
     )
 
 

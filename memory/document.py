@@ -181,4 +181,8 @@ def describe(operations: list[Operation], *, by_person: bool = False) -> str:
     if len(removes) == 1 and not adds:
         where = f" from {removes[0].section}" if removes[0].section else ""
         return f"Removed{where}: “{quote(removes[0].line)}”"
+    if not adds and not removes:  # only headings: a section made or emptied away
+        heading = operations[0]
+        verb = "Added" if heading.op == "add" else "Removed"
+        return f"{verb} the section “{heading.line.lstrip('#').strip()}”"
     return f"Changed {len(adds) + len(removes)} lines"

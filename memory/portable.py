@@ -84,6 +84,11 @@ def parse(raw: bytes | str) -> dict:
         ) from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ImportRejected(f'This is not a brain export: its "format" is not {FORMAT!r}.')
+    if _has_nul(data):
+        raise ImportRejected(
+            "The file contains a NUL character (\\u0000), which no text in brain may hold; "
+            "nothing was imported."
+        )
     if data.get("version") != VERSION:
         raise ImportRejected(
             f"This export is version {data.get('version')!r}; this brain reads version {VERSION}."
@@ -107,6 +112,16 @@ def import_memory(
 
 
 # Checking helpers -----------------------------------------------------------------------------
+
+
+def _has_nul(value) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
 
 
 def _require(condition: bool, message: str) -> None:

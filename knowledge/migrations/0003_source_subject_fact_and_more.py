@@ -12,116 +12,354 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('knowledge', '0002_default_memory'),
+        ("knowledge", "0002_default_memory"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Source',
+            name="Source",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('conversation', 'Conversation'), ('typed', 'Typed'), ('terminal', 'Terminal'), ('api', 'Api'), ('insight', 'Insight'), ('study', 'Study'), ('import', 'Import')], max_length=16)),
-                ('title', models.CharField(max_length=300)),
-                ('reference', models.CharField(blank=True, help_text='The conversation or run id where it came from.', max_length=300)),
-                ('text', models.TextField(blank=True, help_text='The conversation or document, when kept.')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('memory', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='sources', to='knowledge.memory')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("conversation", "Conversation"),
+                            ("typed", "Typed"),
+                            ("terminal", "Terminal"),
+                            ("api", "Api"),
+                            ("insight", "Insight"),
+                            ("study", "Study"),
+                            ("import", "Import"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("title", models.CharField(max_length=300)),
+                (
+                    "reference",
+                    models.CharField(
+                        blank=True,
+                        help_text="The conversation or run id where it came from.",
+                        max_length=300,
+                    ),
+                ),
+                (
+                    "text",
+                    models.TextField(
+                        blank=True, help_text="The conversation or document, when kept."
+                    ),
+                ),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "memory",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="sources",
+                        to="knowledge.memory",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Subject',
+            name="Subject",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('house', 'House'), ('room', 'Room'), ('device', 'Device'), ('person', 'Person')], max_length=8)),
-                ('name', models.CharField(help_text='The friendly name people use.', max_length=200)),
-                ('entity_id', models.CharField(blank=True, help_text='The Home Assistant entity id, for a device.', max_length=255)),
-                ('aliases', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=200), blank=True, default=list)),
-                ('present', models.BooleanField(default=True, help_text='False once the house no longer has it; its facts rest.')),
-                ('removed_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('memory', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='subjects', to='knowledge.memory')),
-                ('room', models.ForeignKey(blank=True, limit_choices_to={'kind': 'room'}, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='devices', to='knowledge.subject')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("house", "House"),
+                            ("room", "Room"),
+                            ("device", "Device"),
+                            ("person", "Person"),
+                        ],
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "name",
+                    models.CharField(help_text="The friendly name people use.", max_length=200),
+                ),
+                (
+                    "entity_id",
+                    models.CharField(
+                        blank=True,
+                        help_text="The Home Assistant entity id, for a device.",
+                        max_length=255,
+                    ),
+                ),
+                (
+                    "aliases",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.CharField(max_length=200), blank=True, default=list
+                    ),
+                ),
+                (
+                    "present",
+                    models.BooleanField(
+                        default=True,
+                        help_text="False once the house no longer has it; its facts rest.",
+                    ),
+                ),
+                ("removed_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "memory",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="subjects",
+                        to="knowledge.memory",
+                    ),
+                ),
+                (
+                    "room",
+                    models.ForeignKey(
+                        blank=True,
+                        limit_choices_to={"kind": "room"},
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="devices",
+                        to="knowledge.subject",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Fact',
+            name="Fact",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('text', models.TextField()),
-                ('normalized', models.TextField(help_text='The text as statements.normalise() reads it.')),
-                ('kind', models.CharField(choices=[('note', 'Note'), ('preference', 'Preference'), ('nickname', 'Nickname'), ('correction', 'Correction'), ('quirk', 'Quirk'), ('health_note', 'health note'), ('routine', 'Routine'), ('rule', 'Rule'), ('judgement', 'Judgement')], default='note', max_length=12)),
-                ('valence', models.CharField(choices=[('fact', 'Fact'), ('failure', 'Failure')], default='fact', max_length=8)),
-                ('outcome', models.BooleanField(blank=True, help_text='The outcome the teacher reported with it, if any.', null=True)),
-                ('channel', models.CharField(choices=[('voice', 'Voice'), ('chat', 'Chat'), ('terminal', 'Terminal'), ('typed', 'Typed'), ('insight', 'Insight'), ('study', 'Study'), ('import', 'Import'), ('api', 'Api')], max_length=10)),
-                ('taught_by_name', models.CharField(blank=True, max_length=150)),
-                ('confidence', models.FloatField(default=0.6)),
-                ('prior', models.FloatField(default=0.6, help_text='The confidence it was taught with.')),
-                ('support', models.PositiveIntegerField(default=1)),
-                ('successes', models.PositiveIntegerField(default=0)),
-                ('failures', models.PositiveIntegerField(default=0)),
-                ('valid_from', models.DateTimeField(default=django.utils.timezone.now)),
-                ('valid_to', models.DateTimeField(blank=True, null=True)),
-                ('expires_at', models.DateTimeField(blank=True, null=True)),
-                ('status', models.CharField(choices=[('queued', 'waiting to be filed'), ('filed', 'Filed'), ('forgotten', 'Forgotten'), ('expired', 'Expired')], default='queued', max_length=10)),
-                ('forgotten_at', models.DateTimeField(blank=True, null=True)),
-                ('forgotten_reason', models.CharField(blank=True, max_length=300)),
-                ('subject_removed', models.BooleanField(default=False, help_text='About an entity the house no longer has: resting, not used.')),
-                ('in_document', models.BooleanField(default=False, help_text='Its line is in the memory document (set when filed).')),
-                ('embedding', pgvector.django.vector.VectorField(blank=True, dimensions=384, null=True)),
-                ('embedder', models.CharField(blank=True, max_length=40)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('memory', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='facts', to='knowledge.memory')),
-                ('superseded_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='supersedes', to='knowledge.fact')),
-                ('taught_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('source', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='facts', to='knowledge.source')),
-                ('subjects', models.ManyToManyField(blank=True, related_name='facts', to='knowledge.subject')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("text", models.TextField()),
+                (
+                    "normalized",
+                    models.TextField(help_text="The text as statements.normalise() reads it."),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("note", "Note"),
+                            ("preference", "Preference"),
+                            ("nickname", "Nickname"),
+                            ("correction", "Correction"),
+                            ("quirk", "Quirk"),
+                            ("health_note", "health note"),
+                            ("routine", "Routine"),
+                            ("rule", "Rule"),
+                            ("judgement", "Judgement"),
+                        ],
+                        default="note",
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "valence",
+                    models.CharField(
+                        choices=[("fact", "Fact"), ("failure", "Failure")],
+                        default="fact",
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "outcome",
+                    models.BooleanField(
+                        blank=True,
+                        help_text="The outcome the teacher reported with it, if any.",
+                        null=True,
+                    ),
+                ),
+                (
+                    "channel",
+                    models.CharField(
+                        choices=[
+                            ("voice", "Voice"),
+                            ("chat", "Chat"),
+                            ("terminal", "Terminal"),
+                            ("typed", "Typed"),
+                            ("insight", "Insight"),
+                            ("study", "Study"),
+                            ("import", "Import"),
+                            ("api", "Api"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("taught_by_name", models.CharField(blank=True, max_length=150)),
+                ("confidence", models.FloatField(default=0.6)),
+                (
+                    "prior",
+                    models.FloatField(default=0.6, help_text="The confidence it was taught with."),
+                ),
+                ("support", models.PositiveIntegerField(default=1)),
+                ("successes", models.PositiveIntegerField(default=0)),
+                ("failures", models.PositiveIntegerField(default=0)),
+                ("valid_from", models.DateTimeField(default=django.utils.timezone.now)),
+                ("valid_to", models.DateTimeField(blank=True, null=True)),
+                ("expires_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "waiting to be filed"),
+                            ("filed", "Filed"),
+                            ("forgotten", "Forgotten"),
+                            ("expired", "Expired"),
+                        ],
+                        default="queued",
+                        max_length=10,
+                    ),
+                ),
+                ("forgotten_at", models.DateTimeField(blank=True, null=True)),
+                ("forgotten_reason", models.CharField(blank=True, max_length=300)),
+                (
+                    "subject_removed",
+                    models.BooleanField(
+                        default=False,
+                        help_text="About an entity the house no longer has: resting, not used.",
+                    ),
+                ),
+                (
+                    "in_document",
+                    models.BooleanField(
+                        default=False,
+                        help_text="Its line is in the memory document (set when filed).",
+                    ),
+                ),
+                (
+                    "embedding",
+                    pgvector.django.vector.VectorField(blank=True, dimensions=384, null=True),
+                ),
+                ("embedder", models.CharField(blank=True, max_length=40)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "memory",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="facts",
+                        to="knowledge.memory",
+                    ),
+                ),
+                (
+                    "superseded_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="supersedes",
+                        to="knowledge.fact",
+                    ),
+                ),
+                (
+                    "taught_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "source",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="facts",
+                        to="knowledge.source",
+                    ),
+                ),
+                (
+                    "subjects",
+                    models.ManyToManyField(
+                        blank=True, related_name="facts", to="knowledge.subject"
+                    ),
+                ),
             ],
         ),
         migrations.AddIndex(
-            model_name='source',
-            index=models.Index(fields=['memory', 'kind', 'reference'], name='knowledge_s_memory__48ed66_idx'),
+            model_name="source",
+            index=models.Index(
+                fields=["memory", "kind", "reference"], name="knowledge_s_memory__48ed66_idx"
+            ),
         ),
         migrations.AddIndex(
-            model_name='subject',
-            index=django.contrib.postgres.indexes.GinIndex(fields=['aliases'], name='subject_aliases_gin'),
+            model_name="subject",
+            index=django.contrib.postgres.indexes.GinIndex(
+                fields=["aliases"], name="subject_aliases_gin"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='subject',
-            constraint=models.UniqueConstraint(condition=models.Q(('entity_id', ''), _negated=True), fields=('memory', 'entity_id'), name='one_subject_per_entity'),
+            model_name="subject",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("entity_id", ""), _negated=True),
+                fields=("memory", "entity_id"),
+                name="one_subject_per_entity",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='subject',
-            constraint=models.UniqueConstraint(fields=('memory', 'kind', 'name'), name='one_subject_per_kind_and_name'),
+            model_name="subject",
+            constraint=models.UniqueConstraint(
+                fields=("memory", "kind", "name"), name="one_subject_per_kind_and_name"
+            ),
         ),
         migrations.AddIndex(
-            model_name='fact',
-            index=models.Index(fields=['memory', 'status', '-created_at'], name='fact_memory_status'),
+            model_name="fact",
+            index=models.Index(
+                fields=["memory", "status", "-created_at"], name="fact_memory_status"
+            ),
         ),
         migrations.AddIndex(
-            model_name='fact',
-            index=models.Index(fields=['memory', 'normalized'], name='fact_memory_normalized'),
+            model_name="fact",
+            index=models.Index(fields=["memory", "normalized"], name="fact_memory_normalized"),
         ),
         migrations.AddIndex(
-            model_name='fact',
-            index=models.Index(fields=['memory', '-created_at'], name='fact_memory_newest'),
+            model_name="fact",
+            index=models.Index(fields=["memory", "-created_at"], name="fact_memory_newest"),
         ),
         migrations.AddIndex(
-            model_name='fact',
-            index=models.Index(fields=['memory', '-confidence'], name='fact_memory_certain'),
+            model_name="fact",
+            index=models.Index(fields=["memory", "-confidence"], name="fact_memory_certain"),
         ),
         migrations.AddIndex(
-            model_name='fact',
-            index=django.contrib.postgres.indexes.GinIndex(django.contrib.postgres.search.SearchVector('text', config='english'), name='fact_text_search'),
+            model_name="fact",
+            index=django.contrib.postgres.indexes.GinIndex(
+                django.contrib.postgres.search.SearchVector("text", config="english"),
+                name="fact_text_search",
+            ),
         ),
         migrations.AddIndex(
-            model_name='fact',
-            index=pgvector.django.indexes.HnswIndex(ef_construction=64, fields=['embedding'], m=16, name='fact_embedding_hnsw', opclasses=['vector_cosine_ops']),
+            model_name="fact",
+            index=pgvector.django.indexes.HnswIndex(
+                ef_construction=64,
+                fields=["embedding"],
+                m=16,
+                name="fact_embedding_hnsw",
+                opclasses=["vector_cosine_ops"],
+            ),
         ),
         migrations.AddConstraint(
-            model_name='fact',
-            constraint=models.CheckConstraint(condition=models.Q(('confidence__gte', 0), ('confidence__lte', 1)), name='fact_confidence_is_a_probability'),
+            model_name="fact",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("confidence__gte", 0), ("confidence__lte", 1)),
+                name="fact_confidence_is_a_probability",
+            ),
         ),
     ]

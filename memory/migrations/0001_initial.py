@@ -10,112 +10,361 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('knowledge', '0002_default_memory'),
+        ("knowledge", "0002_default_memory"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ConsolidationRun',
+            name="ConsolidationRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('state', models.CharField(choices=[('running', 'Running'), ('filed', 'Filed'), ('kept', 'Kept'), ('refused', 'Refused'), ('failed', 'Failed'), ('timed_out', 'timed out')], default='running', max_length=10)),
-                ('trigger', models.CharField(choices=[('manual', 'File into memory now'), ('daily', 'the daily pass'), ('early', '20 or more waiting'), ('cli', 'the command line'), ('api', 'the API'), ('sweep', 'a restart after a lost pass'), ('retry', 'a retry after the document changed')], max_length=8)),
-                ('reason', models.TextField(blank=True)),
-                ('composer', models.CharField(blank=True, max_length=32)),
-                ('started_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('claimed_at', models.DateTimeField(blank=True, null=True)),
-                ('executor', models.CharField(blank=True, max_length=255)),
-                ('lease_expires_at', models.DateTimeField()),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('generation_read', models.PositiveIntegerField(blank=True, null=True)),
-                ('items_read', models.PositiveIntegerField(default=0)),
-                ('lines_added', models.PositiveIntegerField(default=0)),
-                ('lines_removed', models.PositiveIntegerField(default=0)),
-                ('lines_replaced', models.PositiveIntegerField(default=0)),
-                ('compose_seconds', models.FloatField(blank=True, null=True)),
-                ('notes', models.JSONField(blank=True, default=list)),
-                ('memory', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='knowledge.memory')),
-                ('requested_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("running", "Running"),
+                            ("filed", "Filed"),
+                            ("kept", "Kept"),
+                            ("refused", "Refused"),
+                            ("failed", "Failed"),
+                            ("timed_out", "timed out"),
+                        ],
+                        default="running",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "trigger",
+                    models.CharField(
+                        choices=[
+                            ("manual", "File into memory now"),
+                            ("daily", "the daily pass"),
+                            ("early", "20 or more waiting"),
+                            ("cli", "the command line"),
+                            ("api", "the API"),
+                            ("sweep", "a restart after a lost pass"),
+                            ("retry", "a retry after the document changed"),
+                        ],
+                        max_length=8,
+                    ),
+                ),
+                ("reason", models.TextField(blank=True)),
+                ("composer", models.CharField(blank=True, max_length=32)),
+                ("started_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("claimed_at", models.DateTimeField(blank=True, null=True)),
+                ("executor", models.CharField(blank=True, max_length=255)),
+                ("lease_expires_at", models.DateTimeField()),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("generation_read", models.PositiveIntegerField(blank=True, null=True)),
+                ("items_read", models.PositiveIntegerField(default=0)),
+                ("lines_added", models.PositiveIntegerField(default=0)),
+                ("lines_removed", models.PositiveIntegerField(default=0)),
+                ("lines_replaced", models.PositiveIntegerField(default=0)),
+                ("compose_seconds", models.FloatField(blank=True, null=True)),
+                ("notes", models.JSONField(blank=True, default=list)),
+                (
+                    "memory",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to="knowledge.memory",
+                    ),
+                ),
+                (
+                    "requested_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='DocumentRevision',
+            name="DocumentRevision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('generation', models.PositiveIntegerField()),
-                ('text', models.TextField()),
-                ('voice', models.TextField(blank=True)),
-                ('kind', models.CharField(choices=[('initial', 'Initial'), ('pass', 'a consolidation pass'), ('edit', 'your edit'), ('undo', 'Undo'), ('clear', 'Clear'), ('import', 'Import')], max_length=8)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('author', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('memory', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='revisions', to='knowledge.memory')),
-                ('run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='memory.consolidationrun')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("generation", models.PositiveIntegerField()),
+                ("text", models.TextField()),
+                ("voice", models.TextField(blank=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("initial", "Initial"),
+                            ("pass", "a consolidation pass"),
+                            ("edit", "your edit"),
+                            ("undo", "Undo"),
+                            ("clear", "Clear"),
+                            ("import", "Import"),
+                        ],
+                        max_length=8,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "author",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "memory",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="revisions",
+                        to="knowledge.memory",
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="memory.consolidationrun",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Change',
+            name="Change",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('uid', models.UUIDField(default=uuid.uuid4, editable=False, unique=True)),
-                ('number', models.PositiveIntegerField()),
-                ('source', models.CharField(choices=[('pass', 'a consolidation pass'), ('edit', 'your edit'), ('undo', 'Undo'), ('clear', 'Clear'), ('import', 'Import')], max_length=8)),
-                ('summary', models.TextField()),
-                ('operations', models.JSONField(default=list)),
-                ('author_name', models.CharField(blank=True, max_length=150)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('author', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('memory', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='changes', to='knowledge.memory')),
-                ('reverts', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='memory.change')),
-                ('undone_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='memory.change')),
-                ('run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='changes', to='memory.consolidationrun')),
-                ('revision', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='changes', to='memory.documentrevision')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("uid", models.UUIDField(default=uuid.uuid4, editable=False, unique=True)),
+                ("number", models.PositiveIntegerField()),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("pass", "a consolidation pass"),
+                            ("edit", "your edit"),
+                            ("undo", "Undo"),
+                            ("clear", "Clear"),
+                            ("import", "Import"),
+                        ],
+                        max_length=8,
+                    ),
+                ),
+                ("summary", models.TextField()),
+                ("operations", models.JSONField(default=list)),
+                ("author_name", models.CharField(blank=True, max_length=150)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "author",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "memory",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="changes",
+                        to="knowledge.memory",
+                    ),
+                ),
+                (
+                    "reverts",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="memory.change",
+                    ),
+                ),
+                (
+                    "undone_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="memory.change",
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="changes",
+                        to="memory.consolidationrun",
+                    ),
+                ),
+                (
+                    "revision",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="changes",
+                        to="memory.documentrevision",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='InboxItem',
+            name="InboxItem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('uid', models.UUIDField(default=uuid.uuid4, editable=False, unique=True)),
-                ('text', models.TextField()),
-                ('action', models.CharField(choices=[('add', 'Add'), ('forget', 'Forget')], default='add', max_length=8)),
-                ('origin', models.CharField(choices=[('insight', 'an insight run'), ('voice', 'a voice conversation'), ('chat', 'the chat'), ('terminal', 'the terminal'), ('typed', 'something you typed'), ('correction', 'a correction'), ('study', 'a study session'), ('import', 'an import'), ('api', 'the API')], max_length=16)),
-                ('confidence', models.CharField(choices=[('high', 'High'), ('medium', 'Medium'), ('low', 'Low')], default='medium', max_length=8)),
-                ('taught_by_name', models.CharField(blank=True, max_length=150)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('state', models.CharField(choices=[('pending', 'Pending'), ('filed', 'Filed'), ('dropped', 'Dropped')], default='pending', max_length=8)),
-                ('settled_at', models.DateTimeField(blank=True, null=True)),
-                ('memory', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='inbox', to='knowledge.memory')),
-                ('run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='items', to='memory.consolidationrun')),
-                ('taught_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("uid", models.UUIDField(default=uuid.uuid4, editable=False, unique=True)),
+                ("text", models.TextField()),
+                (
+                    "action",
+                    models.CharField(
+                        choices=[("add", "Add"), ("forget", "Forget")], default="add", max_length=8
+                    ),
+                ),
+                (
+                    "origin",
+                    models.CharField(
+                        choices=[
+                            ("insight", "an insight run"),
+                            ("voice", "a voice conversation"),
+                            ("chat", "the chat"),
+                            ("terminal", "the terminal"),
+                            ("typed", "something you typed"),
+                            ("correction", "a correction"),
+                            ("study", "a study session"),
+                            ("import", "an import"),
+                            ("api", "the API"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "confidence",
+                    models.CharField(
+                        choices=[("high", "High"), ("medium", "Medium"), ("low", "Low")],
+                        default="medium",
+                        max_length=8,
+                    ),
+                ),
+                ("taught_by_name", models.CharField(blank=True, max_length=150)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("filed", "Filed"),
+                            ("dropped", "Dropped"),
+                        ],
+                        default="pending",
+                        max_length=8,
+                    ),
+                ),
+                ("settled_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "memory",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="inbox",
+                        to="knowledge.memory",
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="items",
+                        to="memory.consolidationrun",
+                    ),
+                ),
+                (
+                    "taught_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.AddIndex(
-            model_name='consolidationrun',
-            index=models.Index(fields=['memory', '-started_at'], name='memory_cons_memory__ed2e2d_idx'),
+            model_name="consolidationrun",
+            index=models.Index(
+                fields=["memory", "-started_at"], name="memory_cons_memory__ed2e2d_idx"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='consolidationrun',
-            constraint=models.UniqueConstraint(condition=models.Q(('state', 'running')), fields=('memory',), name='one_running_pass_per_memory'),
+            model_name="consolidationrun",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("state", "running")),
+                fields=("memory",),
+                name="one_running_pass_per_memory",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='documentrevision',
-            constraint=models.UniqueConstraint(fields=('memory', 'generation'), name='one_revision_per_generation'),
+            model_name="documentrevision",
+            constraint=models.UniqueConstraint(
+                fields=("memory", "generation"), name="one_revision_per_generation"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='documentrevision',
-            constraint=models.CheckConstraint(condition=django.db.models.lookups.LessThanOrEqual(models.Func('voice', function='OCTET_LENGTH', output_field=models.IntegerField()), 2048), name='voice_at_most_2kb'),
+            model_name="documentrevision",
+            constraint=models.CheckConstraint(
+                condition=django.db.models.lookups.LessThanOrEqual(
+                    models.Func(
+                        "voice", function="OCTET_LENGTH", output_field=models.IntegerField()
+                    ),
+                    2048,
+                ),
+                name="voice_at_most_2kb",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='change',
-            constraint=models.UniqueConstraint(fields=('memory', 'number'), name='one_change_per_number'),
+            model_name="change",
+            constraint=models.UniqueConstraint(
+                fields=("memory", "number"), name="one_change_per_number"
+            ),
         ),
         migrations.AddIndex(
-            model_name='inboxitem',
-            index=models.Index(fields=['memory', 'state', 'created_at'], name='memory_inbo_memory__a11368_idx'),
+            model_name="inboxitem",
+            index=models.Index(
+                fields=["memory", "state", "created_at"], name="memory_inbo_memory__a11368_idx"
+            ),
         ),
     ]

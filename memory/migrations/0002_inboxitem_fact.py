@@ -5,16 +5,22 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('knowledge', '0003_source_subject_fact_and_more'),
-        ('memory', '0001_initial'),
+        ("knowledge", "0003_source_subject_fact_and_more"),
+        ("memory", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='inboxitem',
-            name='fact',
-            field=models.OneToOneField(blank=True, help_text='The fact row filed the moment this candidate arrived.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='inbox_item', to='knowledge.fact'),
+            model_name="inboxitem",
+            name="fact",
+            field=models.OneToOneField(
+                blank=True,
+                help_text="The fact row filed the moment this candidate arrived.",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="inbox_item",
+                to="knowledge.fact",
+            ),
         ),
     ]

@@ -263,3 +263,12 @@ def test_a_hand_written_entry_with_a_fresh_uid_is_added(taught_home):
         .filter(text="The cat is called Miso.")
         .exists()
     )
+
+
+def test_a_file_holding_a_nul_character_is_refused_before_anything_is_written(home):
+    raw = json.dumps(portable.export_memory(home)).replace(
+        '"format"', '"note": "bad\\u0000byte", "format"', 1
+    )
+
+    with pytest.raises(portable.ImportRejected, match="NUL character"):
+        portable.parse(raw)

@@ -1,0 +1,162 @@
+"""Facts over HTTP: list (search, filters, sorts, cursor pages), explain, outcome, context.
+
+Every read goes through ``Fact.objects.readable_by``. Bad input is a 400 naming the problem.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.decorators import api_view
+from rest_framework.exceptions import NotFound
+from rest_framework.pagination import CursorPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from knowledge import actions, listing, provenance, retrieval
+from knowledge.models import Fact, Memory
+from knowledge.subjects import UnknownSubject
+
+
+def memory_for(request: Request) -> Memory:
+    """The memory named by ``?memory=`` (default: the default memory), or 404."""
+    try:
+        return Memory.objects.by_slug(request.query_params.get("memory", ""))
+    except Memory.DoesNotExist:
+        raise NotFound("There is no memory with that slug.") from None
+
+
+def bad_request(message: str) -> Response:
+    return Response({"detail": message}, status=status.HTTP_400_BAD_REQUEST)
+
+
+def readable_fact(request: Request, pk: int) -> Fact:
+    fact = (
+        Fact.objects.for_memory(memory_for(request)).readable_by(request.user).filter(pk=pk).first()
+    )
+    if fact is None:
+        raise NotFound(f"There is no fact #{pk} you can read.")
+    return fact
+
+
+class SubjectSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    kind = serializers.CharField()
+    entity_id = serializers.CharField()
+    present = serializers.BooleanField()
+
+
+class FactSerializer(serializers.ModelSerializer):
+    subjects = SubjectSerializer(many=True, read_only=True)
+    believed = serializers.BooleanField(source="is_live", read_only=True)
+
+    class Meta:
+        model = Fact
+        fields = [
+            "id",
+            "text",
+            "kind",
+            "valence",
+            "channel",
+            "taught_by_name",
+            "created_at",
+            "confidence",
+            "support",
+            "successes",
+            "failures",
+            "status",
+            "valid_from",
+            "valid_to",
+            "superseded_by",
+            "expires_at",
+            "subjects",
+            "believed",
+        ]
+
+
+class FactPages(CursorPagination):
+    page_size = 50
+    max_page_size = 200
+    page_size_query_param = "page_size"
+
+    def get_ordering(self, request, queryset, view):
+        return queryset.query.order_by
+
+
+FILTER_PARAMETERS = [
+    OpenApiParameter(name, str, description=description)
+    for name, description in (
+        ("q", "words in the fact, or in its subject's name, nickname or entity id"),
+        ("subject", "a subject id, entity id, name or nickname"),
+        ("subject_kind", "house | room | device | person"),
+        ("kind", "preference, nickname, correction, quirk, health_note, rule, judgement…"),
+        ("channel", "voice, chat, terminal, typed, insight, study, import, api"),
+        ("taught_by", "a username"),
+        ("status", "live (default), all, queued, filed, forgotten, expired, superseded"),
+        ("sort", "newest (default), oldest, certain, subject"),
+        ("as_of", "what was believed at this time (ISO 8601)"),
+        ("memory", "the memory's slug (default: the default memory)"),
+    )
+]
+
+
+@extend_schema(parameters=FILTER_PARAMETERS, responses={200: FactSerializer(many=True)})
+@api_view(["GET"])
+def fact_list(request: Request) -> Response:
+    """Every fact, one page at a time (cursor pagination: follow ``next``)."""
+    try:
+        facts = listing.facts_for(
+            memory_for(request), request.user, listing.FactFilters.from_params(request.query_params)
+        )
+    except listing.BadFilter as problem:
+        return bad_request(str(problem))
+    pages = FactPages()
+    page = pages.paginate_queryset(facts, request)
+    return pages.get_paginated_response(FactSerializer(page, many=True).data)
+
+
+@extend_schema(responses={200: dict})
+@api_view(["GET"])
+def fact_explain(request: Request, pk: int) -> Response:
+    """Why brain thinks it: who taught it, when, from where, what it replaced, its outcomes."""
+    return Response(provenance.explain(readable_fact(request, pk)))
+
+
+class OutcomeSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+
+
+@extend_schema(request=OutcomeSerializer, responses={200: FactSerializer})
+@api_view(["POST"])
+def fact_outcome(request: Request, pk: int) -> Response:
+    """Report whether acting on a fact worked: the only thing that moves its confidence."""
+    form = OutcomeSerializer(data=request.data)
+    form.is_valid(raise_exception=True)
+    fact = actions.record_outcome(
+        fact=readable_fact(request, pk), success=form.validated_data["success"]
+    )
+    return Response(FactSerializer(fact).data)
+
+
+class ContextSerializer(serializers.Serializer):
+    question = serializers.CharField(required=False, allow_blank=True, default="", max_length=4000)
+    subjects = serializers.ListField(
+        child=serializers.CharField(max_length=255), required=False, default=list, max_length=50
+    )
+    token_budget = serializers.IntegerField(required=False, default=600)
+
+
+@extend_schema(request=ContextSerializer, responses={200: dict})
+@api_view(["POST"])
+def context(request: Request) -> Response:
+    """The memory block a run is given for this question and these subjects."""
+    form = ContextSerializer(data=request.data)
+    form.is_valid(raise_exception=True)
+    try:
+        block = retrieval.context(
+            memory=memory_for(request), reader=request.user, **form.validated_data
+        )
+    except (retrieval.BadBudget, UnknownSubject) as problem:
+        return bad_request(str(problem))
+    return Response({"text": block.text, "fact_ids": block.fact_ids, "tokens": block.tokens})

@@ -1,0 +1,12 @@
+from django.urls import path
+
+from knowledge import api
+
+app_name = "knowledge-api"
+
+urlpatterns = [
+    path("facts/", api.fact_list, name="facts"),
+    path("facts/<int:pk>/", api.fact_explain, name="fact"),
+    path("facts/<int:pk>/outcome", api.fact_outcome, name="outcome"),
+    path("context", api.context, name="context"),
+]

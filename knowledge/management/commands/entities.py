@@ -1,0 +1,98 @@
+"""`brain entities …`: the house's rooms, devices and people (the entity registry).
+
+    brain entities load house.yaml [--partial]   a registry file (format: knowledge/registry.py)
+    brain entities sync-ha                        from Home Assistant (HA_URL, HA_TOKEN)
+    brain entities list                           what brain knows the house has
+
+Each takes ``--memory SLUG``. Every refusal is one line on stderr and a non-zero exit; nothing
+is half-written.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
+
+from knowledge import actions, registry
+from knowledge.models import Memory, Subject
+
+KIND_ORDER = {kind: index for index, kind in enumerate(registry.KIND_ORDER)}
+
+
+class Command(BaseCommand):
+    help = "Load, sync and list the house's rooms, devices and people."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        verbs = parser.add_subparsers(dest="verb", required=True, metavar="COMMAND")
+        load = verbs.add_parser("load", help="load a JSON or YAML registry file")
+        load.add_argument("file")
+        load.add_argument(
+            "--partial",
+            action="store_true",
+            help="add and update only: devices the file leaves out are not marked gone",
+        )
+        verbs.add_parser("sync-ha", help="sync from Home Assistant (HA_URL and HA_TOKEN)")
+        verbs.add_parser("list", help="the rooms, devices and people brain knows")
+        for verb in verbs.choices.values():
+            verb.add_argument(
+                "--memory",
+                metavar="SLUG",
+                default="",
+                help="which memory (default: the default one, usually 'home')",
+            )
+
+    def handle(self, *args, verb: str, memory: str, **options) -> None:
+        try:
+            self.memory = Memory.objects.by_slug(memory)
+        except Memory.DoesNotExist:
+            raise CommandError(f"There is no memory called {memory!r}.") from None
+        try:
+            getattr(self, f"do_{verb.replace('-', '_')}")(**options)
+        except registry.RegistryError as error:
+            raise CommandError(str(error)) from None
+
+    def do_load(self, *, file: str, partial: bool, **_) -> None:
+        report = registry.load_file(memory=self.memory, path=file, partial=partial)
+        self.stdout.write(report.summary())
+
+    def do_sync_ha(self, **_) -> None:
+        if not (settings.HA_URL and settings.HA_TOKEN):
+            raise CommandError(
+                "Set HA_URL (such as http://homeassistant.local:8123) and HA_TOKEN "
+                "(a long-lived access token) first."
+            )
+        report = registry.sync_home_assistant(
+            memory=self.memory, url=settings.HA_URL, token=settings.HA_TOKEN
+        )
+        self.stdout.write(report.summary())
+
+    def do_list(self, **_) -> None:
+        subjects = sorted(
+            Subject.objects.for_memory(self.memory).select_related("room"),
+            key=lambda s: (not s.present, KIND_ORDER[s.kind], s.name.casefold()),
+        )
+        if not subjects:
+            self.stdout.write(
+                "No rooms, devices or people yet: run `brain entities load FILE` "
+                "or `brain entities sync-ha`."
+            )
+            return
+        for subject in subjects:
+            self.stdout.write(_line(subject))
+        gone = sum(not subject.present for subject in subjects)
+        self.stdout.write(f"{len(subjects) - gone} in the house, {gone} gone.")
+
+
+def _line(subject: Subject) -> str:
+    parts = [f"{subject.kind:<7} {subject.name}"]
+    if subject.entity_id:
+        parts.append(subject.entity_id)
+    if subject.room is not None:
+        parts.append(f"in {subject.room.name}")
+    if subject.aliases:
+        parts.append(f"aka {', '.join(subject.aliases)}")
+    if not subject.present and subject.removed_at is not None:
+        purge = timezone.localdate(subject.removed_at + actions.REMOVED_SUBJECT_GRACE)
+        parts.append(f"(gone; its facts are deleted on {purge:%Y-%m-%d} unless it returns)")
+    return "  ".join(parts)

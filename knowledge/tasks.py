@@ -1,0 +1,26 @@
+"""Background work on the facts store: expiry, and keeping the entity registry in step."""
+
+import logging
+
+from celery import shared_task
+
+from knowledge import actions, registry
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(ignore_result=True)
+def apply_expiry() -> None:
+    """Hourly: health notes past their date stop being used; facts about long-gone entities go."""
+    actions.expire_facts()
+    actions.purge_removed_subject_facts()
+
+
+@shared_task(ignore_result=True)
+def sync_home_assistant() -> None:
+    """Every 15 minutes when HA_URL and HA_TOKEN are set. An unreachable Home Assistant is one
+    warning, not a traceback: the next beat simply tries again."""
+    try:
+        registry.sync_configured_home_assistant()
+    except registry.RegistryError as error:
+        logger.warning("Home Assistant sync skipped: %s", error)

@@ -1,0 +1,23 @@
+import pytest
+
+from knowledge.models import Memory, Subject
+
+
+@pytest.fixture
+def home(db) -> Memory:
+    return Memory.objects.default()
+
+
+@pytest.fixture
+def office_lamp(home) -> Subject:
+    office = Subject.objects.create(
+        memory=home, kind="room", name="Office", aliases=["the upstairs back bedroom"]
+    )
+    return Subject.objects.create(
+        memory=home,
+        kind="device",
+        name="Office lamp",
+        entity_id="light.office_lamp",
+        room=office,
+        aliases=["the beacon"],
+    )

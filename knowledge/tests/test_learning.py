@@ -1,0 +1,161 @@
+"""Teaching brain a statement: the secret filter, the write gate, and the fact it files."""
+
+import threading
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.db import connection
+
+from knowledge.gate import BadVerdict
+from knowledge.models import Fact
+from knowledge.subjects import UnknownSubject
+from memory.actions import learn
+from memory.models import InboxItem
+
+
+def _learn(home, text, **kwargs):
+    return learn(memory=home, text=text, origin=kwargs.pop("origin", "typed"), **kwargs)
+
+
+def test_a_new_statement_is_filed_as_a_queued_fact_with_its_inbox_item(home, alice):
+    learned = _learn(home, "The garage freezer is off in winter.", by=alice, origin="voice")
+
+    assert learned.verdict == "novel"
+    fact = learned.fact
+    assert fact.status == "queued"
+    assert fact.channel == "voice"
+    assert fact.taught_by_name == "alice"
+    assert fact.embedder == "hash-ngram-v1"
+    assert len(fact.embedding) == 384
+    assert learned.item.fact == fact
+    assert learned.message == f"Queued #{learned.item.pk}: The garage freezer is off in winter."
+
+
+def test_the_same_fact_said_another_way_only_raises_support(home):
+    first = _learn(home, "Sarah is a light sleeper.")
+
+    again = _learn(home, "sarah is a light sleeper")
+
+    assert again.verdict == "same"
+    assert again.item is None
+    assert again.fact.pk == first.fact.pk
+    assert again.fact.support == 2
+    assert Fact.objects.get(pk=first.fact.pk).confidence == first.fact.confidence
+    assert InboxItem.objects.count() == 1
+
+
+def test_facts_that_differ_by_a_not_are_never_merged(home):
+    _learn(home, "The hall light is on at night.")
+
+    negated = _learn(home, "The hall light is not on at night.")
+
+    assert negated.verdict == "contradiction"
+    assert Fact.objects.count() == 2
+
+
+def test_a_contradiction_closes_the_old_fact_and_links_its_successor(home):
+    old = _learn(home, "The bedroom is kept at 19 degrees at night.").fact
+
+    new = _learn(home, "The bedroom is kept at 21 degrees at night.")
+
+    old.refresh_from_db()
+    assert new.verdict == "contradiction"
+    assert new.superseded == old
+    assert old.valid_to == new.fact.valid_from
+    assert old.superseded_by == new.fact
+    assert list(Fact.objects.live()) == [new.fact]
+    assert list(Fact.objects.as_of(old.created_at)) == [old]
+
+
+def test_a_restatement_with_a_different_outcome_is_stored(home):
+    worked = _learn(home, "Chunking the CSV to 20MB completed validation.", outcome=True)
+
+    failed = _learn(home, "Chunking the CSV to 20MB completed validation.", outcome=False)
+
+    assert failed.verdict == "different_outcome"
+    assert failed.fact.pk != worked.fact.pk
+    assert failed.fact.valence == "failure"
+
+
+def test_the_agent_may_supply_its_own_verdict(home):
+    target = _learn(home, "Priya leads Education.").fact
+
+    learned = _learn(
+        home,
+        "Deploy approval moved to the security team.",
+        verdict="contradiction",
+        target=target.pk,
+    )
+
+    target.refresh_from_db()
+    assert target.superseded_by == learned.fact
+    with pytest.raises(BadVerdict, match="needs the id of the fact"):
+        _learn(home, "Something else.", verdict="same")
+
+
+def test_subjects_are_found_by_nickname_and_unknown_ones_are_refused(home, office_lamp):
+    learned = _learn(home, "The beacon flickers when the heater runs.")
+
+    assert list(learned.fact.subjects.all()) == [office_lamp]
+    with pytest.raises(UnknownSubject, match=r"has no subject 'light\.nowhere'"):
+        _learn(home, "It hums.", subjects=["light.nowhere"])
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "The wifi key is hunter2hunter2",
+        "alarm code: 4711",
+        "api key = sk-abcdefghijklmnopqrstuvwxyz",
+    ],
+)
+def test_a_secret_is_refused_and_nothing_is_stored(home, secret):
+    with pytest.raises(ValidationError, match="brain does not keep secrets"):
+        _learn(home, secret)
+
+    assert not Fact.objects.exists()
+    assert not InboxItem.objects.exists()
+
+
+@pytest.mark.parametrize("text", ["", "x" * (10 * 1024 * 1024)])
+def test_empty_or_enormous_texts_are_refused(home, text):
+    with pytest.raises(ValidationError):
+        _learn(home, text)
+    assert not Fact.objects.exists()
+
+
+def test_markup_and_sql_are_stored_as_plain_text(home):
+    text = "Robert'); DROP TABLE knowledge_fact;-- <script>alert(1)</script>"
+
+    learned = _learn(home, text)
+
+    assert Fact.objects.get(pk=learned.fact.pk).text == text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_identical_statements_at_the_same_moment_make_one_fact_with_support_two():
+    from knowledge.models import Memory
+
+    home = Memory.objects.default()
+    barrier = threading.Barrier(2)
+    errors = []
+
+    def teach():
+        try:
+            barrier.wait()
+            _learn(home, "The porch light stays on until midnight.")
+        except Exception as error:  # pragma: no cover - reported below
+            errors.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=teach) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert not errors
+    fact = Fact.objects.get()
+    assert fact.support == 2
+    assert InboxItem.objects.count() == 1

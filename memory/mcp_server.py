@@ -1,0 +1,292 @@
+"""The agent's way in: one memory served as MCP tools over stdio (`brain mcp`).
+
+Each tool is a thin call into the same actions and reads every other surface uses: ``learn``
+for writes, ``retrieval`` for recall, ``record_outcome`` and ``provenance.explain``. The agent
+supplies its own verdict when it has one (it is holding both statements); otherwise the offline
+gate judges.
+
+Hazards: stdout is the protocol, so nothing here prints (Django's logging goes to stderr). The
+ORM is synchronous and the SDK runs tools inside an event loop, so every tool body runs through
+``sync_to_async(thread_sensitive=True)``: one thread, one database connection, treated like a
+request (stale connections are closed before and after). Bad input comes back as a tool error
+whose text names the problem; the server keeps serving.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, TypedDict
+
+from asgiref.sync import sync_to_async
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.db import close_old_connections
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from knowledge import actions as knowledge_actions
+from knowledge import provenance, retrieval
+from knowledge.gate import BadVerdict
+from knowledge.models import Fact, Memory
+from knowledge.subjects import UnknownSubject
+from memory import actions
+from memory.models import InboxItem, Origin
+
+MAX_K = 50
+
+INSTRUCTIONS = (
+    "Long-term memory. Call memory_context (or memory_search) when you know what you are about "
+    "to do; every fact carries an [id]. Teach with memory_write, reporting the outcome when you "
+    "observed one (outcome=false records a failure to avoid). When acting on a fact worked or "
+    "not, report it with memory_outcome: that is the only thing that moves confidence."
+)
+
+
+class FoundFact(TypedDict):
+    id: int
+    text: str
+    kind: str
+    valence: str  # fact | failure
+    confidence: float
+    support: int
+
+
+class SearchResult(TypedDict):
+    facts: list[FoundFact]
+
+
+class ContextBlock(TypedDict):
+    text: str  # empty when nothing fits, or the memory is not given to prompts
+    fact_ids: list[int]
+    tokens: int
+
+
+class Written(TypedDict):
+    verdict: str  # novel | same | refinement | contradiction | different_outcome
+    fact_id: int
+    queued: bool  # False: it was already known, and only its support rose
+    inbox_item_id: int | None
+    support: int
+    superseded_fact_id: int | None
+    message: str
+
+
+class OutcomeRecorded(TypedDict):
+    fact_id: int
+    previous_confidence: float
+    confidence: float
+    successes: int
+    failures: int
+
+
+class LastLearned(TypedDict):
+    fact_id: int
+    text: str
+    at: str  # ISO 8601
+
+
+class Status(TypedDict):
+    memory: str
+    facts_known: int
+    waiting_to_be_filed: int
+    last_learned: LastLearned | None
+
+
+class Serving:
+    """The memory (and, optionally, the person) one server speaks for. Both are read again on
+    every call, so a setting changed in the web app applies to the agent's next call."""
+
+    def __init__(self, memory: Memory, user=None):
+        self.memory_id = memory.pk
+        self.user_id = user.pk if user is not None else None
+
+    def memory(self) -> Memory:
+        memory = Memory.objects.filter(pk=self.memory_id).first()
+        if memory is None:
+            raise ToolError("The memory this server was started for no longer exists.")
+        return memory
+
+    def reader(self):
+        """The person writes are recorded under and whose read rules apply; None: no person
+        (the system's view, which reads the whole memory)."""
+        if self.user_id is None:
+            return None
+        user = get_user_model().objects.filter(pk=self.user_id).first()
+        if user is None:
+            raise ToolError("The user this server was started for no longer exists.")
+        return user
+
+    def facts(self):
+        return Fact.objects.for_memory(self.memory()).readable_by(self.reader())
+
+    def fact(self, fact_id: int) -> Fact:
+        fact = self.facts().filter(pk=fact_id).first()
+        if fact is None:
+            raise ToolError(f"There is no fact #{fact_id} in {self.memory().name}.")
+        return fact
+
+
+def _as_request[T](work: Callable[..., T], /, *args: Any) -> T:
+    """Run one tool body as Django runs a request, turning refusals into tool errors."""
+    close_old_connections()
+    try:
+        return work(*args)
+    except ValidationError as error:
+        raise ToolError(" ".join(error.messages)) from None
+    except (BadVerdict, UnknownSubject, retrieval.BadBudget) as error:
+        raise ToolError(str(error)) from None
+    finally:
+        close_old_connections()
+
+
+async def _orm[T](work: Callable[..., T], /, *args: Any) -> T:
+    return await sync_to_async(_as_request, thread_sensitive=True)(work, *args)
+
+
+def _found(fact: Fact) -> FoundFact:
+    return FoundFact(
+        id=fact.pk,
+        text=fact.text,
+        kind=fact.kind,
+        valence=fact.valence,
+        confidence=fact.confidence,
+        support=fact.support,
+    )
+
+
+# The tool bodies: synchronous, in the ORM's thread ---------------------------------------------
+
+
+def search(serving: Serving, query: str, k: int) -> SearchResult:
+    facts = retrieval.retrieve(
+        memory=serving.memory(), question=query, reader=serving.reader(), k=k
+    )
+    return SearchResult(facts=[_found(fact) for fact in facts])
+
+
+def context(serving: Serving, goal: str, token_budget: int) -> ContextBlock:
+    block = retrieval.context(
+        memory=serving.memory(), question=goal, reader=serving.reader(), token_budget=token_budget
+    )
+    return ContextBlock(text=block.text, fact_ids=block.fact_ids, tokens=block.tokens)
+
+
+def write(
+    serving: Serving,
+    content: str,
+    outcome: bool | None,
+    verdict: str | None,
+    target: int | None,
+    confidence: str,
+) -> Written:
+    learned = actions.learn(
+        memory=serving.memory(),
+        text=content,
+        origin=Origin.API,
+        confidence=confidence,
+        by=serving.reader(),
+        outcome=outcome,
+        verdict=verdict,
+        target=target,
+    )
+    return Written(
+        verdict=learned.verdict,
+        fact_id=learned.fact.pk,
+        queued=learned.item is not None,
+        inbox_item_id=learned.item.pk if learned.item is not None else None,
+        support=learned.fact.support,
+        superseded_fact_id=learned.superseded.pk if learned.superseded is not None else None,
+        message=learned.message,
+    )
+
+
+def outcome(serving: Serving, fact_id: int, success: bool) -> OutcomeRecorded:
+    fact = serving.fact(fact_id)
+    updated = knowledge_actions.record_outcome(fact=fact, success=success)
+    return OutcomeRecorded(
+        fact_id=updated.pk,
+        previous_confidence=fact.confidence,
+        confidence=updated.confidence,
+        successes=updated.successes,
+        failures=updated.failures,
+    )
+
+
+def explain(serving: Serving, fact_id: int) -> dict[str, Any]:
+    return provenance.explain(serving.fact(fact_id))
+
+
+def status(serving: Serving) -> Status:
+    memory = serving.memory()
+    live = serving.facts().live()
+    newest = live.order_by("-created_at", "-pk").first()
+    return Status(
+        memory=memory.slug,
+        facts_known=live.count(),
+        waiting_to_be_filed=InboxItem.objects.for_memory(memory).pending().count(),
+        last_learned=LastLearned(
+            fact_id=newest.pk, text=newest.text, at=newest.created_at.isoformat()
+        )
+        if newest is not None
+        else None,
+    )
+
+
+# The server ------------------------------------------------------------------------------------
+
+
+def build_server(memory: Memory, user=None) -> MCPServer:
+    """An MCPServer named "brain" whose tools read and teach ``memory``. ``user``, when given,
+    is who the agent's writes are recorded under and whose read rules apply."""
+    serving = Serving(memory, user)
+    server = MCPServer("brain", instructions=INSTRUCTIONS)
+
+    @server.tool()
+    async def memory_search(
+        query: str, k: Annotated[int, Field(ge=1, le=MAX_K)] = 3
+    ) -> SearchResult:
+        """The k facts that best answer a question, best first (failures have valence
+        "failure": things that went wrong before)."""
+        return await _orm(search, serving, query, k)
+
+    @server.tool()
+    async def memory_context(goal: str, token_budget: int = 600) -> ContextBlock:
+        """The memory block for what you are about to do: what has gone wrong before, then
+        what is known, each line with its [id], within token_budget (50 to 32,000)."""
+        return await _orm(context, serving, goal, token_budget)
+
+    @server.tool()
+    async def memory_write(
+        content: str,
+        outcome: bool | None = None,
+        verdict: str | None = None,
+        target: int | None = None,
+        confidence: str = "medium",
+    ) -> Written:
+        """Teach one statement. outcome: true if doing it worked, false if it failed (stored
+        as a failure to avoid), omitted if unknown. verdict (your own judgement against a fact
+        you were shown): novel, same, refinement or contradiction; all but novel need target,
+        the fact's id. A contradiction or refinement retires the target; "same" only raises
+        its support. confidence: high, medium or low."""
+        return await _orm(write, serving, content, outcome, verdict, target, confidence)
+
+    @server.tool()
+    async def memory_outcome(fact_id: int, success: bool) -> OutcomeRecorded:
+        """Report whether acting on fact [fact_id] worked. Only outcomes you observed: that a
+        fact was relevant is not evidence that it was true."""
+        return await _orm(outcome, serving, fact_id, success)
+
+    @server.tool()
+    async def memory_explain(fact_id: int) -> dict[str, Any]:
+        """Why brain believes fact [fact_id]: who taught it, when, through which channel and
+        source, what it replaced or was replaced by, its outcomes, and whether it still
+        holds."""
+        return await _orm(explain, serving, fact_id)
+
+    @server.tool()
+    async def memory_status() -> Status:
+        """How much is known: live facts, candidates waiting to be filed, the last learned."""
+        return await _orm(status, serving)
+
+    return server
