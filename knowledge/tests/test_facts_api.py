@@ -147,7 +147,8 @@ def test_a_bad_filter_is_a_400_naming_it(api, home, params):
     response = api.get("/api/facts/", params)
 
     assert response.status_code == 400
-    assert list(params)[0] in response.json()["detail"] or "no subject" in response.json()["detail"]
+    detail = response.json()["detail"]
+    assert next(iter(params)) in detail or "no subject" in detail
 
 
 def test_explain_outcome_and_forget(api, home):
