@@ -9,6 +9,7 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 from celery.schedules import crontab
 
 from brain import embedded
@@ -227,6 +228,11 @@ ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")  # empty: the SDK's default endpoint
 BRAIN_LLM_MODEL = env_str("BRAIN_LLM_MODEL", "claude-sonnet-5-5")
 BRAIN_LLM_MAX_RETRIES = env_int("BRAIN_LLM_MAX_RETRIES", 1, minimum=0, maximum=5)
+# Who judges a new fact against what is known: "offline" (rules, free) or "anthropic" (the
+# model above, one call per write). An agent may always pass its own verdict.
+BRAIN_GATE_JUDGE = env_str("BRAIN_GATE_JUDGE", "offline")
+if BRAIN_GATE_JUDGE not in ("offline", "anthropic"):
+    raise ImproperlyConfigured(f"BRAIN_GATE_JUDGE={BRAIN_GATE_JUDGE!r}: use offline or anthropic.")
 
 # What `brain memory export` writes and `import` reads, in load order. Apps append theirs.
 BRAIN_EXPORT_SECTIONS = [

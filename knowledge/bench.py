@@ -42,7 +42,9 @@ TIME_BUDGET = 600  # seconds for the whole recall benchmark
 QUERIES = 200
 INTAKE = 200
 BIG_SUBJECT_SHARE = 0.02
-NOISE = 0.045  # per dimension: a fact keeps cos ~0.85 with its noiseless meaning
+SPREAD_DIMS = 6  # wording directions per building block of a synthetic vector
+SPREAD = 0.22  # how far along them: a fact keeps cos ~0.88 with the meaning it words
+NOISE = 0.01  # per dimension, so no two facts are the same point
 SYNTHETIC = "bench-synthetic"  # the embedder name stored beside generated vectors
 HNSW_INDEX = "fact_embedding_hnsw"
 
@@ -151,8 +153,14 @@ class Household:
 
 
 class Meanings:
-    """The building blocks of synthetic vectors: one random direction per template, subject
-    and filled-in value. A text's vector is the weighted sum of its blocks plus noise."""
+    """The building blocks of synthetic vectors. Each template, subject and filled-in value
+    has a random direction (its meaning) and SPREAD_DIMS more (the ways it gets worded).
+
+    A statement's vector is the weighted sum of its blocks' meanings, each moved a random
+    amount along its own wording directions, plus a little noise, normalised. So facts that
+    say the same thing sit close without being copies, and vary along a few dimensions, as
+    sentence embeddings do, rather than along all 384 (which no index could search well).
+    """
 
     def __init__(self, subject_count: int, seed: int):
         self.keys: dict[tuple, int] = {}
@@ -165,18 +173,23 @@ class Meanings:
             for value in values:
                 self.keys[(slot, value)] = len(self.keys)
         rng = np.random.default_rng(seed)
-        blocks = rng.standard_normal((len(self.keys) + 1, DIMENSIONS)).astype(np.float32)
-        blocks /= np.linalg.norm(blocks, axis=1, keepdims=True)
+        blocks = rng.standard_normal((len(self.keys) + 1, SPREAD_DIMS + 1, DIMENSIONS))
+        blocks /= np.linalg.norm(blocks, axis=2, keepdims=True)
         blocks[-1] = 0  # padding
-        self.blocks = blocks
+        self.blocks = blocks.astype(np.float32)
         self.padding = len(self.keys)
 
     def vectors(self, parts: np.ndarray, weights: np.ndarray, rng) -> np.ndarray:
         """Unit vectors for rows of block indices (padded), in chunks to bound memory."""
         out = np.empty((len(parts), DIMENSIONS), dtype=np.float32)
-        for start in range(0, len(parts), 50_000):
-            chunk = parts[start : start + 50_000]
-            summed = np.einsum("nkd,nk->nd", self.blocks[chunk], weights[start : start + 50_000])
+        step = 4096
+        for start in range(0, len(parts), step):
+            chunk, weight = parts[start : start + step], weights[start : start + step]
+            amounts = rng.standard_normal((*chunk.shape, SPREAD_DIMS + 1), dtype=np.float32)
+            amounts *= SPREAD
+            amounts[:, :, 0] = 1  # the meaning itself
+            amounts *= weight[:, :, None]
+            summed = np.einsum("nkl,nkld->nd", amounts, self.blocks[chunk])
             summed += rng.standard_normal(summed.shape, dtype=np.float32) * NOISE
             out[start : start + len(chunk)] = summed / np.linalg.norm(summed, axis=1)[:, None]
         return out

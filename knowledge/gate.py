@@ -9,15 +9,24 @@ vectors), queued ones included, so the pending inbox is covered too. Verdicts:
 - refinement or contradiction: store it, and close the old fact's validity, linked to it.
 
 Statements that differ by a "not" are never "same" (``statements.compare`` guarantees it). The
-offline judge is the default; the caller (an agent) may pass its own verdict and target.
+offline judge is the default; the caller (an agent) may pass its own verdict and target; with
+BRAIN_GATE_JUDGE=anthropic the configured model judges (one call per write).
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from typing import Literal
 
+import pydantic
+from django.conf import settings
+
+from brain import llm
 from knowledge import search, statements
 from knowledge.models import Fact, Memory
+
+logger = logging.getLogger(__name__)
 
 NEIGHBOURS = 8  # how many nearby facts the gate reads
 VERDICTS = ("novel", "same", "refinement", "contradiction")
@@ -64,6 +73,65 @@ def judge(
             _, fact, reason = best[verdict]
             return _with_outcome(Judgement(verdict, fact, reason), outcome)
     return Judgement("novel", None, "nothing like it is known")
+
+
+class ModelVerdict(pydantic.BaseModel):
+    """What the model is asked to answer about a new statement and its neighbours."""
+
+    verdict: Literal["novel", "same", "refinement", "contradiction"]
+    target: int | None = None
+    reason: str = ""
+
+
+JUDGE_SYSTEM = (
+    "You judge how a new statement relates to facts already believed about a home. Answer "
+    "'same' only when it says the same thing in other words (never when one says 'not' and "
+    "the other does not), 'refinement' when it says the same with more detail, "
+    "'contradiction' when both cannot be true at once (a changed number, a state that "
+    "changed, a negation), else 'novel'. Give the id of the fact it relates to as target."
+)
+JUDGE_TIMEOUT_S = 20.0
+
+
+def model_judging() -> bool:
+    """The model judges writes only when asked (BRAIN_GATE_JUDGE=anthropic) and configured:
+    it costs a model call per write."""
+    return settings.BRAIN_GATE_JUDGE == "anthropic" and llm.configured()
+
+
+def judge_with_model(
+    memory: Memory, text: str, *, outcome: bool | None, embedding: list[float] | None
+) -> Judgement:
+    """The model's verdict over the same neighbours the offline judge reads. Falls back to the
+    offline judge when the model fails or answers about a fact it was not shown."""
+    near = neighbours(memory, text, embedding)
+    if not near:
+        return Judgement("novel", None, "nothing like it is known")
+    listing = "\n".join(f"[{fact.pk}] {fact.text}" for fact in near)
+    try:
+        answer = llm.complete(
+            task="write_gate",
+            system=JUDGE_SYSTEM,
+            output=ModelVerdict,
+            prompt=f"Known facts:\n{listing}\n\nNew statement: {text}",
+            max_tokens=300,
+            timeout=JUDGE_TIMEOUT_S,
+        )
+    except llm.LLMError as error:
+        logger.warning("the model could not judge a write (%s); using the offline judge", error)
+        return judge(memory, text, outcome=outcome, embedding=embedding)
+    verdict = answer.parsed
+    by_pk = {fact.pk: fact for fact in near}
+    if verdict.verdict == "novel":
+        return Judgement("novel", None, verdict.reason or "the model judged it novel")
+    target = by_pk.get(verdict.target)
+    if target is None:
+        return judge(memory, text, outcome=outcome, embedding=embedding)
+    kind = verdict.verdict
+    # Enforced in code, whatever the model says: a "not" apart is never the same fact.
+    if kind == "same" and statements.is_negated(target.text) != statements.is_negated(text):
+        kind = "contradiction"
+    return _with_outcome(Judgement(kind, target, verdict.reason or "the model's verdict"), outcome)
 
 
 def from_agent(

@@ -16,6 +16,7 @@ from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 from django.db import connection, transaction
 from django.utils import timezone
 
+from knowledge.embedding import get_embedder
 from knowledge.models import Fact, Memory
 
 EXACT_SCAN_LIMIT = 20_000  # live facts about one subject below which the scan is exact
@@ -28,6 +29,7 @@ _LIVE_SQL = """
     AND NOT f.subject_removed
     AND (f.expires_at IS NULL OR f.expires_at > %(now)s)
     AND f.embedding IS NOT NULL
+    AND f.embedder = %(embedder)s
 """
 
 
@@ -59,13 +61,15 @@ def _vector_literal(embedding: list[float]) -> str:
 def nearest(
     memory: Memory, embedding: list[float], *, limit: int, subject_id: int | None = None
 ) -> list[tuple[int, float]]:
-    """The ids of the live facts nearest ``embedding`` (cosine distance), nearest first."""
+    """The ids of the live facts nearest ``embedding`` (cosine distance), nearest first. Only
+    vectors made by the current embedder are compared (see reembedding.py)."""
     params = {
         "memory": memory.pk,
         "now": timezone.now(),
         "q": _vector_literal(embedding),
         "limit": limit,
         "subject": subject_id,
+        "embedder": get_embedder().name,
     }
     if subject_id is not None and _subject_size(subject_id) <= EXACT_SCAN_LIMIT:
         sql = f"""

@@ -177,6 +177,8 @@ def learn(
     embedding = embedder.embed_one(text)
     if verdict:
         judgement = gate.from_agent(memory, verdict, target, outcome=outcome)
+    elif gate.model_judging():
+        judgement = gate.judge_with_model(memory, text, outcome=outcome, embedding=embedding)
     else:
         judgement = gate.judge(memory, text, outcome=outcome, embedding=embedding)
     with transaction.atomic():

@@ -1,0 +1,36 @@
+"""Keeping every vector from the embedder the settings name.
+
+Vectors from two embedders are not comparable, so search reads only vectors whose stored
+embedder name is the current one, and after a change of BRAIN_EMBEDDER this re-embeds the
+rest in the background, a batch at a time. Safe to run twice: it only picks up stale rows.
+"""
+
+from __future__ import annotations
+
+import time
+
+from knowledge.embedding import get_embedder
+from knowledge.models import Fact
+
+BATCH = 256
+
+
+def stale_facts():
+    """Facts whose vector is missing or came from another embedder."""
+    return Fact.objects.exclude(embedder=get_embedder().name, embedding__isnull=False)
+
+
+def reembed_stale(*, seconds: float = 240.0) -> int:
+    """Re-embed stale facts for up to ``seconds``; returns how many were done."""
+    embedder = get_embedder()
+    done = 0
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        batch = list(stale_facts().order_by("pk").only("pk", "text")[:BATCH])
+        if not batch:
+            break
+        for fact, vector in zip(batch, embedder.embed([f.text for f in batch]), strict=True):
+            fact.embedding, fact.embedder = vector, embedder.name
+        Fact.objects.bulk_update(batch, ["embedding", "embedder"])
+        done += len(batch)
+    return done
