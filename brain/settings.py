@@ -9,8 +9,8 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
-from django.core.exceptions import ImproperlyConfigured
 from celery.schedules import crontab
+from django.core.exceptions import ImproperlyConfigured
 
 from brain import embedded
 from brain.env import env_bool, env_int, env_list, env_str
