@@ -176,6 +176,11 @@ CELERY_BEAT_SCHEDULE = {
             hour=env_int("BRAIN_DAILY_PASS_HOUR", 3, minimum=0, maximum=23), minute=30
         ),
     },
+    # This morning's brief, written before people are up.
+    "memory-brief": {
+        "task": "memory.tasks.write_briefs",
+        "schedule": crontab(hour=env_int("BRAIN_BRIEF_HOUR", 7, minimum=0, maximum=23), minute=0),
+    },
     # Restarts a pass whose worker died or whose start message was lost.
     "memory-sweep": {"task": "memory.tasks.sweep_consolidations", "schedule": 120.0},
 }
@@ -266,4 +271,9 @@ CELERY_BEAT_SCHEDULE["knowledge-expiry"] = {
 CELERY_BEAT_SCHEDULE["knowledge-home-assistant-sync"] = {
     "task": "knowledge.tasks.sync_home_assistant",
     "schedule": 15 * 60.0,
+}
+# After a change of BRAIN_EMBEDDER, stale vectors are re-embedded in the background.
+CELERY_BEAT_SCHEDULE["knowledge-reembed"] = {
+    "task": "knowledge.tasks.reembed_facts",
+    "schedule": 600.0,
 }

@@ -34,7 +34,7 @@ from django.utils import timezone
 
 from knowledge import retrieval, search, statements
 from knowledge.embedding import DIMENSIONS, get_embedder
-from knowledge.models import Fact, Memory, Subject
+from knowledge.models import Fact, Memory, Source, Subject
 
 SIZES = (10_000, 100_000)
 LARGEST = 1_000_000  # run only when the projection says it fits TIME_BUDGET
@@ -45,7 +45,7 @@ BIG_SUBJECT_SHARE = 0.02
 SPREAD_DIMS = 6  # wording directions per building block of a synthetic vector
 SPREAD = 0.22  # how far along them: a fact keeps cos ~0.88 with the meaning it words
 NOISE = 0.01  # per dimension, so no two facts are the same point
-SYNTHETIC = "bench-synthetic"  # the embedder name stored beside generated vectors
+MEANINGS_SEED = 0  # one "language" for every household and its questions
 HNSW_INDEX = "fact_embedding_hnsw"
 
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
@@ -205,7 +205,7 @@ class Sampler:
     def __init__(self, subjects: list[Subject], shares: list[float], seed: int):
         self.subjects = subjects
         self.shares = shares
-        self.meanings = Meanings(len(subjects), seed)
+        self.meanings = Meanings(len(subjects), MEANINGS_SEED)
         self.rng = random.Random(seed)
 
     def statement(self, subject_index: int) -> tuple[str, list[int], list[float]]:
@@ -277,6 +277,9 @@ def generate_household(*, slug: str, count: int, seed: int = 1) -> Household:
     consolidation pass is ever asked for it.
     """
     memory = Memory.objects.create(slug=slug, name=f"Benchmark {slug}", learning=False)
+    source = Source.objects.create(
+        memory=memory, kind=Source.Kind.IMPORT, title=f"Synthetic household of {count:,} facts"
+    )
     subjects = household_subjects(memory)
     sampler = Sampler(subjects, subject_shares(len(subjects)), seed)
     subject_rows = sampler.subject_indices(count)
@@ -286,7 +289,7 @@ def generate_household(*, slug: str, count: int, seed: int = 1) -> Household:
     try:
         with transaction.atomic(), _unhurried():
             kinds = [subjects[i].kind if i >= 0 else None for i in subject_rows.tolist()]
-            fact_ids = _copy_facts(memory, texts, vectors, kinds, seed)
+            fact_ids = _copy_facts(source, texts, vectors, kinds, seed)
             _copy_subject_links(fact_ids, subject_rows, subjects)
         load_seconds = time.perf_counter() - started
         started = time.perf_counter()
@@ -300,7 +303,7 @@ def generate_household(*, slug: str, count: int, seed: int = 1) -> Household:
     )
 
 
-def _copy_facts(memory, texts, vectors, subject_kinds, seed) -> np.ndarray:
+def _copy_facts(source, texts, vectors, subject_kinds, seed) -> np.ndarray:
     from pgvector.psycopg.vector import register_vector_info
     from psycopg.types import TypeInfo
 
@@ -308,14 +311,17 @@ def _copy_facts(memory, texts, vectors, subject_kinds, seed) -> np.ndarray:
     now = timezone.now()
     normalised: dict[str, str] = {}
     columns = (
-        "memory_id, text, normalized, kind, valence, channel, taught_by_name, confidence, prior,"
-        " support, successes, failures, valid_from, status, forgotten_reason, subject_removed,"
-        " in_document, embedding, embedder, created_at"
+        "memory_id, source_id, text, normalized, kind, valence, channel, taught_by_name,"
+        " confidence, prior, support, successes, failures, valid_from, status, forgotten_reason,"
+        " subject_removed, in_document, embedding, embedder, created_at"
     )
-    types = ["int8", "text", "text", "text", "text", "text", "text", "float8", "float8"]
+    types = ["int8", "int8", "text", "text", "text", "text", "text", "text", "float8", "float8"]
     types += ["int4", "int4", "int4", "timestamptz", "text", "text", "bool", "bool", "vector"]
     types += ["text", "timestamptz"]
     kinds = [KINDS.get(kind, Fact.Kind.NOTE) for kind in subject_kinds]
+    # Labelled as the configured embedder's: search reads only those, and the re-embedding
+    # task would otherwise replace them all.
+    embedder = get_embedder().name
     with connection.cursor() as cursor:
         raw = cursor.cursor
         # On this cursor only: the ORM's connection keeps reading vectors as text.
@@ -330,16 +336,16 @@ def _copy_facts(memory, texts, vectors, subject_kinds, seed) -> np.ndarray:
                 status = Fact.Status.QUEUED if rng.random() < 0.1 else Fact.Status.FILED
                 copy.write_row(
                     (
-                        memory.pk, text, normalised[text], kinds[row], Fact.Valence.FACT,
-                        rng.choice(("typed", "chat", "voice")), "", confidence, confidence,
+                        source.memory_id, source.pk, text, normalised[text], kinds[row],
+                        Fact.Valence.FACT, Fact.Channel.IMPORT, "", confidence, confidence,
                         rng.randint(1, 5), 0, 0, created, status, "", False,
-                        status == Fact.Status.FILED, vectors[row], SYNTHETIC, created,
+                        status == Fact.Status.FILED, vectors[row], embedder, created,
                     )
                 )  # fmt: skip
         cursor.execute(
-            "SELECT id FROM knowledge_fact WHERE memory_id = %s ORDER BY id", [memory.pk]
+            "SELECT id FROM knowledge_fact WHERE source_id = %s ORDER BY id", [source.pk]
         )
-        # COPY numbers rows in the order written; other sessions' rows are in other memories.
+        # COPY numbers rows in the order written; other sessions' rows have other sources.
         return np.array([row[0] for row in cursor.fetchall()], dtype=np.int64)
 
 
@@ -402,14 +408,11 @@ def delete_household(slug: str) -> None:
     drop_hnsw_index()
     try:
         with transaction.atomic(), _unhurried(), connection.cursor() as cursor:
-            bulk = "SELECT id FROM knowledge_fact WHERE memory_id = %s AND embedder = %s"
+            bulk = "SELECT id FROM knowledge_fact WHERE memory_id = %s AND source_id IS NOT NULL"
             cursor.execute(
-                f"DELETE FROM knowledge_fact_subjects WHERE fact_id IN ({bulk})",
-                [memory.pk, SYNTHETIC],
+                f"DELETE FROM knowledge_fact_subjects WHERE fact_id IN ({bulk})", [memory.pk]
             )
-            cursor.execute(
-                f"DELETE FROM knowledge_fact WHERE id IN ({bulk})", [memory.pk, SYNTHETIC]
-            )
+            cursor.execute(f"DELETE FROM knowledge_fact WHERE id IN ({bulk})", [memory.pk])
             memory.delete()
     finally:
         ensure_hnsw_index()
@@ -662,37 +665,12 @@ def intake_through_the_gate() -> str:
 
     slug = "bench-intake-10k"
     delete_household(slug)
-    try:
-        household = generate_household(slug=slug, count=10_000, seed=3)
-        memory = household.memory
-        sampler = Sampler(household.subjects, subject_shares(len(household.subjects)), seed=11)
-        about = np.random.default_rng(11).integers(-1, len(household.subjects), size=2 * INTAKE)
-        texts = [sampler.statement(int(i))[0] for i in about.tolist()]
-        taught, plain = texts[:INTAKE], texts[INTAKE:]
-        with override_settings(BRAIN_EMBEDDER="hash"):
-            embedder = get_embedder()
-            vectors = [embedder.embed_one(text) for text in plain]
-            normalised = [statements.normalise(text) for text in plain]
-            learn(memory=memory, text="The kettle is in the kitchen.", origin="typed")  # warm
-            verdicts: dict[str, int] = {}
-            started = time.perf_counter()
-            for text in taught:
-                verdict = learn(memory=memory, text=text, origin="typed").verdict
-                verdicts[verdict] = verdicts.get(verdict, 0) + 1
-            gate_seconds = time.perf_counter() - started
-        started = time.perf_counter()
-        for text, normalized, vector in zip(plain, normalised, vectors, strict=True):
-            Fact.objects.create(
-                memory=memory,
-                text=text,
-                normalized=normalized,
-                channel=Fact.Channel.TYPED,
-                embedding=vector,
-                embedder=embedder.name,
-            )
-        plain_seconds = time.perf_counter() - started
-    finally:
-        delete_household(slug)
+    # The hash embedder throughout, vectors of the household labelled with its name included.
+    with override_settings(BRAIN_EMBEDDER="hash"):
+        try:
+            gate_seconds, plain_seconds, verdicts = _intake(learn, slug)
+        finally:
+            delete_household(slug)
     gate_rate, plain_rate = INTAKE / gate_seconds, INTAKE / plain_seconds
     mix = ", ".join(f"{count} {verdict}" for verdict, count in sorted(verdicts.items()))
     return (
@@ -709,3 +687,33 @@ def intake_through_the_gate() -> str:
         f"| plain Fact.objects.create | {plain_rate:.0f} | {1000 / plain_rate:.1f} ms | 1.0× |\n\n"
         f"The gate's verdicts: {mix}.\n"
     )
+
+
+def _intake(learn, slug: str) -> tuple[float, float, dict[str, int]]:
+    household = generate_household(slug=slug, count=10_000, seed=3)
+    memory = household.memory
+    sampler = Sampler(household.subjects, subject_shares(len(household.subjects)), seed=11)
+    about = np.random.default_rng(11).integers(-1, len(household.subjects), size=2 * INTAKE)
+    texts = [sampler.statement(int(i))[0] for i in about.tolist()]
+    taught, plain = texts[:INTAKE], texts[INTAKE:]
+    embedder = get_embedder()
+    vectors = [embedder.embed_one(text) for text in plain]
+    normalised = [statements.normalise(text) for text in plain]
+    learn(memory=memory, text="The kettle is in the kitchen.", origin="typed")  # warm up
+    verdicts: dict[str, int] = {}
+    started = time.perf_counter()
+    for text in taught:
+        verdict = learn(memory=memory, text=text, origin="typed").verdict
+        verdicts[verdict] = verdicts.get(verdict, 0) + 1
+    gate_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    for text, normalized, vector in zip(plain, normalised, vectors, strict=True):
+        Fact.objects.create(
+            memory=memory,
+            text=text,
+            normalized=normalized,
+            channel=Fact.Channel.TYPED,
+            embedding=vector,
+            embedder=embedder.name,
+        )
+    return gate_seconds, time.perf_counter() - started, verdicts

@@ -4,7 +4,7 @@ import logging
 
 from celery import shared_task
 
-from knowledge import actions, registry
+from knowledge import actions, reembedding, registry
 
 logger = logging.getLogger(__name__)
 
@@ -24,3 +24,9 @@ def sync_home_assistant() -> None:
         registry.sync_configured_home_assistant()
     except registry.RegistryError as error:
         logger.warning("Home Assistant sync skipped: %s", error)
+
+
+@shared_task(ignore_result=True)
+def reembed_facts() -> None:
+    """After BRAIN_EMBEDDER changes, bring every vector to the new embedder, a batch at a time."""
+    reembedding.reembed_stale()

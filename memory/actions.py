@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+from datetime import timedelta
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
@@ -191,6 +192,8 @@ def learn(
         if judgement.verdict == "same":
             fact = knowledge_actions.strengthen(fact=judgement.target)
             return Learned("same", fact, None, judgement.reason)
+        if source is None:
+            source = _source_for(memory, text, origin, by)
         fact = knowledge_actions.file_fact(
             memory=memory,
             text=text,
@@ -212,6 +215,28 @@ def learn(
             memory=memory, text=text, origin=origin, confidence=confidence, by=by, fact=fact
         )
     return Learned(judgement.verdict, fact, item, judgement.reason, superseded)
+
+
+_SOURCE_KINDS = {
+    Origin.VOICE: Source.Kind.CONVERSATION,
+    Origin.CHAT: Source.Kind.CONVERSATION,
+    Origin.TERMINAL: Source.Kind.TERMINAL,
+    Origin.TYPED: Source.Kind.TYPED,
+    Origin.CORRECTION: Source.Kind.TYPED,
+    Origin.INSIGHT: Source.Kind.INSIGHT,
+    Origin.STUDY: Source.Kind.STUDY,
+    Origin.IMPORT: Source.Kind.IMPORT,
+    Origin.API: Source.Kind.API,
+}
+
+
+def _source_for(memory: Memory, text: str, origin: str, by) -> Source:
+    """Where a statement taught with no conversation or run came from: the moment itself, so
+    "why does brain think that?" always has something to open."""
+    when = timezone.localtime().strftime("%-d %b %Y, %H:%M")
+    who = f" by {_person_name(by)}" if by is not None else ""
+    title = f"{Origin(origin).label[0].upper()}{Origin(origin).label[1:]}{who}, {when}"
+    return Source.objects.create(memory=memory, kind=_SOURCE_KINDS[origin], title=title, text=text)
 
 
 def _channel(origin: str) -> str:
@@ -267,6 +292,39 @@ def forget(*, fact: Fact, by=None, origin: str = Origin.TYPED) -> str:
             )
             return "Forgotten; its line leaves the memory document at the next filing."
     return "Forgotten."
+
+
+RESTORE_WINDOW = timedelta(minutes=10)
+
+
+class CannotRestore(Exception):
+    """A forgotten fact that cannot simply be brought back; the message says why."""
+
+
+def restore(*, fact: Fact, by=None) -> None:
+    """Undo a forget made moments ago: the fact is used again, its queue line is back, and a
+    queued removal of its document line is dropped. Older forgets go through the change log."""
+    with transaction.atomic():
+        fact = Fact.objects.select_for_update().get(pk=fact.pk)
+        if fact.status != Fact.Status.FORGOTTEN:
+            raise CannotRestore("That fact was not forgotten; nothing to undo.")
+        if fact.forgotten_at < timezone.now() - RESTORE_WINDOW:
+            raise CannotRestore("It was forgotten too long ago to undo here; add it again.")
+        dropped = InboxItem.objects.filter(fact=fact, state=InboxItem.State.DROPPED).first()
+        if dropped is not None:
+            dropped.state, dropped.settled_at = InboxItem.State.PENDING, None
+            dropped.save(update_fields=["state", "settled_at"])
+            fact.status = Fact.Status.QUEUED
+        else:
+            InboxItem.objects.filter(
+                memory=fact.memory,
+                action=InboxItem.Action.FORGET,
+                text=fact.text,
+                state=InboxItem.State.PENDING,
+            ).update(state=InboxItem.State.DROPPED, settled_at=timezone.now())
+            fact.status = Fact.Status.FILED
+        fact.forgotten_at, fact.forgotten_reason = None, ""
+        fact.save(update_fields=["status", "forgotten_at", "forgotten_reason"])
 
 
 # Consolidation passes ------------------------------------------------------------------------

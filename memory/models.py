@@ -310,3 +310,25 @@ class Change(models.Model):
     @property
     def line_operations(self) -> list[document.Operation]:
         return [document.Operation.from_json(data) for data in self.operations]
+
+
+class BriefQuerySet(models.QuerySet):
+    def latest_for(self, memory: Memory) -> Brief | None:
+        return self.filter(memory=memory).order_by("-written_at").first()
+
+
+class Brief(models.Model):
+    """This morning's brief: what was learned, what waits, what changed — a few sentences."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="briefs")
+    text = models.TextField()
+    composer = models.CharField(max_length=32)
+    written_at = models.DateTimeField(default=timezone.now)
+
+    objects = BriefQuerySet.as_manager()
+
+    class Meta:
+        indexes = [models.Index(fields=["memory", "-written_at"])]
+
+    def __str__(self) -> str:
+        return f"Brief for {self.memory} at {self.written_at:%Y-%m-%d %H:%M}"

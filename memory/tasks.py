@@ -1,7 +1,7 @@
 from celery import shared_task
 from django.conf import settings
 
-from memory import consolidator
+from memory import brief, consolidator
 
 
 @shared_task(
@@ -23,3 +23,8 @@ def sweep_consolidations() -> None:
 @shared_task(ignore_result=True)
 def consolidate_daily() -> None:
     consolidator.daily()
+
+
+@shared_task(ignore_result=True)
+def write_briefs() -> None:
+    brief.write_all()

@@ -1,0 +1,62 @@
+"""The seven things the Knowledge tab measures, each one indexed query."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from knowledge.models import Fact, Memory
+from memory.models import ConsolidationRun, DocumentRevision, InboxItem
+
+
+@dataclass(frozen=True)
+class Measurement:
+    key: str
+    label: str
+    value: str
+    detail: str = ""
+
+
+def _review_count(name: str, memory: Memory) -> int | None:
+    """Counts kept by a higher app (guesses, rules), wired in settings.BRAIN_REVIEW_COUNTS."""
+    path = getattr(settings, "BRAIN_REVIEW_COUNTS", {}).get(name)
+    return import_string(path)(memory) if path else None
+
+
+def measure(memory: Memory) -> list[Measurement]:
+    now = timezone.now()
+    live = Fact.objects.for_memory(memory).live()
+    known = live.count()
+    this_week = Fact.objects.for_memory(memory).filter(created_at__gte=now - timedelta(days=7))
+    waiting = InboxItem.objects.for_memory(memory).pending().count()
+    guesses = _review_count("open_guesses", memory) or 0
+    rules = _review_count("rules", memory)
+    if rules is None:
+        rules = live.filter(kind=Fact.Kind.RULE).count()
+    revision = DocumentRevision.objects.current(memory)
+    size_kb = revision.size_bytes / 1024
+    last = (
+        ConsolidationRun.objects.filter(memory=memory)
+        .exclude(state=ConsolidationRun.State.RUNNING)
+        .order_by("-finished_at")
+        .first()
+    )
+    last_value = timezone.localtime(last.finished_at).strftime("%-d %b, %H:%M") if last else "never"
+    return [
+        Measurement("known", "facts known", f"{known:,}"),
+        Measurement("week", "learned this week", f"{this_week.count():,}"),
+        Measurement("waiting", "waiting to be filed", f"{waiting:,}"),
+        Measurement("guesses", "open guesses", f"{guesses:,}"),
+        Measurement("rules", "rules you set", f"{rules:,}"),
+        Measurement(
+            "size",
+            "document size",
+            f"{size_kb:.1f} of {memory.memory_max_kb} KB",
+            f"{revision.size_bytes:,} bytes",
+        ),
+        Measurement("filed", "last filed", last_value, last.outcome if last else ""),
+    ]

@@ -1,0 +1,424 @@
+"""House → Knowledge: the brief, the measurements, the memory document, what waits to be filed,
+the facts, and the change log. Every action works as a plain form; with htmx it swaps only the
+region it changed and tells the others through events (``memoryChanged``)."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import trigger_client_event
+
+from knowledge import listing
+from knowledge.models import Fact, Memory
+from knowledge.subjects import UnknownSubject
+from memory import actions, brief, consolidator, measurements, portable
+from memory.models import Brief, Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
+from memory.rendering import render_markdown
+
+PAGE = "memory/knowledge.html"
+FACTS_PER_PAGE = 50
+CHANGES_SHOWN = 20
+CHIPS = [
+    ("", "Everything"),
+    ("house", "The house"),
+    ("room", "Rooms"),
+    ("device", "Devices"),
+    ("person", "People"),
+    ("rules", "Rules you set"),
+]
+SORTS = [
+    ("newest", "Newest first"),
+    ("oldest", "Oldest first"),
+    ("certain", "Most certain first"),
+    ("subject", "Grouped by what it is about"),
+]
+WORKER_GRACE_S = 120  # an unclaimed pass this old means no worker is picking it up
+CHANGED = "memoryChanged"
+
+
+def _memory(request: HttpRequest) -> Memory:
+    return (
+        get_object_or_404(Memory, slug=request.GET.get("memory"))
+        if request.GET.get("memory")
+        else Memory.objects.default()
+    )
+
+
+def _partial(
+    request: HttpRequest,
+    name: str,
+    context: dict,
+    *,
+    event: str | None = None,
+    toast: tuple[str, str] | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    response = render(request, f"{PAGE}#{name}", context, status=status)
+    if event:
+        response = trigger_client_event(response, event)
+    if toast:
+        response = trigger_client_event(
+            response, "showToast", {"text": toast[0], "level": toast[1]}
+        )
+    return response
+
+
+# Contexts, one per region ---------------------------------------------------------------------
+
+
+def _brief_context(memory: Memory) -> dict:
+    latest = Brief.objects.latest_for(memory)
+    today = timezone.localdate()
+    if latest and timezone.localtime(latest.written_at).date() == today:
+        return {"brief_text": latest.text, "brief_when": latest.written_at}
+    return {"brief_text": brief.compose(memory), "brief_when": None}
+
+
+def _document_context(memory: Memory) -> dict:
+    revision = DocumentRevision.objects.current(memory)
+    return {"revision": revision, "document_html": render_markdown(revision.text), "memory": memory}
+
+
+def _waiting_context(memory: Memory) -> dict:
+    items = list(InboxItem.objects.for_memory(memory).pending().in_filing_order())
+    return {"waiting": items, "memory": memory}
+
+
+def _banner_context(run: ConsolidationRun | None) -> dict:
+    if run is None:
+        return {"run": None}
+    elapsed = int(run.elapsed_seconds)
+    minutes, seconds = divmod(elapsed, 60)
+    stalled = ""
+    if run.is_running:
+        limit = consolidator.deadline_seconds() + 60
+        if not run.claimed_at and elapsed > WORKER_GRACE_S:
+            stalled = f"still waiting for a worker after {minutes} min — the worker may be down"
+        elif elapsed > limit:
+            stalled = f"still running after {minutes} min — the worker may be down"
+    return {
+        "run": run,
+        "elapsed": f"{minutes} m {seconds:02d} s" if minutes else f"{seconds} s",
+        "stalled": stalled,
+    }
+
+
+def _filters(request: HttpRequest) -> tuple[listing.FactFilters, str, int]:
+    chip = request.GET.get("chip", "")
+    params = {key: request.GET.get(key, "") for key in ("q", "taught_by", "sort")}
+    if chip == "rules":
+        params["kind"] = Fact.Kind.RULE
+    elif chip:
+        params["subject_kind"] = chip
+    try:
+        page = max(1, int(request.GET.get("page", "1")))
+    except ValueError:
+        page = 1
+    return listing.FactFilters.from_params(params), chip, page
+
+
+def _facts_context(request: HttpRequest, memory: Memory) -> dict:
+    filters, chip, page = _filters(request)
+    error = ""
+    try:
+        facts = listing.facts_for(memory, request.user, filters)
+        start = (page - 1) * FACTS_PER_PAGE
+        rows = list(facts[start : start + FACTS_PER_PAGE + 1])
+    except listing.BadFilter as problem:
+        rows, error = [], str(problem)
+    more = len(rows) > FACTS_PER_PAGE
+    state = {
+        "q": filters.q,
+        "chip": chip,
+        "taught_by": filters.taught_by,
+        "sort": filters.sort or "newest",
+    }
+    query = urlencode({k: v for k, v in state.items() if v and not (k == "sort" and v == "newest")})
+    return {
+        "facts": rows[:FACTS_PER_PAGE],
+        "more": more,
+        "next_page": page + 1,
+        "page": page,
+        "filter_error": error,
+        "state": state,
+        "chips": CHIPS,
+        "sorts": SORTS,
+        "teachers": get_user_model()
+        .objects.order_by("username")
+        .values_list("username", flat=True),
+        "query": query,
+        "facts_url": reverse("memory:facts"),
+    }
+
+
+def _changes_context(memory: Memory) -> dict:
+    return {"changes": Change.objects.for_memory(memory).newest_first()[:CHANGES_SHOWN]}
+
+
+def _measures_context(memory: Memory) -> dict:
+    return {"measures": measurements.measure(memory)}
+
+
+# The page ------------------------------------------------------------------------------------
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def knowledge(request: HttpRequest) -> HttpResponse:
+    memory = _memory(request)
+    context = {
+        "memory": memory,
+        **_brief_context(memory),
+        **_measures_context(memory),
+        **_document_context(memory),
+        **_waiting_context(memory),
+        **_banner_context(ConsolidationRun.objects.running().filter(memory=memory).first()),
+        **_facts_context(request, memory),
+        **_changes_context(memory),
+    }
+    return render(request, PAGE, context)
+
+
+@require_GET
+def measures(request: HttpRequest) -> HttpResponse:
+    return _partial(request, "measures", _measures_context(_memory(request)))
+
+
+# The document --------------------------------------------------------------------------------
+
+
+@require_GET
+def document(request: HttpRequest) -> HttpResponse:
+    return _partial(request, "document", _document_context(_memory(request)))
+
+
+@require_GET
+def document_editor(request: HttpRequest) -> HttpResponse:
+    memory = _memory(request)
+    revision = DocumentRevision.objects.current(memory)
+    return _partial(
+        request,
+        "document",
+        {
+            **_document_context(memory),
+            "editing": True,
+            "draft": revision.text,
+            "base_generation": revision.generation,
+        },
+    )
+
+
+@require_POST
+def save_document(request: HttpRequest) -> HttpResponse:
+    memory = _memory(request)
+    text = request.POST.get("text", "")
+    try:
+        base = int(request.POST.get("base_generation", ""))
+    except ValueError:
+        base = -1
+    context = {**_document_context(memory), "editing": True, "draft": text, "base_generation": base}
+    try:
+        changes = actions.save_user_edit(
+            memory=memory, text=text, base_generation=base, by=request.user
+        )
+    except ValidationError as error:
+        context["edit_error"] = " ".join(error.messages)
+        if not request.htmx:
+            return render(request, PAGE, {**_full_context(request, memory), **context})
+        return _partial(request, "document", context)
+    except actions.DocumentChanged as changed:
+        context["edit_error"] = (
+            "The document changed since you opened the editor (a pass filed meanwhile). "
+            "Nothing was overwritten: your text is on the left, the document as it is now on "
+            "the right. Merge what you want and save again."
+        )
+        context["conflict"] = changed.current
+        context["base_generation"] = changed.current.generation
+        if not request.htmx:
+            return render(request, PAGE, {**_full_context(request, memory), **context})
+        return _partial(request, "document", context)
+    note = ("Saved your edit." if changes else "No changes to save.", "success")
+    if not request.htmx:
+        messages.success(request, note[0])
+        return redirect("memory:knowledge")
+    return _partial(request, "document", _document_context(memory), event=CHANGED, toast=note)
+
+
+def _full_context(request: HttpRequest, memory: Memory) -> dict:
+    return {
+        "memory": memory,
+        **_brief_context(memory),
+        **_measures_context(memory),
+        **_waiting_context(memory),
+        **_banner_context(ConsolidationRun.objects.running().filter(memory=memory).first()),
+        **_facts_context(request, memory),
+        **_changes_context(memory),
+    }
+
+
+# Teaching and the queue ----------------------------------------------------------------------
+
+
+@require_POST
+def teach(request: HttpRequest) -> HttpResponse:
+    memory = _memory(request)
+    text = request.POST.get("text", "")
+    try:
+        learned = actions.learn(memory=memory, text=text, origin=Origin.TYPED, by=request.user)
+    except (ValidationError, UnknownSubject) as error:
+        message = " ".join(error.messages) if isinstance(error, ValidationError) else str(error)
+        if not request.htmx:
+            messages.error(request, message)
+            return redirect("memory:knowledge")
+        return _partial(
+            request, "teach", {"teach_error": message, "teach_text": text, "memory": memory}
+        )
+    if not request.htmx:
+        messages.success(request, learned.message)
+        return redirect("memory:knowledge")
+    return _partial(
+        request, "teach", {"memory": memory}, event=CHANGED, toast=(learned.message, "success")
+    )
+
+
+@require_POST
+def drop_item(request: HttpRequest, pk: int) -> HttpResponse:
+    memory = _memory(request)
+    item = get_object_or_404(InboxItem, pk=pk, memory=memory)
+    dropped = actions.drop_inbox_item(item=item, by=request.user)
+    note = (
+        f"Dropped “{item.text}” from the queue." if dropped else "That line was no longer waiting.",
+        "success" if dropped else "warning",
+    )
+    if not request.htmx:
+        messages.success(request, note[0])
+        return redirect("memory:knowledge")
+    return _partial(request, "waiting", _waiting_context(memory), event=CHANGED, toast=note)
+
+
+@require_GET
+def waiting(request: HttpRequest) -> HttpResponse:
+    return _partial(request, "waiting", _waiting_context(_memory(request)))
+
+
+@require_POST
+def file_now(request: HttpRequest) -> HttpResponse:
+    memory = _memory(request)
+    try:
+        started = actions.request_consolidation(
+            memory=memory, by=request.user, trigger=ConsolidationRun.Trigger.MANUAL
+        )
+    except actions.LearningOff as off:
+        if not request.htmx:
+            messages.error(request, str(off))
+            return redirect("memory:knowledge")
+        return _partial(request, "banner", {"run": None}, toast=(str(off), "error"))
+    if not request.htmx:
+        messages.info(request, started.message)
+        return redirect("memory:knowledge")
+    return _partial(
+        request,
+        "banner",
+        _banner_context(started.run),
+        toast=None if started.started else (started.message, "warning"),
+    )
+
+
+@require_GET
+def banner(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(ConsolidationRun, pk=pk, memory=_memory(request))
+    # The pass landed: everything it touched refreshes itself.
+    return _partial(
+        request, "banner", _banner_context(run), event=None if run.is_running else CHANGED
+    )
+
+
+# The facts -----------------------------------------------------------------------------------
+
+
+@require_GET
+def facts(request: HttpRequest) -> HttpResponse:
+    """The list (a filter changed) or, with ``page`` > 1, only the next rows (Show more)."""
+    memory = _memory(request)
+    context = _facts_context(request, memory)
+    if not request.htmx:
+        return redirect(f"{reverse('memory:knowledge')}?{context['query']}#facts")
+    return _partial(request, "fact-rows" if context["page"] > 1 else "facts", context)
+
+
+@require_POST
+def forget_fact(request: HttpRequest, pk: int) -> HttpResponse:
+    memory = _memory(request)
+    fact = get_object_or_404(Fact.objects.for_memory(memory).readable_by(request.user), pk=pk)
+    message = actions.forget(fact=fact, by=request.user)
+    if not request.htmx:
+        messages.success(request, f"“{fact.text}”: {message}")
+        return redirect("memory:knowledge")
+    return _partial(request, "forgotten-row", {"fact": fact, "message": message}, event=CHANGED)
+
+
+@require_POST
+def restore_fact(request: HttpRequest, pk: int) -> HttpResponse:
+    memory = _memory(request)
+    fact = get_object_or_404(Fact.objects.for_memory(memory).readable_by(request.user), pk=pk)
+    try:
+        actions.restore(fact=fact, by=request.user)
+    except actions.CannotRestore as why:
+        if not request.htmx:
+            messages.error(request, str(why))
+            return redirect("memory:knowledge")
+        return _partial(
+            request, "forgotten-row", {"fact": fact, "message": str(why)}, toast=(str(why), "error")
+        )
+    fact.refresh_from_db()
+    if not request.htmx:
+        messages.success(request, f"Kept “{fact.text}”.")
+        return redirect("memory:knowledge")
+    return _partial(request, "fact-row", {"fact": fact}, event=CHANGED)
+
+
+# The change log ------------------------------------------------------------------------------
+
+
+@require_GET
+def changes(request: HttpRequest) -> HttpResponse:
+    return _partial(request, "changes", _changes_context(_memory(request)))
+
+
+@require_POST
+def undo(request: HttpRequest, number: int) -> HttpResponse:
+    memory = _memory(request)
+    try:
+        change = actions.undo_change(memory=memory, number=number, by=request.user)
+        note = (f"Undone: {change.summary.removeprefix('Undid ')}", "success")
+    except (actions.CannotUndo, ValidationError) as why:
+        text = " ".join(why.messages) if isinstance(why, ValidationError) else str(why)
+        note = (text, "error")
+    if not request.htmx:
+        (messages.success if note[1] == "success" else messages.error)(request, note[0])
+        return redirect("memory:knowledge")
+    return _partial(
+        request,
+        "changes",
+        _changes_context(memory),
+        event=CHANGED if note[1] == "success" else None,
+        toast=note,
+    )
+
+
+@require_GET
+def export(request: HttpRequest) -> HttpResponse:
+    memory = _memory(request)
+    stamp = timezone.localtime().strftime("%Y%m%d-%H%M")
+    response = HttpResponse(portable.export_json(memory), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="brain-{memory.slug}-{stamp}.json"'
+    return response
