@@ -15,13 +15,14 @@ FIND_PYTHON = for c in python3.13 python3.12; do \
     if "$$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then echo "$$p"; exit 0; fi; \
   done
 
-.PHONY: help run test lint format bench demo stop clean-venv
+.PHONY: help run test lint format bench demo stop chromium
 
 help:
 	@echo "make run    start brain at http://127.0.0.1:8000 (web, worker, beat)"
 	@echo "make test   run the whole test suite"
 	@echo "make lint   ruff check and format check"
 	@echo "make bench  run the benchmarks and write docs/BENCHMARKS.md"
+	@echo "make demo   load a realistic demo household into an empty memory"
 	@echo "make stop   stop the embedded PostgreSQL and Valkey if something left them running"
 
 $(PY):
@@ -63,6 +64,10 @@ lint: $(VENV)/.dev
 format: $(VENV)/.dev
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
+
+demo: $(VENV)/.runtime
+	$(PY) manage.py migrate --noinput -v0
+	$(PY) manage.py demo
 
 bench: $(VENV)/.runtime
 	$(PY) manage.py bench

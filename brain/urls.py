@@ -11,6 +11,8 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("knowledge/", include("memory.urls")),
+    path("sources/", include("knowledge.urls")),
     path("api/memory/", include("memory.api_urls")),
     path("api/", include("knowledge.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from datetime import timedelta
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction

@@ -27,6 +27,15 @@ def _review_count(name: str, memory: Memory) -> int | None:
     return import_string(path)(memory) if path else None
 
 
+def _when(moment) -> str:
+    local = timezone.localtime(moment)
+    return (
+        local.strftime("%H:%M")
+        if local.date() == timezone.localdate()
+        else local.strftime("%-d %b")
+    )
+
+
 def measure(memory: Memory) -> list[Measurement]:
     now = timezone.now()
     live = Fact.objects.for_memory(memory).live()
@@ -45,7 +54,7 @@ def measure(memory: Memory) -> list[Measurement]:
         .order_by("-finished_at")
         .first()
     )
-    last_value = timezone.localtime(last.finished_at).strftime("%-d %b, %H:%M") if last else "never"
+    last_value = _when(last.finished_at) if last else "never"
     return [
         Measurement("known", "facts known", f"{known:,}"),
         Measurement("week", "learned this week", f"{this_week.count():,}"),
@@ -58,5 +67,10 @@ def measure(memory: Memory) -> list[Measurement]:
             f"{size_kb:.1f} of {memory.memory_max_kb} KB",
             f"{revision.size_bytes:,} bytes",
         ),
-        Measurement("filed", "last filed", last_value, last.outcome if last else ""),
+        Measurement(
+            "filed",
+            f"last filed{': ' + last.get_state_display() if last else ''}",
+            last_value,
+            last.outcome if last else "",
+        ),
     ]

@@ -185,6 +185,12 @@ def knowledge(request: HttpRequest) -> HttpResponse:
         **_facts_context(request, memory),
         **_changes_context(memory),
     }
+    if request.GET.get("edit"):  # ✎ Edit markdown without JavaScript
+        context.update(
+            editing=True,
+            draft=context["revision"].text,
+            base_generation=context["revision"].generation,
+        )
     return render(request, PAGE, context)
 
 
@@ -352,7 +358,11 @@ def facts(request: HttpRequest) -> HttpResponse:
     context = _facts_context(request, memory)
     if not request.htmx:
         return redirect(f"{reverse('memory:knowledge')}?{context['query']}#facts")
-    return _partial(request, "fact-rows" if context["page"] > 1 else "facts", context)
+    response = _partial(request, "fact-rows" if context["page"] > 1 else "facts", context)
+    if context["page"] == 1:  # the address bar follows the filters, so a view can be bookmarked
+        query = context["query"]
+        response["HX-Push-Url"] = reverse("memory:knowledge") + (f"?{query}" if query else "")
+    return response
 
 
 @require_POST

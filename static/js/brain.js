@@ -15,8 +15,18 @@
     });
   }
 
-  document.addEventListener("DOMContentLoaded", function () { wireToasts(document); });
-  document.addEventListener("htmx:load", function (event) { wireToasts(event.target.ownerDocument || document); });
+  // Rows that offer Undo for a few seconds, then leave: data-remove-after="8000".
+  function wireExpiring(root) {
+    root.querySelectorAll("[data-remove-after]:not([data-wired])").forEach(function (row) {
+      row.setAttribute("data-wired", "");
+      var after = parseInt(row.getAttribute("data-remove-after"), 10) || 8000;
+      setTimeout(function () { row.classList.add("leaving"); }, after);
+      setTimeout(function () { if (row.isConnected && row.classList.contains("leaving")) row.remove(); }, after + 700);
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { wireToasts(document); wireExpiring(document); });
+  document.addEventListener("htmx:load", function () { wireToasts(document); wireExpiring(document); });
 
   // A server-side event can ask for a toast: HX-Trigger: {"showToast": {"text": "...", "level": "success"}}
   document.body && document.body.addEventListener("showToast", function (event) {

@@ -1,0 +1,55 @@
+"""The synthetic household behind `make bench`: the facts it loads are the ones it promises."""
+
+import numpy as np
+import pytest
+from django.db import connection
+
+from knowledge import bench
+from knowledge.models import Fact, Subject
+
+
+@pytest.fixture
+def household(db):
+    return bench.generate_household(slug="bench-test", count=500)
+
+
+def test_the_generator_loads_the_requested_number_of_live_facts(household):
+    live = Fact.objects.for_memory(household.memory).live()
+
+    assert live.count() == 500
+    assert sorted(live.values_list("pk", flat=True)) == household.fact_ids.tolist()
+
+
+def test_every_loaded_vector_has_unit_length_and_matches_what_the_benchmark_compares(household):
+    stored = dict(Fact.objects.for_memory(household.memory).values_list("pk", "embedding"))
+    vectors = np.array([stored[pk] for pk in household.fact_ids.tolist()])
+
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+    assert np.allclose(vectors, household.vectors, atol=1e-6)
+
+
+def test_one_subject_holds_two_percent_of_the_facts_and_every_other_fewer(household):
+    sizes = {
+        subject.name: subject.facts.count()
+        for subject in Subject.objects.for_memory(household.memory)
+    }
+
+    assert len(sizes) == 40
+    assert sizes.pop(household.big_subject.name) == 10  # 2% of 500
+    assert max(sizes.values()) < 10
+
+
+def test_the_hnsw_index_is_back_as_the_model_defines_it(household):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [bench.HNSW_INDEX])
+        (definition,) = cursor.fetchone()
+
+    assert "USING hnsw (embedding vector_cosine_ops)" in definition
+    assert "m='16', ef_construction='64'" in definition
+
+
+def test_deleting_the_household_leaves_no_fact_behind(household):
+    memory_pk = household.memory.pk
+    bench.delete_household("bench-test")
+
+    assert not Fact.objects.filter(memory_id=memory_pk).exists()

@@ -1,0 +1,24 @@
+from django.urls import path
+
+from memory import views
+
+app_name = "memory"
+
+urlpatterns = [
+    path("", views.knowledge, name="knowledge"),
+    path("measures", views.measures, name="measures"),
+    path("document", views.document, name="document"),
+    path("document/edit", views.document_editor, name="document-editor"),
+    path("document/save", views.save_document, name="save-document"),
+    path("teach", views.teach, name="teach"),
+    path("waiting", views.waiting, name="waiting"),
+    path("waiting/<int:pk>/drop", views.drop_item, name="drop"),
+    path("file-now", views.file_now, name="file-now"),
+    path("runs/<int:pk>/banner", views.banner, name="banner"),
+    path("facts", views.facts, name="facts"),
+    path("facts/<int:pk>/forget", views.forget_fact, name="forget-fact"),
+    path("facts/<int:pk>/restore", views.restore_fact, name="restore-fact"),
+    path("changes", views.changes, name="changes"),
+    path("changes/<int:number>/undo", views.undo, name="undo"),
+    path("export", views.export, name="export"),
+]
