@@ -249,6 +249,8 @@ BRAIN_EXPORT_SECTIONS = [
 # What `make bench` runs: functions returning a markdown section for docs/BENCHMARKS.md.
 BRAIN_BENCHMARKS = [
     "memory.bench.offline_composer",
+    "knowledge.bench.recall_at_scale",
+    "knowledge.bench.intake_through_the_gate",
 ]
 
 # --- Embeddings (knowledge/embedding.py) -----------------------------------------------------

@@ -63,9 +63,9 @@ def measure(memory: Memory) -> list[Measurement]:
         Measurement("rules", "rules you set", f"{rules:,}"),
         Measurement(
             "size",
-            "document size",
-            f"{size_kb:.1f} of {memory.memory_max_kb} KB",
-            f"{revision.size_bytes:,} bytes",
+            f"of {memory.memory_max_kb} KB document",
+            f"{size_kb:.1f} KB",
+            f"{revision.size_bytes:,} bytes; memory_max_kb={memory.memory_max_kb}",
         ),
         Measurement(
             "filed",

@@ -9,8 +9,10 @@ from knowledge.models import Fact, Subject
 
 
 @pytest.fixture
-def household(db):
-    return bench.generate_household(slug="bench-test", count=500)
+def household(transactional_db):
+    """Committed, as in `make bench`: the index is dropped and built outside a test transaction."""
+    yield bench.generate_household(slug="bench-test", count=500)
+    bench.delete_household("bench-test")
 
 
 def test_the_generator_loads_the_requested_number_of_live_facts(household):
