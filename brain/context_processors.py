@@ -1,6 +1,7 @@
 from django.conf import settings
 from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
+from django.utils.module_loading import import_string
 
 
 def navigation(request: HttpRequest) -> dict:
@@ -11,7 +12,7 @@ def navigation(request: HttpRequest) -> dict:
     if not getattr(request, "user", None) or not request.user.is_authenticated:
         return {"navigation": []}
     tabs = []
-    for label, url_name, staff_only in settings.BRAIN_NAVIGATION:
+    for label, url_name, staff_only, badge in settings.BRAIN_NAVIGATION:
         if staff_only and not request.user.is_staff:
             continue
         try:
@@ -19,5 +20,6 @@ def navigation(request: HttpRequest) -> dict:
         except NoReverseMatch:
             continue
         current = request.path == url or (url != "/" and request.path.startswith(url))
-        tabs.append({"label": label, "url": url, "current": current})
+        count = import_string(badge)(request) if badge else 0
+        tabs.append({"label": label, "url": url, "current": current, "badge": count})
     return {"navigation": tabs}

@@ -216,14 +216,19 @@ BRAIN_ADMIN_USERNAME = env_str("BRAIN_ADMIN_USERNAME", "admin")
 # seconds it stops and writes nothing. Each model call gets the time that is left.
 BRAIN_CONSOLIDATION_DEADLINE_S = env_int("BRAIN_CONSOLIDATION_DEADLINE_S", 480, minimum=5)
 
-# The tabs in the page header: (label, URL name, staff only). Apps add theirs as they land.
+# The tabs in the page header: (label, URL name, staff only, badge function or None).
 BRAIN_NAVIGATION = [
-    ("House", "home", False),
-    ("Knowledge", "memory:knowledge", False),
-    ("Findings", "review:findings", False),
-    ("Sources", "knowledge:sources", False),
-    ("Admin", "admin:index", True),
+    ("House", "home", False, None),
+    ("Knowledge", "memory:knowledge", False, None),
+    ("Findings", "review:findings", False, "review.counts.badge"),
+    ("Sources", "knowledge:sources", False, None),
+    ("Admin", "admin:index", True, None),
 ]
+# Counts a lower app shows but a higher one keeps (the Knowledge tab's measurements).
+BRAIN_REVIEW_COUNTS = {
+    "open_guesses": "review.counts.open_guesses",
+    "rules": "review.counts.rules",
+}
 
 # --- LLM gateway (brain/llm) -----------------------------------------------------------------
 # Every model call goes through brain.llm.complete. With no key, brain runs on its offline
@@ -273,6 +278,11 @@ CELERY_BEAT_SCHEDULE["knowledge-expiry"] = {
 CELERY_BEAT_SCHEDULE["knowledge-home-assistant-sync"] = {
     "task": "knowledge.tasks.sync_home_assistant",
     "schedule": 15 * 60.0,
+}
+# Guesses expire and wake, fixes that held close: daily.
+CELERY_BEAT_SCHEDULE["review-tend"] = {
+    "task": "review.tasks.tend",
+    "schedule": crontab(hour=4, minute=15),
 }
 # After a change of BRAIN_EMBEDDER, stale vectors are re-embedded in the background.
 CELERY_BEAT_SCHEDULE["knowledge-reembed"] = {

@@ -689,6 +689,13 @@ def _targets(runs: list[Figures]) -> str:
         )
     else:
         lines.append("- 1M: at least 20× faster than the exact scan — not measured (skipped).")
+    if (f := by_count.get(100_000)) is not None:
+        lines.append(
+            f"\nWhere context()'s time goes at 100k (p50s): full text {f.context_text[0]:.0f} ms "
+            "— `search.text_matches` ranks every live fact sharing any word with the question, "
+            "and `ts_rank` recomputes `to_tsvector` for each because no tsvector is stored; "
+            f"question embedding {f.embedding[0]:.0f} ms; vectors {f.context_vector[0]:.1f} ms."
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -709,7 +716,9 @@ def intake_through_the_gate() -> str:
     mix = ", ".join(f"{count} {verdict}" for verdict, count in sorted(verdicts.items()))
     return (
         "## Intake through the full gate\n\n"
-        f"{INTAKE} household statements taught one by one with `memory.actions.learn` into a "
+        f"{INTAKE} new household statements (allergies, where spare things are kept, "
+        "purchases; none made by the household's templates) taught one by one with "
+        "`memory.actions.learn` into a "
         "memory of 10k live synthetic facts (hash embedder): secret filter, subject "
         "resolution, embedding, the gate's neighbours (same words, full text, nearest vectors) "
         "and verdict, the fact row with its subjects and the inbox item. Baseline: "

@@ -154,6 +154,7 @@ def learn(
     verdict: str | None = None,
     target: int | None = None,
     source: Source | None = None,
+    kind: str | None = None,
 ) -> Learned:
     """Teach brain one statement, from any surface: the secret filter, the write gate, then a
     fact row (queued) and its inbox item — or, when it is already known, more support.
@@ -198,7 +199,7 @@ def learn(
             memory=memory,
             text=text,
             channel=_channel(origin),
-            kind=kinds.kind_for(text, correction=origin == Origin.CORRECTION),
+            kind=kind or kinds.kind_for(text, correction=origin == Origin.CORRECTION),
             confidence=confidence,
             by=by,
             source=source,

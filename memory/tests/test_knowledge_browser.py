@@ -35,9 +35,10 @@ def teach(home, admin_user, text: str):
 
 
 def not_reloaded(page) -> bool:
-    return page.evaluate("window.stayedOnThePage === true") and page.evaluate(
-        "performance.getEntriesByType('navigation').length"
-    ) == 1
+    return (
+        page.evaluate("window.stayedOnThePage === true")
+        and page.evaluate("performance.getEntriesByType('navigation').length") == 1
+    )
 
 
 def fact_texts(page) -> list[str]:
@@ -156,12 +157,16 @@ def test_searching_by_a_nickname_finds_the_device_and_the_view_can_be_bookmarked
     page.get_by_label("Search facts").fill("beacon")
 
     expect(page.locator("#fact-list li.fact")).to_have_count(1)
-    expect(page.locator("#fact-list li.fact")).to_contain_text("The office lamp is on a smart plug.")
+    expect(page.locator("#fact-list li.fact")).to_contain_text(
+        "The office lamp is on a smart plug."
+    )
     expect(page).to_have_url(re.compile(r"/knowledge/\?q=beacon$"))
     page.reload()
     expect(page.get_by_label("Search facts")).to_have_value("beacon")
     expect(page.locator("#fact-list li.fact")).to_have_count(1)
-    expect(page.locator("#fact-list li.fact")).to_contain_text("The office lamp is on a smart plug.")
+    expect(page.locator("#fact-list li.fact")).to_contain_text(
+        "The office lamp is on a smart plug."
+    )
 
 
 def test_the_devices_chip_narrows_the_facts_and_oldest_first_reverses_them(
@@ -196,10 +201,10 @@ def test_the_devices_chip_narrows_the_facts_and_oldest_first_reverses_them(
 
 
 def test_show_more_appends_the_next_facts_and_keeps_the_first_fifty(knowledge, home, admin_user):
-    for text in demo.household_facts(70, seed=3):
+    for text in demo.household_facts(80, seed=3):
         teach(home, admin_user, text)
     live = Fact.objects.for_memory(home).live().count()
-    assert live > 60
+    assert live >= 60, live
     page = knowledge()
     rows = page.locator("#fact-list li.fact")
     expect(rows).to_have_count(50)
@@ -247,6 +252,7 @@ def test_undoing_a_filed_line_in_the_change_log_takes_it_out_of_the_document(
     expect(prose).to_contain_text("Guests sleep in the loft.")
     added = page.locator("#changes li", has_text="Added under")
     expect(added).to_contain_text("“Guests sleep in the loft.”")
+    added = page.locator(f"#{added.get_attribute('id')}")
 
     added.get_by_role("button", name=re.compile(r"^Undo change")).click()
 

@@ -28,6 +28,14 @@
   document.addEventListener("DOMContentLoaded", function () { wireToasts(document); wireExpiring(document); });
   document.addEventListener("htmx:load", function () { wireToasts(document); wireExpiring(document); });
 
+  // A form sent without its CSRF cookie (cookies cleared, or gone with the session) is refused
+  // before anything knows who is asking, and htmx would do nothing at all. Load the page afresh:
+  // it asks for a sign-in if the session went too, and brings a new token either way.
+  document.body && document.body.addEventListener("htmx:responseError", function (event) {
+    var xhr = event.detail.xhr;
+    if (xhr.status === 403 && /CSRF/.test(xhr.responseText)) window.location.reload();
+  });
+
   // A server-side event can ask for a toast: HX-Trigger: {"showToast": {"text": "...", "level": "success"}}
   document.body && document.body.addEventListener("showToast", function (event) {
     var box = document.getElementById("toasts");

@@ -1,0 +1,315 @@
+"""What waits on a person: findings from house checks, the rules they set, and yes/no guesses."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+from pgvector.django import VectorField
+
+from knowledge.models import Fact, Memory, Subject
+
+SUPPRESSION_LAPSES_AFTER = timedelta(days=90)
+GUESS_LIFETIME = timedelta(days=14)
+OPEN_GUESSES_AT_MOST = 3
+
+
+class Severity(models.TextChoices):
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+class FindingQuerySet(models.QuerySet):
+    def for_memory(self, memory: Memory) -> FindingQuerySet:
+        return self.filter(memory=memory)
+
+    def open(self) -> FindingQuerySet:
+        return self.filter(state=Finding.State.OPEN)
+
+    def in_review_order(self) -> FindingQuerySet:
+        """High-stakes first, then the rest, newest raise first within each."""
+        order = models.Case(
+            models.When(severity=Severity.HIGH, then=0),
+            models.When(severity=Severity.MEDIUM, then=1),
+            default=2,
+        )
+        return self.annotate(severity_rank=order).order_by("severity_rank", "-last_raised_at")
+
+
+class Finding(models.Model):
+    """A house check's result: raised, perhaps raised again, and settled by a person."""
+
+    class State(models.TextChoices):
+        OPEN = "open", "waiting on you"
+        NOT_A_PROBLEM = "not_a_problem", "not a problem"
+        SUPPRESSED = "suppressed", "fixed, while it stays fixed"
+        LAPSED = "lapsed", "closed"
+
+    class Settled(models.TextChoices):
+        FIXED = "fixed", "I've already fixed it"
+        GOT_IT = "got_it", "Got it"
+        DONE = "done", "Done"
+
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="findings")
+    check_id = models.CharField(max_length=100, help_text="Which house check raised it.")
+    subject = models.ForeignKey(
+        Subject, null=True, blank=True, on_delete=models.SET_NULL, related_name="findings"
+    )
+    entity_id = models.CharField(max_length=255, blank=True)
+    severity = models.CharField(max_length=6, choices=Severity.choices)
+    text = models.TextField()
+    is_todo = models.BooleanField(default=False, help_text="A to-do rather than a problem.")
+    protected = models.BooleanField(
+        default=False, help_text="Leak, smoke, gas, freeze or marked protected: never quieter."
+    )
+    state = models.CharField(max_length=14, choices=State.choices, default=State.OPEN)
+    settled_how = models.CharField(max_length=8, choices=Settled.choices, blank=True)
+    first_raised_at = models.DateTimeField(default=timezone.now)
+    last_raised_at = models.DateTimeField(default=timezone.now)
+    times_raised = models.PositiveIntegerField(default=1)
+    settled_at = models.DateTimeField(null=True, blank=True)
+    settled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    suppressed_until = models.DateTimeField(null=True, blank=True)
+    stayed_away = models.DurationField(
+        null=True, blank=True, help_text="How long it stayed away before it was raised again."
+    )
+    reason = models.CharField(max_length=300, blank=True)
+
+    objects = FindingQuerySet.as_manager()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["memory", "state", "severity"]),
+            models.Index(fields=["memory", "check_id", "entity_id"]),
+        ]
+
+    def __str__(self) -> str:
+        return self.text
+
+    @property
+    def returned_after(self) -> str:
+        """“Back after 12 days” in words, when it came back after being fixed."""
+        if self.stayed_away is None:
+            return ""
+        days = self.stayed_away.days
+        if days >= 1:
+            return f"back after {days} day{'s' if days != 1 else ''}"
+        hours = int(self.stayed_away.total_seconds() // 3600)
+        return f"back after {hours} hour{'s' if hours != 1 else ''}"
+
+
+class RuleQuerySet(models.QuerySet):
+    def for_memory(self, memory: Memory) -> RuleQuerySet:
+        return self.filter(memory=memory)
+
+    def active(self, *, now=None) -> RuleQuerySet:
+        now = now or timezone.now()
+        return self.filter(removed_at__isnull=True).filter(
+            models.Q(until__isnull=True) | models.Q(until__gt=now)
+        )
+
+
+class Rule(models.Model):
+    """A check told "not here": what it covers, how far, and for how long.
+
+    Scopes, narrowest first: this check on this sensor ("not a problem"); every check on this
+    device; this check anywhere in the room; this check everywhere. Wider ones are confirmed
+    before they are made.
+    """
+
+    class Scope(models.TextChoices):
+        SENSOR = "sensor", "this check on this sensor"
+        DEVICE = "device", "every check on this device"
+        ROOM = "room", "this check anywhere in the room"
+        EVERYWHERE = "everywhere", "this check everywhere"
+
+    class Origin(models.TextChoices):
+        NOT_A_PROBLEM = "not_a_problem", "Not a problem"
+        CORRECTION = "correction", "a correction"
+        IMPORT = "import", "an import"
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="rules")
+    check_id = models.CharField(max_length=100)
+    scope = models.CharField(max_length=10, choices=Scope.choices, default=Scope.SENSOR)
+    subject = models.ForeignKey(
+        Subject, null=True, blank=True, on_delete=models.SET_NULL, related_name="rules"
+    )
+    entity_id = models.CharField(max_length=255, blank=True)
+    room = models.ForeignKey(
+        Subject, null=True, blank=True, on_delete=models.SET_NULL, related_name="room_rules"
+    )
+    until = models.DateTimeField(null=True, blank=True, help_text="Empty: for good.")
+    reason = models.CharField(max_length=300, blank=True)
+    origin = models.CharField(max_length=14, choices=Origin.choices)
+    finding = models.ForeignKey(
+        Finding, null=True, blank=True, on_delete=models.SET_NULL, related_name="rules"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    removed_at = models.DateTimeField(null=True, blank=True)
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+
+    objects = RuleQuerySet.as_manager()
+
+    class Meta:
+        indexes = [models.Index(fields=["memory", "check_id"])]
+
+    def __str__(self) -> str:
+        return self.describe()
+
+    def describe(self) -> str:
+        where = {
+            self.Scope.SENSOR: f"“{self.check_id}” on {self._name()}",
+            self.Scope.DEVICE: f"every check on {self._name()}",
+            self.Scope.ROOM: f"“{self.check_id}” anywhere in {self.room or 'the room'}",
+            self.Scope.EVERYWHERE: f"“{self.check_id}” everywhere",
+        }[self.scope]
+        lasting = f" until {timezone.localtime(self.until):%-d %b %Y}" if self.until else ""
+        return f"Not raised: {where}{lasting}"
+
+    def _name(self) -> str:
+        return str(self.subject) if self.subject else (self.entity_id or "this sensor")
+
+    def covers(self, *, check_id: str, subject: Subject | None, entity_id: str) -> bool:
+        same_thing = (subject is not None and subject == self.subject) or (
+            bool(entity_id) and entity_id == self.entity_id
+        )
+        if self.scope == self.Scope.SENSOR:
+            return check_id == self.check_id and same_thing
+        if self.scope == self.Scope.DEVICE:
+            return same_thing
+        if self.scope == self.Scope.ROOM:
+            in_room = (
+                subject is not None
+                and self.room_id is not None
+                and (subject.room_id == self.room_id or subject.pk == self.room_id)
+            )
+            return check_id == self.check_id and in_room
+        return check_id == self.check_id
+
+
+class GuessQuerySet(models.QuerySet):
+    def for_memory(self, memory: Memory) -> GuessQuerySet:
+        return self.filter(memory=memory)
+
+    def open(self) -> GuessQuerySet:
+        """Waiting on a yes/no now: counted against the limit and shown."""
+        return self.filter(state=Guess.State.OPEN)
+
+    def settled(self) -> GuessQuerySet:
+        return self.filter(state__in=[Guess.State.CONFIRMED, Guess.State.REJECTED])
+
+
+class Guess(models.Model):
+    """A belief phrased for a yes/no ("The garage fridge is meant to run 24/7 — right?")."""
+
+    class State(models.TextChoices):
+        WAITING = "waiting", "worked out, waiting for a free slot"
+        OPEN = "open"
+        SLEEPING = "sleeping", "dismissed for now"
+        CONFIRMED = "confirmed"
+        REJECTED = "rejected"
+        EXPIRED = "expired"
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="guesses")
+    text = models.TextField(help_text="The statement, without the question tag.")
+    normalized = models.TextField()
+    embedding = VectorField(dimensions=384, null=True, blank=True)
+    embedder = models.CharField(max_length=40, blank=True)
+    subject = models.ForeignKey(
+        Subject, null=True, blank=True, on_delete=models.SET_NULL, related_name="guesses"
+    )
+    why = models.CharField(max_length=300, blank=True, help_text="What made brain wonder.")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.WAITING)
+    created_at = models.DateTimeField(default=timezone.now)
+    offered_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    slept_at = models.DateTimeField(null=True, blank=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reason = models.CharField(max_length=300, blank=True)
+    fact = models.ForeignKey(
+        Fact, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+
+    objects = GuessQuerySet.as_manager()
+
+    class Meta:
+        verbose_name_plural = "guesses"
+        indexes = [models.Index(fields=["memory", "state", "created_at"])]
+
+    def __str__(self) -> str:
+        return self.question
+
+    @property
+    def question(self) -> str:
+        return f"{self.text.rstrip('.?! ')} — right?"
+
+
+class EventQuerySet(models.QuerySet):
+    def for_memory(self, memory: Memory) -> EventQuerySet:
+        return self.filter(memory=memory)
+
+
+class Event(models.Model):
+    """The timeline: brain_learned and brain_finding, as a logbook would show them."""
+
+    class Kind(models.TextChoices):
+        LEARNED = "brain_learned"
+        FINDING = "brain_finding"
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    text = models.TextField()
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    pushed_at = models.DateTimeField(null=True, blank=True, help_text="Sent to Home Assistant.")
+
+    objects = EventQuerySet.as_manager()
+
+    class Meta:
+        indexes = [models.Index(fields=["memory", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.text}"
+
+
+class Judgement(models.Model):
+    """brain's own arithmetic about one check on one thing, kept as a fact (kind judgement).
+
+    The counts come from the findings, never from a model.
+    """
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="judgements")
+    check_id = models.CharField(max_length=100)
+    subject = models.ForeignKey(
+        Subject, null=True, blank=True, on_delete=models.CASCADE, related_name="judgements"
+    )
+    raised = models.PositiveIntegerField()
+    marked_not_a_problem = models.PositiveIntegerField()
+    fact = models.ForeignKey(
+        Fact, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    renewed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["memory", "check_id", "subject"], name="one_judgement_per_check_and_subject"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.check_id}: {self.marked_not_a_problem} of {self.raised}"

@@ -1,0 +1,42 @@
+"""What Home Assistant would show as sensors, read in one place for the API and the push."""
+
+from __future__ import annotations
+
+from knowledge.models import Fact, Memory
+from review.models import Finding, Guess, Severity
+
+
+def waiting_on_you(memory: Memory) -> int:
+    """The one badge: open findings and open guesses, everything waiting on a decision."""
+    return (
+        Finding.objects.for_memory(memory).open().count()
+        + Guess.objects.for_memory(memory).open().count()
+    )
+
+
+def sensors(memory: Memory) -> dict:
+    guesses = list(Guess.objects.for_memory(memory).open().order_by("offered_at", "pk"))
+    live = Fact.objects.for_memory(memory).live()
+    last = live.order_by("-created_at", "-pk").first()
+    findings = list(Finding.objects.for_memory(memory).open().in_review_order())
+    split = {level: sum(1 for f in findings if f.severity == level) for level in Severity.values}
+    return {
+        "memory_waiting_on_you": {
+            "state": "on" if guesses else "off",
+            "attributes": {"guesses": [{"id": g.pk, "question": g.question} for g in guesses]},
+        },
+        "memory_facts_learned": {"state": live.count(), "attributes": {}},
+        "memory_last_learned": {
+            "state": last.created_at.isoformat() if last else None,
+            "attributes": {"text": last.text if last else None, "id": last.pk if last else None},
+        },
+        "findings_open_findings": {
+            "state": len(findings),
+            "attributes": {
+                "severity": split,
+                "findings": [
+                    {"id": f.pk, "severity": f.severity, "text": f.text} for f in findings
+                ],
+            },
+        },
+    }
