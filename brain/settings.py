@@ -249,6 +249,10 @@ BRAIN_EXPORT_SECTIONS = [
     "memory.portable.change_log_section",
     "memory.portable.document_section",
     "memory.portable.inbox_section",
+    "review.portable.findings_section",
+    "review.portable.rules_section",
+    "review.portable.guesses_section",
+    "review.portable.judgements_section",
 ]
 
 # What `make bench` runs: functions returning a markdown section for docs/BENCHMARKS.md.

@@ -15,5 +15,6 @@ urlpatterns = [
     path("sources/", include("knowledge.urls")),
     path("api/memory/", include("memory.api_urls")),
     path("api/", include("knowledge.api_urls")),
+    path("api/", include("review.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]

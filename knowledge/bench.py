@@ -5,9 +5,10 @@ recall@10 of the vector path, and the intake rate through the full write gate.
 
 The vectors are synthetic, not embedded: the real embedder takes milliseconds a sentence, hours
 at 1M. Each fact's vector is the sum of the "meanings" its text is made of (its template, its
-subject, the values filled in) plus noise, normalised: clustered like sentence embeddings, with
-facts about one subject near each other. Question vectors for recall come from the same
-process, so they land among the facts as real questions do.
+subject, the values filled in), each worded a little differently, normalised: clustered like
+sentence embeddings, with facts about one subject near each other (see ``Meanings``). Question
+vectors for recall come from the same process, so they land among the facts as real questions
+do.
 
 Hazard: loading drops the model's HNSW index (one index over every memory's facts) and builds
 it again afterwards, because building it is far faster than inserting into it; meanwhile other
@@ -299,7 +300,7 @@ def generate_household(*, slug: str, count: int, seed: int = 1) -> Household:
     started = time.perf_counter()
     drop_hnsw_index()
     try:
-        with transaction.atomic(), _unhurried():
+        with _unhurried(), transaction.atomic():
             kinds = [subjects[i].kind if i >= 0 else None for i in subject_rows.tolist()]
             fact_ids = _copy_facts(source, texts, vectors, kinds, seed)
             _copy_subject_links(fact_ids, subject_rows, subjects)
@@ -315,6 +316,19 @@ def generate_household(*, slug: str, count: int, seed: int = 1) -> Household:
     )
 
 
+_COPY_TYPES = {
+    "BigAutoField": "int8",
+    "ForeignKey": "int8",
+    "UUIDField": "uuid",
+    "FloatField": "float8",
+    "IntegerField": "int4",
+    "PositiveIntegerField": "int4",
+    "BooleanField": "bool",
+    "DateTimeField": "timestamptz",
+    "VectorField": "vector",
+}
+
+
 def _copy_facts(source, texts, vectors, subject_kinds, seed) -> np.ndarray:
     from pgvector.psycopg.vector import register_vector_info
     from psycopg.types import TypeInfo
@@ -322,14 +336,11 @@ def _copy_facts(source, texts, vectors, subject_kinds, seed) -> np.ndarray:
     rng = random.Random(seed)
     now = timezone.now()
     normalised: dict[str, str] = {}
-    columns = (
-        "memory_id, source_id, text, normalized, kind, valence, channel, taught_by_name,"
-        " confidence, prior, support, successes, failures, valid_from, status, forgotten_reason,"
-        " subject_removed, in_document, embedding, embedder, created_at"
-    )
-    types = ["int8", "int8", "text", "text", "text", "text", "text", "text", "float8", "float8"]
-    types += ["int4", "int4", "int4", "timestamptz", "text", "text", "bool", "bool", "vector"]
-    types += ["text", "timestamptz"]
+    # Every column the model has, so a field added later gets its default rather than a
+    # broken COPY.
+    fields = [field for field in Fact._meta.concrete_fields if not field.primary_key]
+    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    types = [_COPY_TYPES.get(field.get_internal_type(), "text") for field in fields]
     kinds = [KINDS.get(kind, Fact.Kind.NOTE) for kind in subject_kinds]
     # Labelled as the configured embedder's: search reads only those, and the re-embedding
     # task would otherwise replace them all.
@@ -346,14 +357,29 @@ def _copy_facts(source, texts, vectors, subject_kinds, seed) -> np.ndarray:
                 created = now - timedelta(minutes=rng.randrange(2 * 365 * 24 * 60))
                 confidence = round(rng.uniform(0.3, 0.95), 2)
                 status = Fact.Status.QUEUED if rng.random() < 0.1 else Fact.Status.FILED
+                values = {
+                    "memory_id": source.memory_id,
+                    "source_id": source.pk,
+                    "text": text,
+                    "normalized": normalised[text],
+                    "kind": kinds[row],
+                    "channel": Fact.Channel.IMPORT,
+                    "confidence": confidence,
+                    "prior": confidence,
+                    "support": rng.randint(1, 5),
+                    "valid_from": created,
+                    "status": status,
+                    "in_document": status == Fact.Status.FILED,
+                    "embedding": vectors[row],
+                    "embedder": embedder,
+                    "created_at": created,
+                }
                 copy.write_row(
-                    (
-                        source.memory_id, source.pk, text, normalised[text], kinds[row],
-                        Fact.Valence.FACT, Fact.Channel.IMPORT, "", confidence, confidence,
-                        rng.randint(1, 5), 0, 0, created, status, "", False,
-                        status == Fact.Status.FILED, vectors[row], embedder, created,
-                    )
-                )  # fmt: skip
+                    [
+                        values[field.attname] if field.attname in values else field.get_default()
+                        for field in fields
+                    ]
+                )
         cursor.execute(
             "SELECT id FROM knowledge_fact WHERE source_id = %s ORDER BY id", [source.pk]
         )
@@ -370,20 +396,23 @@ def _copy_subject_links(fact_ids, subject_rows, subjects) -> None:
                 copy.write_row((int(fact_ids[row]), subjects[subject_rows[row]].pk))
 
 
-class _unhurried:
+@contextmanager
+def _unhurried():
     """No statement timeout, and room to build the index in memory, for this session only."""
-
-    def __enter__(self):
+    settings = {
+        "statement_timeout": "0",
+        "maintenance_work_mem": "'2GB'",
+        "max_parallel_maintenance_workers": "1",  # two cores
+    }
+    with connection.cursor() as cursor:
+        for name, value in settings.items():
+            cursor.execute(f"SET {name} = {value}")
+    try:
+        yield
+    finally:
         with connection.cursor() as cursor:
-            cursor.execute("SET statement_timeout = 0")
-            cursor.execute("SET maintenance_work_mem = '2GB'")
-            cursor.execute("SET max_parallel_maintenance_workers = 1")  # two cores
-
-    def __exit__(self, *exc):
-        with connection.cursor() as cursor:
-            for name in ("statement_timeout", "maintenance_work_mem"):
+            for name in settings:
                 cursor.execute(f"RESET {name}")
-            cursor.execute("RESET max_parallel_maintenance_workers")
 
 
 def _hnsw_index():
@@ -419,7 +448,7 @@ def delete_household(slug: str) -> None:
         return
     drop_hnsw_index()
     try:
-        with transaction.atomic(), _unhurried(), connection.cursor() as cursor:
+        with _unhurried(), transaction.atomic(), connection.cursor() as cursor:
             bulk = "SELECT id FROM knowledge_fact WHERE memory_id = %s AND source_id IS NOT NULL"
             cursor.execute(
                 f"DELETE FROM knowledge_fact_subjects WHERE fact_id IN ({bulk})", [memory.pk]
@@ -520,21 +549,22 @@ def measure(household: Household, *, seed: int = 7) -> Figures:
     embedder = get_embedder()
     for text, subjects in list(zip(asked.texts, asked.subjects, strict=True))[:10]:  # warm up
         retrieval.context(memory=memory, question=text, subjects=subjects)
+    # Interleaved question by question, so a burst of load elsewhere hits every path alike.
     context_times, text_times, vector_times = [], [], []
-    with _stopwatch("text_matches", text_times), _stopwatch("nearest", vector_times):
-        for text, subjects in zip(asked.texts, asked.subjects, strict=True):
-            started = time.perf_counter()
-            retrieval.context(memory=memory, question=text, subjects=subjects)
-            context_times.append(time.perf_counter() - started)
-    embedding_times, embedded = [], []
-    for text in asked.texts:
+    embedding_times, exact_times, nearest_times = [], [], []
+    for text, subjects in zip(asked.texts, asked.subjects, strict=True):
+        with _stopwatch("text_matches", text_times), _stopwatch("nearest", vector_times):
+            seconds, _ = _timed(
+                lambda t=text, s=subjects: retrieval.context(memory=memory, question=t, subjects=s)
+            )
+        context_times.append(seconds)
         seconds, vector = _timed(lambda t=text: embedder.embed_one(t))
         embedding_times.append(seconds)
-        embedded.append(np.array(vector, dtype=np.float32))
-    exact_times = [_timed(lambda q=q: exact_top(household.vectors, q))[0] for q in embedded]
-    nearest_times = [
-        _timed(lambda q=q: search.nearest(memory, q.tolist(), limit=10))[0] for q in embedded
-    ]
+        query = np.array(vector, dtype=np.float32)
+        exact_times.append(_timed(lambda q=query: exact_top(household.vectors, q))[0])
+        nearest_times.append(
+            _timed(lambda q=query: search.nearest(memory, q.tolist(), limit=10))[0]
+        )
 
     found, subject_found, hnsw_found = [], [], []
     subject_times, subject_exact_times, hnsw_times = [], [], []

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
@@ -263,6 +265,8 @@ class Fact(models.Model):
         EXPIRED = "expired"
 
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="facts")
+    # Names the fact across installs: an export's entries and links are matched by it.
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     text = models.TextField()
     normalized = models.TextField(help_text="The text as statements.normalise() reads it.")
     subjects = models.ManyToManyField(Subject, blank=True, related_name="facts")

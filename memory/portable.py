@@ -14,16 +14,25 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass, field
-from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 from django.utils.module_loading import import_string
 
-from knowledge.models import Memory
+from brain.portable import (
+    PERSON_NAME_CHARS,
+    ImportOptions,
+    ImportRejected,
+    check_entries,
+    has_nul,
+    is_uuid,
+    placements,
+    placed,
+    require,
+    when,
+)
+from knowledge.models import Fact, Memory
 from memory import actions, document
 from memory.composers.base import VOICE_MAX_BYTES
 from memory.models import Change, Confidence, DocumentRevision, InboxItem, Origin
@@ -31,18 +40,6 @@ from memory.models import Change, Confidence, DocumentRevision, InboxItem, Origi
 FORMAT = "brain-export"
 VERSION = 1
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
-PERSON_NAME_CHARS = 150  # InboxItem.taught_by_name and Change.author_name
-
-
-class ImportRejected(Exception):
-    """The file cannot be imported; the message names the problem. Nothing was written."""
-
-
-@dataclass
-class ImportOptions:
-    replace_memory: bool = False
-    by: object = None
-    report: list[str] = field(default_factory=list)
 
 
 def sections() -> list:
@@ -84,7 +81,7 @@ def parse(raw: bytes | str) -> dict:
         ) from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ImportRejected(f'This is not a brain export: its "format" is not {FORMAT!r}.')
-    if _has_nul(data):
+    if has_nul(data):
         raise ImportRejected(
             "The file contains a NUL character (\\u0000), which no text in brain may hold; "
             "nothing was imported."
@@ -111,89 +108,6 @@ def import_memory(
     return options.report
 
 
-# Checking helpers -----------------------------------------------------------------------------
-
-
-def _has_nul(value) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(v) for v in value)
-    return False
-
-
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise ImportRejected(message)
-
-
-def _entries(data, key: str, fields: dict[str, type], person: str) -> None:
-    """Check every entry's required fields, and the optional name of its ``person``."""
-    _require(isinstance(data, list), f'"{key}" must be a list.')
-    seen = set()
-    for number, entry in enumerate(data, start=1):
-        _require(isinstance(entry, dict), f"{key} entry {number} is not an object.")
-        for name, kind in fields.items():
-            _require(
-                isinstance(entry.get(name), kind), f'{key} entry {number} has no valid "{name}".'
-            )
-        _require(_is_uuid(entry["uid"]), f"{key} entry {number} has an invalid uid.")
-        _require(
-            uuid.UUID(entry["uid"]) not in seen,
-            f"{key} entry {number} repeats the uid of an earlier entry.",
-        )
-        seen.add(uuid.UUID(entry["uid"]))
-        _require(
-            _is_datetime(entry["created_at"]), f"{key} entry {number} has an invalid created_at."
-        )
-        name = entry.get(person, "")
-        _require(
-            isinstance(name, str) and len(name) <= PERSON_NAME_CHARS,
-            f'{key} entry {number} has an invalid "{person}" (a name of at most '
-            f"{PERSON_NAME_CHARS} characters).",
-        )
-
-
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except (ValueError, AttributeError, TypeError):
-        return False
-    return True
-
-
-def _is_datetime(value: str) -> bool:
-    try:
-        return parse_datetime(value) is not None
-    except ValueError:  # well formed but impossible, like month 13
-        return False
-
-
-def _when(value: str) -> datetime:
-    return parse_datetime(value)
-
-
-def _placed(model, memory: Memory, data: list[dict]) -> list[tuple[dict, uuid.UUID]]:
-    """The entries not yet in ``memory``, each with the uid it gets there.
-
-    Entries are matched by uid. A uid is unique on the whole install, so an entry whose uid
-    another memory holds (an export folded into a second memory) gets a uid derived from it and
-    this memory, which importing the same file again finds.
-    """
-    uids = [uuid.UUID(entry["uid"]) for entry in data]
-    derived = {uid: uuid.uuid5(uid, f"memory:{memory.pk}") for uid in uids}
-    owners = dict(
-        model.objects.filter(uid__in=[*uids, *derived.values()]).values_list("uid", "memory_id")
-    )
-    return [
-        (entry, derived[uid] if uid in owners else uid)
-        for entry, uid in zip(data, uids, strict=True)
-        if memory.pk not in (owners.get(uid), owners.get(derived[uid]))
-    ]
-
-
 # The memory app's sections --------------------------------------------------------------------
 
 
@@ -205,14 +119,14 @@ class DocumentSection:
         return {"text": current.text, "voice": current.voice, "generation": current.generation}
 
     def check(self, data) -> None:
-        _require(
+        require(
             isinstance(data, dict) and isinstance(data.get("text"), str),
             '"document" must be an object with the document\'s "text".',
         )
         voice = data.get("voice", "")
-        _require(isinstance(voice, str), 'The document\'s "voice" must be text.')
+        require(isinstance(voice, str), 'The document\'s "voice" must be text.')
         size = document.size_bytes(voice)
-        _require(
+        require(
             size <= VOICE_MAX_BYTES,
             f"The document's voice distillate is {size:,} bytes; the limit is {VOICE_MAX_BYTES:,}.",
         )
@@ -264,36 +178,45 @@ class InboxSection:
                 "taught_by": item.taught_by_name,
                 "created_at": item.created_at.isoformat(),
                 "state": item.state,
+                "fact": str(item.fact.uid) if item.fact_id else None,
             }
-            for item in InboxItem.objects.for_memory(memory).in_filing_order()
+            for item in InboxItem.objects.for_memory(memory)
+            .in_filing_order()
+            .select_related("fact")
         ]
 
     def check(self, data) -> None:
-        _entries(data, "inbox", self.fields, person="taught_by")
+        check_entries(data, "inbox", self.fields, person="taught_by")
         for number, entry in enumerate(data, start=1):
-            _require(
+            require(
                 entry["origin"] in Origin.values,
                 f"inbox entry {number} has an unknown origin {entry['origin']!r}.",
             )
-            _require(
+            require(
                 entry["confidence"] in Confidence.values,
                 f"inbox entry {number} has an unknown confidence.",
             )
-            _require(
+            require(
                 entry["state"] in InboxItem.State.values,
                 f"inbox entry {number} has an unknown state.",
             )
-            _require(
+            require(
                 entry.get("action", "add") in InboxItem.Action.values,
                 f"inbox entry {number} has an unknown action.",
             )
-            _require(
+            require(
                 0 < len(entry["text"].strip()) <= actions.MAX_ITEM_CHARS,
                 f"inbox entry {number} is empty or longer than "
                 f"{actions.MAX_ITEM_CHARS:,} characters.",
             )
+            require(
+                entry.get("fact") is None or is_uuid(entry["fact"]),
+                f'inbox entry {number} has an invalid "fact" (the uid of its fact, or null).',
+            )
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
+        fresh = placed(InboxItem, memory, data)
+        facts = self._facts_here(memory, [entry for entry, _ in fresh])
         new = [
             InboxItem(
                 uid=uid,
@@ -303,13 +226,31 @@ class InboxSection:
                 origin=entry["origin"],
                 confidence=entry["confidence"],
                 taught_by_name=entry.get("taught_by", ""),
-                created_at=_when(entry["created_at"]),
+                created_at=when(entry["created_at"]),
                 state=entry["state"],
+                fact_id=facts.pop(entry.get("fact"), None),
             )
-            for entry, uid in _placed(InboxItem, memory, data)
+            for entry, uid in fresh
         ]
         InboxItem.objects.bulk_create(new)
         options.report.append(f"Inbox: {len(new)} added, {len(data) - len(new)} already here.")
+
+    @staticmethod
+    def _facts_here(memory: Memory, entries: list[dict]) -> dict[str, int]:
+        """The fact row in ``memory`` each entry's "fact" uid names, by that uid, leaving out
+        facts another candidate already holds (a fact has at most one). A uid this memory has no
+        fact for (a file without facts) links nothing: the candidate still files its line.
+
+        The facts section loads before this one, so the file's facts are here by now.
+        """
+        wanted = {uuid.UUID(e["fact"]): e["fact"] for e in entries if e.get("fact") is not None}
+        here = {
+            uid_here: wanted[uid]
+            for uid, (uid_here, present) in placements(Fact, memory, wanted).items()
+            if present
+        }
+        rows = Fact.objects.filter(memory=memory, uid__in=here).exclude(inbox_item__isnull=False)
+        return {here[uid]: pk for uid, pk in rows.values_list("uid", "pk")}
 
 
 class ChangeLogSection:
@@ -338,14 +279,14 @@ class ChangeLogSection:
         ]
 
     def check(self, data) -> None:
-        _entries(data, "changes", self.fields, person="author")
+        check_entries(data, "changes", self.fields, person="author")
         for number, entry in enumerate(data, start=1):
-            _require(
+            require(
                 entry["source"] in Change.Source.values,
                 f"changes entry {number} has an unknown source.",
             )
             for op in entry["operations"]:
-                _require(
+                require(
                     isinstance(op, dict)
                     and op.get("op") in {"add", "remove"}
                     and isinstance(op.get("line"), str),
@@ -353,7 +294,7 @@ class ChangeLogSection:
                 )
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
-        fresh = sorted(_placed(Change, memory, data), key=lambda placed: placed[0]["number"])
+        fresh = sorted(placed(Change, memory, data), key=lambda placed: placed[0]["number"])
         # Imported history is appended after this log's own changes, in its original order.
         Memory.objects.select_for_update().filter(pk=memory.pk).first()
         start = (
@@ -373,7 +314,7 @@ class ChangeLogSection:
                     summary=entry["summary"],
                     operations=entry["operations"],
                     author_name=entry.get("author", ""),
-                    created_at=_when(entry["created_at"]),
+                    created_at=when(entry["created_at"]),
                 )
                 for offset, (entry, uid) in enumerate(fresh)
             ]

@@ -38,7 +38,7 @@ PROTECTED_WORDS = re.compile(
     r"freeze|freezing|frost)\b",
     re.IGNORECASE,
 )
-PARAPHRASE_COSINE = 0.88  # guesses this close in meaning are the same question
+PARAPHRASE_COSINE = 0.85  # guesses this close in meaning are the same question
 SLEEP_FOR = timedelta(days=7)  # a dismissed guess comes back after this, when a slot is free
 UNTIL_CHOICES = {"good": None, "month": timedelta(days=30), "season": timedelta(days=91)}
 
@@ -259,10 +259,14 @@ class Proposed:
     message: str
 
 
-def _same_question(a: Guess, text: str, vector: list[float], embedder: str) -> bool:
+def _same_question(
+    a: Guess, text: str, vector: list[float], embedder: str, subject: Subject | None
+) -> bool:
     verdict = statements.compare(a.text, text).verdict
     if verdict in {"same", "refinement", "contradiction"}:  # "X?" and "not X?" ask one thing
         return True
+    if a.subject_id and subject is not None and a.subject_id != subject.pk:
+        return False  # close in meaning, but about another thing: the kitchen fridge, not ours
     return (
         a.embedding is not None
         and a.embedder == embedder
@@ -282,7 +286,7 @@ def propose_guess(
     with transaction.atomic():
         Memory.objects.select_for_update().filter(pk=memory.pk).first()
         for earlier in Guess.objects.for_memory(memory).exclude(state=Guess.State.EXPIRED):
-            if _same_question(earlier, text, vector, embedder.name):
+            if _same_question(earlier, text, vector, embedder.name, subject):
                 if earlier.state in (Guess.State.CONFIRMED, Guess.State.REJECTED):
                     return Proposed(
                         None, f"Not asked: it was already {earlier.state} (“{earlier.text}”)."
@@ -308,10 +312,10 @@ def propose_guess(
     )
 
 
-def _offer_waiting(memory: Memory) -> None:
+def _offer_waiting(memory: Memory, now: datetime | None = None) -> None:
     """Fill free slots: sleeping guesses whose rest is over first, then waiting ones, oldest
     first. Call inside a transaction holding the memory row."""
-    now = timezone.now()
+    now = now or timezone.now()
     free = OPEN_GUESSES_AT_MOST - Guess.objects.for_memory(memory).open().count()
     if free <= 0:
         return
@@ -340,13 +344,10 @@ class Answered:
 def answer_guess(*, guess: Guess, answer: str, by=None, reason: str = "") -> Answered:
     """Yes files it as a plain memory line; no closes it for good and keeps the reason as a
     correction. One person wins when two answer at once; the other is told."""
-    word = (answer or "").strip().lower()
-    if word.startswith("yes"):
-        yes = True
-    elif word.startswith("no"):
-        yes = False
-    else:
+    word = re.match(r"(yes|no)\b", (answer or "").strip().lower())  # "not sure" is neither
+    if word is None:
         raise ValidationError("Start the answer with yes or no.")
+    yes = word.group(1) == "yes"
     reason = reason or re.sub(r"^(yes|no)\b[\s,.:;!-]*", "", answer.strip(), flags=re.I)
     reason = " ".join(reason.split())[:MAX_REASON]
     with transaction.atomic():
@@ -401,7 +402,7 @@ def tend_guesses(*, now: datetime | None = None) -> None:
     for memory in Memory.objects.all():
         with transaction.atomic():
             Memory.objects.select_for_update().filter(pk=memory.pk).first()
-            _offer_waiting(memory)
+            _offer_waiting(memory, now)
 
 
 # The timeline --------------------------------------------------------------------------------

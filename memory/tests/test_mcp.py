@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 
 import anyio
 import pytest
@@ -63,6 +64,28 @@ class Agent:
         return result.content[0].text
 
 
+def _in_own_thread(work) -> None:
+    """Run ``work`` in a thread of its own: browser tests leave Playwright's event loop
+    running in this one, and a second loop cannot start where one runs."""
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            work()
+        except BaseException as error:  # re-raised in the test's thread below
+            failure.append(error)
+        finally:
+            from django.db import connections
+
+            connections.close_all()
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+
+
 def drive(scenario, *server_args: str) -> str:
     """Run ``scenario(agent, tools)`` against a fresh server; returns what it logged."""
 
@@ -78,7 +101,7 @@ def drive(scenario, *server_args: str) -> str:
 
     with tempfile.TemporaryFile("w+") as errlog:
         try:
-            anyio.run(main)
+            _in_own_thread(lambda: anyio.run(main))
         finally:
             errlog.seek(0)
             logged = errlog.read()

@@ -1,0 +1,388 @@
+"""Findings, rules, guesses, the sensors and the timeline over HTTP: the same actions the Findings
+tab and the Home Assistant services call.
+
+Bad input is a 400 naming the problem; a conflict (already settled, already answered, a wide
+rule not confirmed) is a 409 saying why; an id this memory does not have is a 404.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, time
+
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.decorators import api_view
+from rest_framework.exceptions import NotFound
+from rest_framework.pagination import CursorPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from knowledge.api import memory_for
+from knowledge.models import Memory
+from review import actions
+from review import status as review_status
+from review.models import Event, Finding, Guess, Rule, Severity
+
+
+def _bad_request(message: str) -> Response:
+    return Response({"detail": message}, status=status.HTTP_400_BAD_REQUEST)
+
+
+def _invalid(error: ValidationError) -> Response:
+    return _bad_request(" ".join(error.messages))
+
+
+def _conflict(refused: actions.Refused) -> Response:
+    return Response({"detail": str(refused)}, status=status.HTTP_409_CONFLICT)
+
+
+def _finding(memory: Memory, pk: int) -> Finding:
+    finding = Finding.objects.for_memory(memory).filter(pk=pk).first()
+    if finding is None:
+        raise NotFound(f"There is no finding #{pk}.")
+    return finding
+
+
+def _guess(memory: Memory, pk: int) -> Guess:
+    guess = Guess.objects.for_memory(memory).filter(pk=pk).first()
+    if guess is None:
+        raise NotFound(f"There is no guess #{pk}.")
+    return guess
+
+
+# Findings ------------------------------------------------------------------------------------
+
+
+class FindingSerializer(serializers.ModelSerializer):
+    check = serializers.CharField(source="check_id")
+    todo = serializers.BooleanField(source="is_todo")
+    subject = serializers.StringRelatedField()
+    returned_after = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = Finding
+        fields = [
+            "id",
+            "uid",
+            "check",
+            "entity_id",
+            "subject",
+            "severity",
+            "text",
+            "todo",
+            "protected",
+            "state",
+            "settled_how",
+            "first_raised_at",
+            "last_raised_at",
+            "times_raised",
+            "returned_after",
+            "settled_at",
+            "suppressed_until",
+            "reason",
+        ]
+
+
+class NewFindingSerializer(serializers.Serializer):
+    check = serializers.CharField(max_length=100)
+    entity_id = serializers.CharField(max_length=255, required=False, default="", allow_blank=True)
+    severity = serializers.ChoiceField(choices=Severity.values)
+    text = serializers.CharField(max_length=actions.MAX_TEXT)
+    todo = serializers.BooleanField(required=False, default=False)
+    protected = serializers.BooleanField(required=False, default=False)
+
+
+class RaisedSerializer(serializers.Serializer):
+    outcome = serializers.ChoiceField(choices=["new", "again", "returned", "quiet"])
+    detail = serializers.CharField()
+    finding = FindingSerializer(allow_null=True)
+
+
+@extend_schema(
+    request=NewFindingSerializer,
+    responses={200: RaisedSerializer, 201: RaisedSerializer},
+)
+@api_view(["GET", "POST"])
+def findings(request: Request) -> Response:
+    """Open findings in review order (high-stakes first); POST is a house check reporting one.
+
+    201: a new finding. 200: raised again (already open, or back after a fix, saying how long
+    it stayed away) or not raised because a rule keeps it quiet (saying which)."""
+    memory = memory_for(request)
+    if request.method == "GET":
+        rows = Finding.objects.for_memory(memory).open().in_review_order().select_related("subject")
+        return Response(FindingSerializer(rows, many=True).data)
+    form = NewFindingSerializer(data=request.data)
+    form.is_valid(raise_exception=True)
+    data = form.validated_data
+    try:
+        raised = actions.raise_finding(
+            memory=memory,
+            check_id=data["check"],
+            text=data["text"],
+            severity=data["severity"],
+            entity_id=data["entity_id"].strip(),
+            is_todo=data["todo"],
+            protected=data["protected"],
+        )
+    except ValidationError as error:
+        return _invalid(error)
+    body = {
+        "outcome": raised.outcome,
+        "detail": raised.message,
+        "finding": FindingSerializer(raised.finding).data if raised.finding else None,
+    }
+    code = status.HTTP_201_CREATED if raised.outcome == "new" else status.HTTP_200_OK
+    return Response(body, status=code)
+
+
+class RuleSerializer(serializers.ModelSerializer):
+    check = serializers.CharField(source="check_id")
+    subject = serializers.StringRelatedField()
+    room = serializers.StringRelatedField()
+    description = serializers.CharField(source="describe", read_only=True)
+
+    class Meta:
+        model = Rule
+        fields = [
+            "id",
+            "uid",
+            "check",
+            "scope",
+            "entity_id",
+            "subject",
+            "room",
+            "until",
+            "reason",
+            "origin",
+            "finding",
+            "created_at",
+            "description",
+        ]
+
+
+class NotAProblemSerializer(serializers.Serializer):
+    reason = serializers.CharField(
+        max_length=actions.MAX_REASON, required=False, default="", allow_blank=True
+    )
+    scope = serializers.ChoiceField(choices=Rule.Scope.values, default=Rule.Scope.SENSOR)
+    until = serializers.CharField(
+        required=False,
+        default="good",
+        help_text='"good", "month", "season" or a date (YYYY-MM-DD) it lasts until.',
+    )
+    confirm = serializers.BooleanField(required=False, default=False)
+
+    def validate_until(self, value: str) -> str | datetime:
+        value = value.strip()
+        if value in actions.UNTIL_CHOICES:
+            return value
+        try:
+            moment = parse_datetime(value)
+            day = None if moment else parse_date(value)
+        except ValueError:  # well formed but impossible, like month 13
+            moment = day = None
+        if day is not None:
+            moment = datetime.combine(day, time.min)
+        if moment is None:
+            raise serializers.ValidationError(
+                "until must be good, month, season or a date (YYYY-MM-DD)."
+            )
+        if timezone.is_naive(moment):
+            moment = timezone.make_aware(moment)
+        return moment
+
+
+@extend_schema(request=NotAProblemSerializer, responses={201: RuleSerializer, 409: dict})
+@api_view(["POST"])
+def not_a_problem(request: Request, pk: int) -> Response:
+    """The check was wrong here: a rule it reads on its next pass. A rule for the room or
+    everywhere must be sent with ``confirm: true``; without it the answer is a 409."""
+    finding = _finding(memory_for(request), pk)
+    form = NotAProblemSerializer(data=request.data)
+    form.is_valid(raise_exception=True)
+    data = form.validated_data
+    try:
+        rule = actions.not_a_problem(
+            finding=finding,
+            by=request.user,
+            reason=data["reason"],
+            scope=data["scope"],
+            until=data["until"],
+            confirmed=data["confirm"],
+        )
+    except ValidationError as error:
+        return _invalid(error)
+    except actions.Refused as refused:
+        return _conflict(refused)
+    return Response(RuleSerializer(rule).data, status=status.HTTP_201_CREATED)
+
+
+class FixedSerializer(serializers.Serializer):
+    how = serializers.ChoiceField(choices=Finding.Settled.values, default=Finding.Settled.FIXED)
+
+
+@extend_schema(request=FixedSerializer, responses={200: FindingSerializer, 409: dict})
+@api_view(["POST"])
+def fixed(request: Request, pk: int) -> Response:
+    """I've already fixed it, Got it, or a finished to-do: quiet only while it stays fixed."""
+    finding = _finding(memory_for(request), pk)
+    form = FixedSerializer(data=request.data)
+    form.is_valid(raise_exception=True)
+    try:
+        settled = actions.mark_fixed(
+            finding=finding, how=form.validated_data["how"], by=request.user
+        )
+    except actions.Refused as refused:
+        return _conflict(refused)
+    return Response(FindingSerializer(settled).data)
+
+
+# Rules ---------------------------------------------------------------------------------------
+
+
+@extend_schema(responses={200: RuleSerializer(many=True)})
+@api_view(["GET"])
+def rules(request: Request) -> Response:
+    """Rules you set that are in force, newest first."""
+    rows = (
+        Rule.objects.for_memory(memory_for(request))
+        .active()
+        .select_related("subject", "room")
+        .order_by("-created_at", "-pk")
+    )
+    return Response(RuleSerializer(rows, many=True).data)
+
+
+@extend_schema(responses={204: None, 409: dict})
+@api_view(["DELETE"])
+def rule(request: Request, pk: int) -> Response:
+    """Let brain raise it again: the rule goes, and its finding may be raised again."""
+    found = Rule.objects.for_memory(memory_for(request)).filter(pk=pk).first()
+    if found is None:
+        raise NotFound(f"There is no rule #{pk}.")
+    if found.removed_at is not None:
+        return _conflict(actions.Refused(f"Rule #{pk} was already removed."))
+    actions.remove_rule(rule=found, by=request.user)
+    return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# Guesses -------------------------------------------------------------------------------------
+
+
+class GuessSerializer(serializers.ModelSerializer):
+    subject = serializers.StringRelatedField()
+
+    class Meta:
+        model = Guess
+        fields = ["id", "uid", "question", "text", "why", "subject", "offered_at", "expires_at"]
+
+
+@extend_schema(responses={200: GuessSerializer(many=True)})
+@api_view(["GET"])
+def guesses(request: Request) -> Response:
+    """Open guesses, waiting on a yes or a no, the oldest offered first."""
+    rows = (
+        Guess.objects.for_memory(memory_for(request))
+        .open()
+        .select_related("subject")
+        .order_by("offered_at", "pk")
+    )
+    return Response(GuessSerializer(rows, many=True).data)
+
+
+class AnswerSerializer(serializers.Serializer):
+    answer = serializers.CharField(
+        max_length=actions.MAX_TEXT,
+        allow_blank=True,
+        help_text='Starts with yes or no: "yes", "no, it\'s the cat".',
+    )
+    reason = serializers.CharField(
+        max_length=actions.MAX_REASON, required=False, default="", allow_blank=True
+    )
+
+
+class AnsweredSerializer(serializers.Serializer):
+    guess = serializers.IntegerField()
+    state = serializers.CharField()
+    fact = serializers.IntegerField(allow_null=True)
+    detail = serializers.CharField()
+
+
+@extend_schema(request=AnswerSerializer, responses={200: AnsweredSerializer, 409: dict})
+@api_view(["POST"])
+def answer(request: Request, pk: int) -> Response:
+    """Answer a guess (the brain.answer_question service): a yes is filed as known, a no closes
+    it for good and keeps the rest of the answer as a correction. When two people answer at
+    once, one wins and the other gets a 409 naming who answered."""
+    guess = _guess(memory_for(request), pk)
+    form = AnswerSerializer(data=request.data)
+    form.is_valid(raise_exception=True)
+    try:
+        answered = actions.answer_guess(
+            guess=guess,
+            answer=form.validated_data["answer"],
+            reason=form.validated_data["reason"],
+            by=request.user,
+        )
+    except ValidationError as error:
+        return _invalid(error)
+    except actions.Refused as refused:
+        return _conflict(refused)
+    return Response(
+        {
+            "guess": answered.guess.pk,
+            "state": answered.guess.state,
+            "fact": answered.guess.fact_id,
+            "detail": answered.message,
+        }
+    )
+
+
+@extend_schema(request=None, responses={200: GuessSerializer, 409: dict})
+@api_view(["POST"])
+def dismiss(request: Request, pk: int) -> Response:
+    """Not now: the guess sleeps, off every screen and not counted, and comes back later."""
+    guess = _guess(memory_for(request), pk)
+    try:
+        slept = actions.dismiss_guess(guess=guess, by=request.user)
+    except actions.Refused as refused:
+        return _conflict(refused)
+    return Response(GuessSerializer(slept).data)
+
+
+# What Home Assistant shows -------------------------------------------------------------------
+
+
+@extend_schema(responses={200: dict})
+@api_view(["GET"])
+def sensors(request: Request) -> Response:
+    """The four sensors, as pushed to Home Assistant: memory_waiting_on_you, memory_facts_learned,
+    memory_last_learned and findings_open_findings, each with its state and attributes."""
+    return Response(review_status.sensors(memory_for(request)))
+
+
+class EventSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Event
+        fields = ["id", "kind", "text", "data", "created_at", "pushed_at"]
+
+
+class TimelinePages(CursorPagination):
+    page_size = 50
+    max_page_size = 200
+    page_size_query_param = "page_size"
+    ordering = ("-created_at", "-pk")
+
+
+@extend_schema(responses={200: EventSerializer(many=True)})
+@api_view(["GET"])
+def timeline(request: Request) -> Response:
+    """brain_learned and brain_finding events, newest first (cursor pagination: follow
+    ``next``)."""
+    pages = TimelinePages()
+    page = pages.paginate_queryset(Event.objects.for_memory(memory_for(request)), request)
+    return pages.get_paginated_response(EventSerializer(page, many=True).data)
