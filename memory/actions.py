@@ -81,6 +81,13 @@ def clean_fact_text(text: str | None) -> str:
     return text
 
 
+def _check_origin_and_confidence(origin: str, confidence: str) -> None:
+    if origin not in Origin.values:
+        raise ValidationError(f"Unknown origin {origin!r}: use one of {', '.join(Origin.values)}.")
+    if confidence not in Confidence.values:
+        raise ValidationError(f"Confidence must be high, medium or low, not {confidence!r}.")
+
+
 def add_to_inbox(
     *,
     memory: Memory,
@@ -97,10 +104,7 @@ def add_to_inbox(
     write underneath it, and what "forget" uses.
     """
     text = clean_fact_text(text)
-    if origin not in Origin.values:
-        raise ValidationError(f"Unknown origin {origin!r}: use one of {', '.join(Origin.values)}.")
-    if confidence not in Confidence.values:
-        raise ValidationError(f"Confidence must be high, medium or low, not {confidence!r}.")
+    _check_origin_and_confidence(origin, confidence)
     item = InboxItem.objects.create(
         memory=memory,
         text=text,
@@ -163,10 +167,7 @@ def learn(
     Two identical statements taught at the same moment make one fact with support 2.
     """
     text = clean_fact_text(text)
-    if origin not in Origin.values:
-        raise ValidationError(f"Unknown origin {origin!r}: use one of {', '.join(Origin.values)}.")
-    if confidence not in Confidence.values:
-        raise ValidationError(f"Confidence must be high, medium or low, not {confidence!r}.")
+    _check_origin_and_confidence(origin, confidence)
     secret = secret_in(text)
     if secret:
         raise ValidationError(

@@ -20,5 +20,4 @@ urlpatterns = [
     path("facts/<int:pk>/restore", views.restore_fact, name="restore-fact"),
     path("changes", views.changes, name="changes"),
     path("changes/<int:number>/undo", views.undo, name="undo"),
-    path("export", views.export, name="export"),
 ]

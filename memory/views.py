@@ -20,7 +20,7 @@ from django_htmx.http import trigger_client_event
 from knowledge import listing
 from knowledge.models import Fact, Memory
 from knowledge.subjects import UnknownSubject
-from memory import actions, brief, consolidator, measurements, portable
+from memory import actions, brief, consolidator, measurements
 from memory.models import Brief, Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
 from memory.rendering import render_markdown
 
@@ -423,12 +423,3 @@ def undo(request: HttpRequest, number: int) -> HttpResponse:
         event=CHANGED if note[1] == "success" else None,
         toast=note,
     )
-
-
-@require_GET
-def export(request: HttpRequest) -> HttpResponse:
-    memory = _memory(request)
-    stamp = timezone.localtime().strftime("%Y%m%d-%H%M")
-    response = HttpResponse(portable.export_json(memory), content_type="application/json")
-    response["Content-Disposition"] = f'attachment; filename="brain-{memory.slug}-{stamp}.json"'
-    return response

@@ -178,7 +178,9 @@ def test_markup_in_the_document_renders_inert(signed_in, home):
 
 
 def test_export_downloads_the_file(signed_in, home):
-    response = signed_in.get(reverse("memory:export"))
+    page = signed_in.get(reverse("memory:knowledge")).content.decode()
+    assert f'href="{reverse("memory-api:export")}" download' in page
+    response = signed_in.get(reverse("memory-api:export"))
 
     assert response["Content-Disposition"].startswith('attachment; filename="brain-home-')
     assert response.json()["format"] == "brain-export"
