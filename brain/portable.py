@@ -155,9 +155,7 @@ def placed(
     """The entries not yet in ``memory``, each with the uid it gets there (see placements)."""
     where = placements(model, memory, (uuid.UUID(entry["uid"]) for entry in data))
     return [
-        (entry, where[uid][0])
-        for entry in data
-        if not where[(uid := uuid.UUID(entry["uid"]))][1]
+        (entry, where[uid][0]) for entry in data if not where[(uid := uuid.UUID(entry["uid"]))][1]
     ]
 
 

@@ -245,7 +245,12 @@ if BRAIN_GATE_JUDGE not in ("offline", "anthropic"):
     raise ImproperlyConfigured(f"BRAIN_GATE_JUDGE={BRAIN_GATE_JUDGE!r}: use offline or anthropic.")
 
 # What `brain memory export` writes and `import` reads, in load order. Apps append theirs.
+# knowledge's come first: subjects before facts (a fact names its subjects), and both before the
+# memory app's (an inbox entry links to its fact by uid; importing the document makes the facts
+# follow it, so they must be there).
 BRAIN_EXPORT_SECTIONS = [
+    "knowledge.portable.subjects_section",
+    "knowledge.portable.facts_section",
     "memory.portable.change_log_section",
     "memory.portable.document_section",
     "memory.portable.inbox_section",

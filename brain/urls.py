@@ -12,6 +12,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("knowledge/", include("memory.urls")),
+    path("findings/", include("review.urls")),
     path("sources/", include("knowledge.urls")),
     path("api/memory/", include("memory.api_urls")),
     path("api/", include("knowledge.api_urls")),

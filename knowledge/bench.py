@@ -47,6 +47,8 @@ BIG_SUBJECT_SHARE = 0.02
 SPREAD_DIMS = 6  # wording directions per building block of a synthetic vector
 SPREAD = 0.22  # how far along them: a fact keeps cos ~0.88 with the meaning it words
 NOISE = 0.01  # per dimension, so no two facts are the same point
+PART_WEIGHTS = (1.0, 0.8, 0.4)  # in a vector: the template, the subject, each filled-in value
+MAX_PARTS = 6  # a template, a subject and up to four filled-in values
 MEANINGS_SEED = 0  # one "language" for every household and its questions
 HNSW_INDEX = "fact_embedding_hnsw"
 
@@ -206,10 +208,6 @@ class Meanings:
             summed += rng.standard_normal(summed.shape, dtype=np.float32) * NOISE
             out[start : start + len(chunk)] = summed / np.linalg.norm(summed, axis=1)[:, None]
         return out
-
-
-PART_WEIGHTS = (1.0, 0.8, 0.4)  # template, subject, each filled-in value
-MAX_PARTS = 6
 
 
 class Sampler:
@@ -440,9 +438,14 @@ def ensure_hnsw_index() -> None:
 
 
 def delete_household(slug: str) -> None:
-    """Delete a benchmark memory and everything in it. Its bulk rows go by SQL with the HNSW
-    index dropped (vacuuming them out of the graph would cost more than rebuilding it); the few
-    rows the gate wrote go through the ORM with the memory. Safe to run twice."""
+    """Delete a benchmark memory and everything in it. Safe to run twice.
+
+    Its bulk rows go by SQL and are vacuumed away while the HNSW index is dropped, then the
+    index is built again over what is left (vacuuming them out of the graph would cost more);
+    the few rows the gate wrote go through the ORM with the memory. A transaction open
+    elsewhere in the cluster while this runs keeps the deleted rows from being vacuumed; the
+    index then holds them until autovacuum clears them, which is slower but still correct.
+    """
     memory = Memory.objects.filter(slug=slug).first()
     if memory is None:
         return
@@ -455,11 +458,11 @@ def delete_household(slug: str) -> None:
             )
             cursor.execute(f"DELETE FROM knowledge_fact WHERE id IN ({bulk})", [memory.pk])
             memory.delete()
+        if not connection.in_atomic_block:  # VACUUM cannot run in a transaction (a test's)
+            with _unhurried(), connection.cursor() as cursor:
+                cursor.execute("VACUUM ANALYZE knowledge_fact, knowledge_fact_subjects")
     finally:
         ensure_hnsw_index()
-    if not connection.in_atomic_block:
-        with connection.cursor() as cursor:
-            cursor.execute("VACUUM ANALYZE knowledge_fact, knowledge_fact_subjects")
 
 
 # Measuring ------------------------------------------------------------------------------------

@@ -21,14 +21,13 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from brain.portable import (
-    PERSON_NAME_CHARS,
     ImportOptions,
     ImportRejected,
     check_entries,
     has_nul,
     is_uuid,
-    placements,
     placed,
+    placements,
     require,
     when,
 )

@@ -89,7 +89,7 @@ class FindingSerializer(serializers.ModelSerializer):
 class NewFindingSerializer(serializers.Serializer):
     check = serializers.CharField(max_length=100)
     entity_id = serializers.CharField(max_length=255, required=False, default="", allow_blank=True)
-    severity = serializers.ChoiceField(choices=Severity.values)
+    severity = serializers.ChoiceField(choices=Severity.choices)
     text = serializers.CharField(max_length=actions.MAX_TEXT)
     todo = serializers.BooleanField(required=False, default=False)
     protected = serializers.BooleanField(required=False, default=False)
@@ -168,7 +168,7 @@ class NotAProblemSerializer(serializers.Serializer):
     reason = serializers.CharField(
         max_length=actions.MAX_REASON, required=False, default="", allow_blank=True
     )
-    scope = serializers.ChoiceField(choices=Rule.Scope.values, default=Rule.Scope.SENSOR)
+    scope = serializers.ChoiceField(choices=Rule.Scope.choices, default=Rule.Scope.SENSOR)
     until = serializers.CharField(
         required=False,
         default="good",
@@ -222,7 +222,7 @@ def not_a_problem(request: Request, pk: int) -> Response:
 
 
 class FixedSerializer(serializers.Serializer):
-    how = serializers.ChoiceField(choices=Finding.Settled.values, default=Finding.Settled.FIXED)
+    how = serializers.ChoiceField(choices=Finding.Settled.choices, default=Finding.Settled.FIXED)
 
 
 @extend_schema(request=FixedSerializer, responses={200: FindingSerializer, 409: dict})

@@ -28,6 +28,8 @@ PERSONAL = re.compile(
     re.IGNORECASE,
 )
 REFUTED = "a later finding on the same thing turned out real"
+_SAYS_IT_IS = re.compile(r"^(?:it|that|this)(?:'s|’s| is| was)\s+", re.IGNORECASE)
+_PLAIN_STARTS = {"the", "a", "an", "our", "my", "just", "normal", "fine", "expected"}
 
 
 def _phrase(check_id: str) -> str:
@@ -35,12 +37,19 @@ def _phrase(check_id: str) -> str:
     return words[:1].upper() + words[1:]
 
 
+def _as_claim(reason: str) -> str:
+    """ "It's the cat." reads "the cat" after "is"; a name keeps its capital."""
+    claim = _SAYS_IT_IS.sub("", reason.strip().rstrip(".!")) or reason.rstrip(".!")
+    first = claim.split(" ", 1)[0]
+    return claim[:1].lower() + claim[1:] if first.lower() in _PLAIN_STARTS else claim
+
+
 def _about_a_person(check_id: str, subject: Subject | None, findings) -> bool:
     if subject is not None and subject.kind == Subject.Kind.PERSON:
         return True
     if subject is not None and subject.entity_id.startswith(("person.", "device_tracker.")):
         return True
-    return any(PERSONAL.search(f"{check_id} {f.text}") for f in findings)
+    return any(PERSONAL.search(f"{_phrase(check_id)} {f.text}") for f in findings)
 
 
 def recount(*, memory: Memory, check_id: str, subject: Subject | None) -> Judgement | None:
@@ -63,7 +72,7 @@ def recount(*, memory: Memory, check_id: str, subject: Subject | None) -> Judgem
         (f.reason for f in sorted(marked, key=lambda f: f.settled_at, reverse=True) if f.reason), ""
     )
     where = f" on {subject.name.lower()}" if subject is not None else ""
-    claim = f"is {reason.rstrip('.')}" if reason else "is usually not a problem"
+    claim = f"is {_as_claim(reason)}" if reason else "is usually not a problem"
     text = (
         f"{_phrase(check_id)}{where} {claim} — {len(marked)} of {raised} it raised were "
         "marked not a problem."

@@ -183,8 +183,12 @@ class Rule(models.Model):
         same_thing = (subject is not None and subject == self.subject) or (
             bool(entity_id) and entity_id == self.entity_id
         )
+        # A house-wide finding (no device) has no sensor: its rule is about nothing in particular.
+        house_wide = (
+            subject is None and not entity_id and self.subject_id is None and not self.entity_id
+        )
         if self.scope == self.Scope.SENSOR:
-            return check_id == self.check_id and same_thing
+            return check_id == self.check_id and (same_thing or house_wide)
         if self.scope == self.Scope.DEVICE:
             return same_thing
         if self.scope == self.Scope.ROOM:

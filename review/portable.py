@@ -145,6 +145,8 @@ class FindingsSection:
                 )
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
+        if not data:  # the file carries none: nothing to say
+            return
         fresh = placed(Finding, memory, data)
         subjects = _subjects_by_entity(memory, (entry.get("entity_id", "") for entry, _ in fresh))
         # One live finding per check and entity: brain's own one, when it has one, wins.
@@ -249,6 +251,8 @@ class RulesSection:
             require(finding is None or is_uuid(finding), f'{where} has an invalid "finding".')
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
+        if not data:  # the file carries none: nothing to say
+            return
         fresh = placed(Rule, memory, data)
         subjects = _subjects_by_entity(memory, (entry.get("entity_id", "") for entry, _ in fresh))
         rooms = {
@@ -332,6 +336,8 @@ class AnsweredGuessesSection:
             )
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
+        if not data:  # the file carries none: nothing to say
+            return
         fresh = placed(Guess, memory, data)
         # Vectors from this install's embedder, so a rewording is recognised here too.
         embedder = get_embedder()
@@ -406,6 +412,8 @@ class JudgementsSection:
             seen.add(pair)
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
+        if not data:  # the file carries none: nothing to say
+            return
         subjects = _subjects_by_entity(memory, (entry.get("entity_id", "") for entry in data))
         ours = set(Judgement.objects.filter(memory=memory).values_list("check_id", "subject_id"))
         new, elsewhere = [], 0

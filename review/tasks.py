@@ -23,3 +23,11 @@ def tend() -> None:
     """Daily: guesses expire, wake and fill free slots; fixes that held 90 days close."""
     actions.tend_guesses()
     actions.lapse_suppressions()
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def deep_review(memory_id: int) -> None:
+    """Deep review from the Knowledge tab. Safe to run twice; exits when the memory is gone."""
+    from review.deep_review import run_for_id
+
+    run_for_id(memory_id)

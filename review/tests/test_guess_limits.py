@@ -46,7 +46,8 @@ def _state(guess: Guess) -> str:
 
 
 def _fortnight_from(when) -> tuple:
-    return when + GUESS_LIFETIME - timedelta(minutes=1), when + GUESS_LIFETIME + timedelta(minutes=1)
+    minute = timedelta(minutes=1)
+    return when + GUESS_LIFETIME - minute, when + GUESS_LIFETIME + minute
 
 
 # Three open at a time -------------------------------------------------------------------------

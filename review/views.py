@@ -1,0 +1,369 @@
+"""The Findings tab: one list of what waits on a decision (high-stakes problems, then the open
+guesses, then the rest), the rules a person set, and the timeline.
+
+Every action is a plain form that redirects back with a message; with htmx it swaps the list
+(the card leaves, a newly offered guess arrives), shows a toast and sends ``findingsChanged`` so
+the nav badge and Rules you set re-read themselves. A wide rule (the room, everywhere) is asked
+about before it is made; a form a person filled in wrong comes back with their text kept.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time, timedelta
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import trigger_client_event
+
+from knowledge.models import Memory, Subject
+from review import actions, counts
+from review.models import Event, Finding, Guess, Rule, Severity
+
+PAGE = "review/findings.html"
+CHANGED = "findingsChanged"
+EVENTS_PER_PAGE = 50
+WIDE = (Rule.Scope.ROOM, Rule.Scope.EVERYWHERE)
+UNTIL = [
+    ("good", "for good"),
+    ("month", "for a month"),
+    ("season", "for a season"),
+    ("date", "until a date"),
+]
+UNDO_FOR = timedelta(days=1)  # a rule this new offers Undo; an older one, Let brain raise it again
+NOT_SENT_BY_THIS_PAGE = "That request wasn't one this page sends. Reload the page and try again."
+
+Toast = tuple[str, str]
+
+
+def _memory() -> Memory:
+    return Memory.objects.default()
+
+
+def _finding(memory: Memory, pk: int) -> Finding:
+    return get_object_or_404(Finding.objects.select_related("subject__room"), pk=pk, memory=memory)
+
+
+def _guess(memory: Memory, pk: int) -> Guess:
+    return get_object_or_404(Guess, pk=pk, memory=memory)
+
+
+# Forms on the cards --------------------------------------------------------------------------
+
+
+def _blank_finding_form() -> dict:
+    return {"reason": "", "scope": Rule.Scope.SENSOR, "until": "good", "until_date": ""}
+
+
+def _room_of(finding: Finding) -> Subject | None:
+    subject = finding.subject
+    if subject is None:
+        return None
+    if subject.room_id:
+        return subject.room
+    return subject if subject.kind == Subject.Kind.ROOM else None
+
+
+def _scopes(finding: Finding) -> list[tuple[str, str]]:
+    """How far a Not a problem may reach from this card: protected findings stop at the sensor,
+    and "the room" is offered only when the finding is about something in a known room."""
+    if finding.protected:
+        return [(Rule.Scope.SENSOR.value, Rule.Scope.SENSOR.label)]
+    return [
+        (scope.value, scope.label)
+        for scope in Rule.Scope
+        if scope != Rule.Scope.ROOM or _room_of(finding) is not None
+    ]
+
+
+def _prepare(finding: Finding, form: dict | None = None) -> Finding:
+    finding.form = {**_blank_finding_form(), **(form or {})}
+    finding.scopes = _scopes(finding)
+    return finding
+
+
+def _prepare_guess(guess: Guess, form: dict | None = None) -> Guess:
+    guess.form = {"reason": "", **(form or {})}
+    return guess
+
+
+def _until(choice: str, day: str) -> str | datetime:
+    """The "how long" radio as the action takes it; a date lasts until that day begins."""
+    if choice != "date":
+        return choice
+    try:
+        picked = date.fromisoformat(day.strip())
+    except ValueError:
+        raise ValidationError("Pick the date the rule should last until.") from None
+    if picked <= timezone.localdate():
+        raise ValidationError("Pick a date after today.")
+    return timezone.make_aware(datetime.combine(picked, time.min))
+
+
+def _question(finding: Finding, scope: str, until: str | datetime) -> str:
+    """The confirmation step's question, in the words the rule will be listed with."""
+    where = (
+        f"anywhere in {_room_of(finding) or 'the room'}"
+        if scope == Rule.Scope.ROOM
+        else "anywhere in the house"
+    )
+    if isinstance(until, datetime):
+        lasting = f"until {timezone.localtime(until):%-d %b %Y}"
+    else:
+        lasting = dict(UNTIL)[until]
+    return f"This stops “{finding.check_id}” being raised {where}, {lasting} — make this rule?"
+
+
+# Contexts, one per region ---------------------------------------------------------------------
+
+
+def _list_context(
+    memory: Memory,
+    *,
+    finding_forms: dict[int, dict] | None = None,
+    guess_forms: dict[int, dict] | None = None,
+) -> dict:
+    """The one list. ``finding_forms``/``guess_forms`` put a card back with what was typed in it
+    (an error, or the wide-rule question)."""
+    finding_forms, guess_forms = finding_forms or {}, guess_forms or {}
+    findings = [
+        _prepare(finding, finding_forms.get(finding.pk))
+        for finding in Finding.objects.for_memory(memory)
+        .open()
+        .in_review_order()
+        .select_related("subject__room")
+    ]
+    guesses = [
+        _prepare_guess(guess, guess_forms.get(guess.pk))
+        for guess in Guess.objects.for_memory(memory)
+        .open()
+        .select_related("subject")
+        .order_by("offered_at", "pk")
+    ]
+    return {
+        "high": [f for f in findings if f.severity == Severity.HIGH],
+        "guesses": guesses,
+        "rest": [f for f in findings if f.severity != Severity.HIGH],
+        "waiting_count": len(findings) + len(guesses),
+        "until_choices": UNTIL,
+        "min_date": (timezone.localdate() + timedelta(days=1)).isoformat(),
+    }
+
+
+def _rules_context(memory: Memory) -> dict:
+    rules = (
+        Rule.objects.for_memory(memory)
+        .active()
+        .select_related("subject", "room", "created_by")
+        .order_by("-created_at", "-pk")
+    )
+    return {"rules": list(rules), "recent_since": timezone.now() - UNDO_FOR}
+
+
+def _page(request: HttpRequest, memory: Memory, **forms) -> HttpResponse:
+    context = {"memory": memory, **_list_context(memory, **forms), **_rules_context(memory)}
+    return render(request, PAGE, context)
+
+
+# Responses ------------------------------------------------------------------------------------
+
+
+def _toast(response: HttpResponse, toast: Toast) -> HttpResponse:
+    return trigger_client_event(response, "showToast", {"text": toast[0], "level": toast[1]})
+
+
+def _done(request: HttpRequest, memory: Memory, toast: Toast) -> HttpResponse:
+    """The card is settled (by this person, or just now by someone else): it leaves the list."""
+    if not request.htmx:
+        messages.add_message(
+            request, messages.SUCCESS if toast[1] == "success" else messages.ERROR, toast[0]
+        )
+        return redirect("review:findings")
+    response = render(request, f"{PAGE}#findings-list", _list_context(memory))
+    return _toast(trigger_client_event(response, CHANGED), toast)
+
+
+def _again(
+    request: HttpRequest, memory: Memory, toast: Toast | None = None, **forms
+) -> HttpResponse:
+    """The card stays, showing what was typed and an error or the wide-rule question."""
+    if not request.htmx:
+        if toast:
+            messages.error(request, toast[0])
+        return _page(request, memory, **forms)
+    response = render(request, f"{PAGE}#findings-list", _list_context(memory, **forms))
+    return _toast(response, toast) if toast else response
+
+
+def _bad_request(request: HttpRequest, message: str = NOT_SENT_BY_THIS_PAGE) -> HttpResponse:
+    """A value no form on this page offers: refused, not guessed at."""
+    response = HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
+    return _toast(response, (message, "error")) if request.htmx else response
+
+
+def _message(error: ValidationError) -> str:
+    return " ".join(error.messages)
+
+
+# The page ------------------------------------------------------------------------------------
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def findings(request: HttpRequest) -> HttpResponse:
+    memory = _memory()
+    if request.htmx:  # Cancel on the wide-rule question: the list as it is
+        return render(request, f"{PAGE}#findings-list", _list_context(memory))
+    return _page(request, memory)
+
+
+@require_GET
+def badge(request: HttpRequest) -> HttpResponse:
+    return render(request, f"{PAGE}#badge", {"count": counts.badge(request)})
+
+
+@require_GET
+def rules(request: HttpRequest) -> HttpResponse:
+    return render(request, f"{PAGE}#rules", _rules_context(_memory()))
+
+
+@require_GET
+def timeline(request: HttpRequest) -> HttpResponse:
+    events = Event.objects.for_memory(_memory()).order_by("-created_at", "-pk")
+    page = Paginator(events, EVENTS_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "review/timeline.html", {"page": page})
+
+
+# Findings ------------------------------------------------------------------------------------
+
+
+@require_POST
+def not_a_problem(request: HttpRequest, pk: int) -> HttpResponse:
+    memory = _memory()
+    finding = _finding(memory, pk)
+    form = {
+        "reason": request.POST.get("reason", "").strip()[: actions.MAX_REASON],
+        "scope": request.POST.get("scope", Rule.Scope.SENSOR),
+        "until": request.POST.get("until", "good"),
+        "until_date": request.POST.get("until_date", "")[:10],
+    }
+    if form["scope"] not in Rule.Scope.values or form["until"] not in dict(UNTIL):
+        return _bad_request(request)
+    confirmed = request.POST.get("confirmed") == "yes"
+    try:
+        until = _until(form["until"], form["until_date"])
+        if form["scope"] in WIDE and not confirmed and not finding.protected:
+            form["question"] = _question(finding, form["scope"], until)
+            return _again(request, memory, finding_forms={finding.pk: form})
+        # A protected finding never gets a wide rule, so there is nothing to confirm: the action
+        # is asked anyway and its refusal is what the person sees.
+        rule = actions.not_a_problem(
+            finding=finding,
+            by=request.user,
+            reason=form["reason"],
+            scope=form["scope"],
+            until=until,
+            confirmed=confirmed or finding.protected,
+        )
+    except ValidationError as error:
+        form["error"] = _message(error)
+        return _again(request, memory, finding_forms={finding.pk: form})
+    except actions.Refused as refused:
+        return _refused(request, memory, finding, refused, form)
+    where = rule.describe().removeprefix("Not raised: ")
+    return _done(request, memory, (f"Not a problem: brain won't raise {where}.", "success"))
+
+
+def _refused(
+    request: HttpRequest, memory: Memory, finding: Finding, refused: actions.Refused, form: dict
+) -> HttpResponse:
+    finding.refresh_from_db(fields=["state"])
+    if finding.state != Finding.State.OPEN:  # someone settled it first
+        return _done(request, memory, (str(refused), "error"))
+    form["error"] = str(refused)
+    return _again(request, memory, (str(refused), "error"), finding_forms={finding.pk: form})
+
+
+SETTLED_NOTES = {
+    Finding.Settled.FIXED: "Marked fixed: “{}” is quiet while it stays fixed.",
+    Finding.Settled.GOT_IT: "Got it: “{}” is quiet while it stays fixed.",
+    Finding.Settled.DONE: "Done: “{}”.",
+}
+
+
+@require_POST
+def mark_fixed(request: HttpRequest, pk: int) -> HttpResponse:
+    """I've already fixed it, Got it, and Done on a to-do: quiet only while it stays fixed."""
+    memory = _memory()
+    finding = _finding(memory, pk)
+    how = request.POST.get("how", "")
+    if how not in Finding.Settled.values:
+        return _bad_request(request)
+    try:
+        actions.mark_fixed(finding=finding, how=how, by=request.user)
+    except actions.Refused as refused:
+        return _done(request, memory, (str(refused), "error"))
+    return _done(request, memory, (SETTLED_NOTES[how].format(finding.text), "success"))
+
+
+# Guesses -------------------------------------------------------------------------------------
+
+
+@require_POST
+def answer_guess(request: HttpRequest, pk: int) -> HttpResponse:
+    """✓ Yes or ✕ No; two people answering at once: the second is told who won."""
+    memory = _memory()
+    guess = _guess(memory, pk)
+    answer = request.POST.get("answer", "")
+    reason = request.POST.get("reason", "").strip()[: actions.MAX_REASON]
+    if answer not in ("yes", "no"):
+        return _bad_request(request)
+    try:
+        answered = actions.answer_guess(guess=guess, answer=answer, by=request.user, reason=reason)
+    except actions.Refused as refused:
+        return _done(request, memory, (str(refused), "error"))
+    except ValidationError as error:  # a reason that can't be kept, such as a secret
+        form = {"reason": reason, "error": _message(error)}
+        return _again(request, memory, (form["error"], "error"), guess_forms={guess.pk: form})
+    return _done(request, memory, (f"“{guess.text}”: {answered.message}", "success"))
+
+
+@require_POST
+def dismiss_guess(request: HttpRequest, pk: int) -> HttpResponse:
+    memory = _memory()
+    guess = _guess(memory, pk)
+    try:
+        actions.dismiss_guess(guess=guess, by=request.user)
+    except actions.Refused as refused:
+        return _done(request, memory, (str(refused), "error"))
+    return _done(
+        request, memory, (f"Dismissed for now: “{guess.text}” comes back later.", "success")
+    )
+
+
+# Rules you set --------------------------------------------------------------------------------
+
+
+@require_POST
+def remove_rule(request: HttpRequest, pk: int) -> HttpResponse:
+    """Undo / Let brain raise it again."""
+    memory = _memory()
+    rule = get_object_or_404(Rule.objects.select_related("subject", "room"), pk=pk, memory=memory)
+    described = rule.describe().removeprefix("Not raised: ")
+    if rule.removed_at is None:
+        actions.remove_rule(rule=rule, by=request.user)
+        toast = (f"Removed the rule: brain may raise {described} again.", "success")
+    else:
+        toast = ("That rule was already removed.", "error")
+    if not request.htmx:
+        messages.add_message(
+            request, messages.SUCCESS if toast[1] == "success" else messages.ERROR, toast[0]
+        )
+        return redirect("review:findings")
+    # Nothing waiting changes when a rule goes (its finding is closed), so no findingsChanged.
+    return _toast(render(request, f"{PAGE}#rules", _rules_context(memory)), toast)
