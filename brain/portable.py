@@ -31,7 +31,7 @@ class ImportRejected(Exception):
 
 @dataclass
 class ImportOptions:
-    """What the person asked for, and the report the sections write: one line per section."""
+    """What the person asked for, and the report: lines the sections write for that person."""
 
     replace_memory: bool = False
     by: object = None

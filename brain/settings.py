@@ -199,6 +199,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Long-term memory a person can read, correct and trust.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Confidence and severity share the words high/medium/low: name each enum once.
+    "ENUM_NAME_OVERRIDES": {
+        "ConfidenceEnum": "memory.models.Confidence",
+        "SeverityEnum": "review.models.Severity",
+    },
 }
 
 LOGGING = {

@@ -20,6 +20,7 @@ scratch: left in place, their rows would slow every other memory's vector search
 from __future__ import annotations
 
 import math
+import os
 import random
 import statistics
 import string
@@ -634,7 +635,7 @@ def _yes(met: bool) -> str:
 
 def recall_at_scale() -> str:
     """context() and the vector path at 10k and 100k live facts (1M if it fits)."""
-    started = time.perf_counter()
+    started, load_before = time.perf_counter(), os.getloadavg()[0]
     runs: list[tuple[Figures, float]] = [_measured(count) for count in SIZES]
     # Loading and building grow a little faster than linearly (HNSW: n log n).
     last_count, last_seconds = runs[-1][0].count, runs[-1][1]
@@ -649,7 +650,20 @@ def recall_at_scale() -> str:
             f"about {projected / 60:.0f} min (10× the rows, n log n for the index build), past "
             f"the {TIME_BUDGET // 60}-minute budget with {elapsed:.0f} s already spent.\n\n"
         )
+    skipped += _load_note(load_before) + (
+        "The numpy baseline uses multi-threaded BLAS, which suffers most when the cores are "
+        "oversubscribed.\n\n"
+    )
     return _recall_markdown([figures for figures, _ in runs], skipped, get_embedder().name)
+
+
+def _load_note(load_before: float) -> str:
+    return (
+        f"Load average (1 min) on this machine's {os.cpu_count()} cores: {load_before:.1f} when "
+        f"this benchmark started, {os.getloadavg()[0]:.1f} when it ended: above the core count, "
+        "other work was slowing every figure; the paths are interleaved so each ratio compares "
+        "like with like. "
+    )
 
 
 def _recall_markdown(runs: list[Figures], skipped: str, embedder: str) -> str:
@@ -738,6 +752,7 @@ def intake_through_the_gate() -> str:
     from memory.actions import learn
 
     slug = "bench-intake-10k"
+    load_before = os.getloadavg()[0]
     delete_household(slug)
     # The hash embedder throughout, vectors of the household labelled with its name included.
     with override_settings(BRAIN_EMBEDDER="hash"):
@@ -746,6 +761,7 @@ def intake_through_the_gate() -> str:
         finally:
             delete_household(slug)
     gate_rate, plain_rate = INTAKE / gate_seconds, INTAKE / plain_seconds
+    load = _load_note(load_before)
     mix = ", ".join(f"{count} {verdict}" for verdict, count in sorted(verdicts.items()))
     return (
         "## Intake through the full gate\n\n"
@@ -761,7 +777,7 @@ def intake_through_the_gate() -> str:
         f"| learn() through the gate | {gate_rate:.0f} | {1000 / gate_rate:.1f} ms | "
         f"{plain_rate / gate_rate:.1f}× slower |\n"
         f"| plain Fact.objects.create | {plain_rate:.0f} | {1000 / plain_rate:.1f} ms | 1.0× |\n\n"
-        f"The gate's verdicts: {mix}.\n"
+        f"The gate's verdicts: {mix}.\n\n{load}\n"
     )
 
 
@@ -789,19 +805,20 @@ def _intake(learn, slug: str) -> tuple[float, float, dict[str, int]]:
     normalised = [statements.normalise(text) for text in plain]
     learn(memory=memory, text="The kettle is in the kitchen.", origin="typed")  # warm up
     verdicts: dict[str, int] = {}
-    started = time.perf_counter()
-    for text in taught:
-        verdict = learn(memory=memory, text=text, origin="typed").verdict
-        verdicts[verdict] = verdicts.get(verdict, 0) + 1
-    gate_seconds = time.perf_counter() - started
-    started = time.perf_counter()
-    for text, normalized, vector in zip(plain, normalised, vectors, strict=True):
-        Fact.objects.create(
-            memory=memory,
-            text=text,
-            normalized=normalized,
-            channel=Fact.Channel.TYPED,
-            embedding=vector,
-            embedder=embedder.name,
-        )
-    return gate_seconds, time.perf_counter() - started, verdicts
+    gate_seconds = plain_seconds = 0.0
+    # Interleaved, so a burst of load elsewhere hits both paths alike.
+    for text, other, normalized, vector in zip(taught, plain, normalised, vectors, strict=True):
+        seconds, learned = _timed(lambda t=text: learn(memory=memory, text=t, origin="typed"))
+        gate_seconds += seconds
+        verdicts[learned.verdict] = verdicts.get(learned.verdict, 0) + 1
+        plain_seconds += _timed(
+            lambda t=other, n=normalized, v=vector: Fact.objects.create(
+                memory=memory,
+                text=t,
+                normalized=n,
+                channel=Fact.Channel.TYPED,
+                embedding=v,
+                embedder=embedder.name,
+            )
+        )[0]
+    return gate_seconds, plain_seconds, verdicts

@@ -7,7 +7,9 @@ written; a bad file imports nothing.
 
 Each app contributes sections through ``settings.BRAIN_EXPORT_SECTIONS`` (dotted paths to
 objects with ``key``, ``dump(memory)``, ``check(data)`` and ``load(memory, data, options)``), so
-a lower app never needs to know what a higher one keeps.
+a lower app never needs to know what a higher one keeps. What sections share (ImportRejected,
+ImportOptions, the checks and the uid rules) is ``brain.portable``, which every app may import;
+this module runs the sections and holds the memory app's own.
 """
 
 from __future__ import annotations
@@ -98,7 +100,8 @@ def parse(raw: bytes | str) -> dict:
 def import_memory(
     memory: Memory, data: dict, *, replace_memory: bool = False, by=None
 ) -> list[str]:
-    """Fold a parsed export into ``memory``; returns what happened, a line per section."""
+    """Fold a parsed export into ``memory``; returns what happened, in the lines the sections
+    reported (the facts store's sections log theirs instead)."""
     options = ImportOptions(replace_memory=replace_memory, by=by)
     with transaction.atomic():
         for section in sections():

@@ -97,6 +97,8 @@ def raise_finding(
     protected = protected or bool(PROTECTED_WORDS.search(f"{check_id.replace('_', ' ')} {text}"))
     now = timezone.now()
     with transaction.atomic():
+        # One check at a time per memory: two first raises at once make one finding.
+        Memory.objects.select_for_update().filter(pk=memory.pk).first()
         rule = next(
             (
                 r
@@ -105,6 +107,7 @@ def raise_finding(
             ),
             None,
         )
+        # Leaks, smoke, gas and freezing are raised every time, whatever a rule says.
         if rule is not None and not protected:
             return Raised(None, "quiet", f"Not raised: rule #{rule.pk} ({rule.describe()}).")
         existing = (
@@ -117,8 +120,8 @@ def raise_finding(
         )
         if existing is not None and existing.state == Finding.State.OPEN:
             existing.times_raised += 1
-            existing.last_raised_at, existing.text = now, text
-            existing.save(update_fields=["times_raised", "last_raised_at", "text"])
+            existing.last_raised_at, existing.text, existing.severity = now, text, severity
+            existing.save(update_fields=["times_raised", "last_raised_at", "text", "severity"])
             return Raised(
                 existing, "again", f"Already waiting on you (raised {existing.times_raised} times)."
             )
@@ -126,9 +129,21 @@ def raise_finding(
             existing.stayed_away = now - existing.settled_at
             existing.state, existing.settled_how = Finding.State.OPEN, ""
             existing.times_raised += 1
-            existing.last_raised_at, existing.text = now, text
+            existing.last_raised_at, existing.text, existing.severity = now, text, severity
             existing.suppressed_until = existing.settled_at = None
-            existing.save()
+            existing.save(
+                update_fields=[
+                    "stayed_away",
+                    "state",
+                    "settled_how",
+                    "times_raised",
+                    "last_raised_at",
+                    "text",
+                    "severity",
+                    "suppressed_until",
+                    "settled_at",
+                ]
+            )
             judgements.refute(memory=memory, check_id=check_id, subject=subject)
             _event(
                 memory,
@@ -181,10 +196,10 @@ def not_a_problem(
     reason = " ".join((reason or "").split())[:MAX_REASON]
     if scope not in Rule.Scope.values:
         raise ValidationError(f"scope must be one of {', '.join(Rule.Scope.values)}.")
-    if scope in (Rule.Scope.ROOM, Rule.Scope.EVERYWHERE) and not confirmed:
-        raise Refused(f"A rule for {Rule.Scope(scope).label} is wide: confirm it to make it.")
     if finding.protected and scope != Rule.Scope.SENSOR:
         raise Refused("Leaks, smoke, gas and freezing are never silenced beyond one sensor.")
+    if scope in (Rule.Scope.ROOM, Rule.Scope.EVERYWHERE) and not confirmed:
+        raise Refused(f"A rule for {Rule.Scope(scope).label} is wide: confirm it to make it.")
     until_at = _until(until)
     with transaction.atomic():
         settled = _settle(finding, Finding.State.NOT_A_PROBLEM, by, reason=reason)

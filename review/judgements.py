@@ -60,6 +60,7 @@ def recount(*, memory: Memory, check_id: str, subject: Subject | None) -> Judgem
     if _about_a_person(check_id, subject, findings):
         return None
     raised = len(findings)
+    # Marked "not a problem", even if its rule was later lifted to let the check speak again.
     marked = [
         f
         for f in findings
@@ -77,15 +78,30 @@ def recount(*, memory: Memory, check_id: str, subject: Subject | None) -> Judgem
         f"{_phrase(check_id)}{where} {claim} — {len(marked)} of {raised} it raised were "
         "marked not a problem."
     )
-    learned = memory_actions.learn(
-        memory=memory,
-        text=text,
-        origin=Origin.INSIGHT,
-        kind=Fact.Kind.JUDGEMENT,
-        subjects=[subject.pk] if subject else [],
+    previous = (
+        Judgement.objects.filter(
+            memory=memory, check_id=check_id, subject=subject, fact__isnull=False
+        )
+        .select_related("fact")
+        .first()
     )
-    # Written again with the same arithmetic: renewed for another thirty days.
-    Fact.objects.filter(pk=learned.fact.pk).update(expires_at=timezone.now() + JUDGEMENT_LIFETIME)
+    if previous is not None and previous.fact.is_live and previous.fact.text == text:
+        fact = previous.fact  # the same arithmetic again: renewed below
+    else:
+        # brain's own arithmetic is its own fact: it replaces its previous judgement on this
+        # thing, never something a person taught.
+        live_previous = previous.fact if previous is not None and previous.fact.is_live else None
+        fact = memory_actions.learn(
+            memory=memory,
+            text=text,
+            origin=Origin.INSIGHT,
+            kind=Fact.Kind.JUDGEMENT,
+            subjects=[subject.pk] if subject else [],
+            verdict="contradiction" if live_previous else "novel",
+            target=live_previous.pk if live_previous else None,
+        ).fact
+    # Written again: renewed for another thirty days.
+    Fact.objects.filter(pk=fact.pk).update(expires_at=timezone.now() + JUDGEMENT_LIFETIME)
     judgement, _ = Judgement.objects.update_or_create(
         memory=memory,
         check_id=check_id,
@@ -93,7 +109,7 @@ def recount(*, memory: Memory, check_id: str, subject: Subject | None) -> Judgem
         defaults={
             "raised": raised,
             "marked_not_a_problem": len(marked),
-            "fact": learned.fact,
+            "fact": fact,
             "renewed_at": timezone.now(),
         },
     )

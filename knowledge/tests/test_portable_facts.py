@@ -336,6 +336,21 @@ BAD_ENTRIES = [
         id="unknown room",
     ),
     pytest.param(
+        lambda data: data["inbox"].append(
+            {
+                "uid": "0b1e3c4d-5a6f-4e7d-8c9b-a0b1c2d3e4f5",
+                "text": "The porch light is on a timer",
+                "origin": "typed",
+                "confidence": "medium",
+                "created_at": "2026-01-02T10:00:00+00:00",
+                "state": "pending",
+                "fact": "the porch one",
+            }
+        ),
+        'inbox entry 1 has an invalid "fact" (the uid of its fact, or null)',
+        id="candidate's fact not a uid",
+    ),
+    pytest.param(
         lambda data: data.update(subjects=[s for s in data["subjects"] if s["name"] != "Kettle"]),
         "is about switch.kettle, which neither the file's subjects nor Other has",
         id="subject nowhere",
