@@ -40,7 +40,7 @@ from brain import llm
 from knowledge import statements
 from knowledge.models import Fact, Memory, Subject
 from review import actions
-from review.models import OPEN_GUESSES_AT_MOST, Finding, Guess, Rule, Severity
+from review.models import OPEN_GUESSES_AT_MOST, DeepReview, Finding, Guess, Rule, Severity
 
 logger = logging.getLogger(__name__)
 
@@ -203,12 +203,43 @@ def run(memory: Memory, *, now: datetime | None = None) -> Report:
     return report
 
 
-def run_for_id(memory_id: int) -> Report | None:
-    """The task's body: exits quietly when the memory is gone."""
-    memory = Memory.objects.filter(pk=memory_id).first()
-    if memory is None:
+def start(*, memory: Memory, by=None) -> DeepReview:
+    """Start a Deep review in the background, unless one is already running for this memory."""
+    running = DeepReview.objects.filter(memory=memory, state=DeepReview.State.RUNNING).first()
+    if running is not None:
+        return running
+    review = DeepReview.objects.create(memory=memory, requested_by=by)
+    from review.tasks import deep_review
+
+    deep_review.delay_on_commit(review.pk)
+    return review
+
+
+def run_for_id(review_id: int) -> Report | None:
+    """The task's body: runs the review and keeps its report. Safe to run twice: a review
+    already settled, or gone, is left alone."""
+    claimed = (
+        DeepReview.objects.filter(
+            pk=review_id, state=DeepReview.State.RUNNING, finished_at__isnull=True
+        )
+        .select_related("memory")
+        .first()
+    )
+    if claimed is None:
         return None
-    report = run(memory)
+    try:
+        report = run(claimed.memory)
+    except Exception as error:
+        logger.exception("deep review %s failed", review_id)
+        DeepReview.objects.filter(pk=review_id).update(
+            state=DeepReview.State.FAILED,
+            finished_at=timezone.now(),
+            report=f"Deep review failed: {error}",
+        )
+        return None
+    DeepReview.objects.filter(pk=review_id).update(
+        state=DeepReview.State.DONE, finished_at=timezone.now(), report=report.text
+    )
     logger.info("%s", report.text)
     return report
 

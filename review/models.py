@@ -317,3 +317,24 @@ class Judgement(models.Model):
 
     def __str__(self) -> str:
         return f"{self.check_id}: {self.marked_not_a_problem} of {self.raised}"
+
+
+class DeepReview(models.Model):
+    """One Deep review run: started from the Knowledge tab, settled with its report in words."""
+
+    class State(models.TextChoices):
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="deep_reviews")
+    state = models.CharField(max_length=8, choices=State.choices, default=State.RUNNING)
+    report = models.TextField(blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"Deep review #{self.pk} ({self.state})"

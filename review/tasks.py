@@ -26,8 +26,8 @@ def tend() -> None:
 
 
 @shared_task(acks_late=True, ignore_result=True)
-def deep_review(memory_id: int) -> None:
-    """Deep review from the Knowledge tab. Safe to run twice; exits when the memory is gone."""
+def deep_review(review_id: int) -> None:
+    """Deep review from the Knowledge tab. Safe to run twice; exits when its row is settled."""
     from review.deep_review import run_for_id
 
-    run_for_id(memory_id)
+    run_for_id(review_id)

@@ -22,8 +22,8 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import trigger_client_event
 
 from knowledge.models import Memory, Subject
-from review import actions, counts
-from review.models import Event, Finding, Guess, Rule, Severity
+from review import actions, counts, deep_review
+from review.models import DeepReview, Event, Finding, Guess, Rule, Severity
 
 PAGE = "review/findings.html"
 CHANGED = "findingsChanged"
@@ -367,3 +367,26 @@ def remove_rule(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect("review:findings")
     # Nothing waiting changes when a rule goes (its finding is closed), so no findingsChanged.
     return _toast(render(request, f"{PAGE}#rules", _rules_context(memory)), toast)
+
+
+# Deep review (its button lives on the Knowledge tab) ----------------------------------------
+
+DEEP_REVIEW = "review/deep_review.html"
+
+
+@require_POST
+def start_deep_review(request: HttpRequest) -> HttpResponse:
+    review = deep_review.start(memory=_memory(), by=request.user)
+    if not request.htmx:
+        messages.info(request, "Deep review started: what it finds arrives on the Findings tab.")
+        return redirect("memory:knowledge")
+    return render(request, f"{DEEP_REVIEW}#status", {"review": review})
+
+
+@require_GET
+def deep_review_status(request: HttpRequest, pk: int) -> HttpResponse:
+    review = get_object_or_404(DeepReview, pk=pk, memory=_memory())
+    response = render(request, f"{DEEP_REVIEW}#status", {"review": review})
+    if review.state != DeepReview.State.RUNNING:
+        response = trigger_client_event(response, "findingsChanged")
+    return response

@@ -386,11 +386,22 @@ def test_a_battery_fixed_since_the_note_is_not_raised_again(home, devices):
 # The task ----------------------------------------------------------------------------------
 
 
-def test_the_task_runs_a_review_and_exits_when_the_memory_is_gone(household):
-    tasks.deep_review(household.pk)
-    assert Guess.objects.for_memory(household).count() == 3
+def test_the_task_runs_a_started_review_once_and_keeps_its_report(
+    household, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks() as sent:
+        started = deep_review.start(memory=household)
+        again = deep_review.start(memory=household)
+    assert again.pk == started.pk and len(sent) == 1  # one running review at a time
 
-    tasks.deep_review(household.pk + 1000)  # no such memory: nothing happens
+    tasks.deep_review(started.pk)
+    tasks.deep_review(started.pk)  # delivered twice: the second finds it settled
+
+    started.refresh_from_db()
+    assert started.state == "done"
+    assert started.report.startswith(f"Deep review of {household.name} read ")
+    assert Guess.objects.for_memory(household).count() == 3
+    tasks.deep_review(started.pk + 1000)  # no such review: nothing happens
 
 
 # With a model configured -----------------------------------------------------------------

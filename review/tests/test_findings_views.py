@@ -636,3 +636,24 @@ def test_actions_refuse_get_and_pages_refuse_post(signed_in, home):
     assert signed_in.get(reverse("review:mark-fixed", args=[finding.pk])).status_code == 405
     assert signed_in.post(reverse("review:findings")).status_code == 405
     assert signed_in.post(reverse("review:timeline")).status_code == 405
+
+
+def test_deep_review_starts_from_the_knowledge_tab_and_reports_in_words(
+    client, admin_user, django_capture_on_commit_callbacks
+):
+    from review import tasks
+    from review.models import DeepReview
+
+    client.force_login(admin_user)
+    assert 'hx-post="/findings/deep-review"' in client.get("/knowledge/").content.decode()
+    with django_capture_on_commit_callbacks():
+        running = client.post("/findings/deep-review", headers={"HX-Request": "true"})
+    assert "Deep review running…" in running.content.decode()
+    review = DeepReview.objects.get()
+
+    tasks.deep_review(review.pk)
+
+    done = client.get(f"/findings/deep-review/{review.pk}", headers={"HX-Request": "true"})
+    assert "Deep review of Home read" in done.content.decode()
+    assert "findingsChanged" in done["HX-Trigger"]
+    assert "every 2s" not in done.content.decode()
