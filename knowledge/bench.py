@@ -658,11 +658,16 @@ def recall_at_scale() -> str:
 
 
 def _load_note(load_before: float) -> str:
+    cores, load_after = os.cpu_count() or 1, os.getloadavg()[0]
+    busy = (
+        "above the core count, so other work was slowing every figure; "
+        if max(load_before, load_after) > cores
+        else ""
+    )
     return (
-        f"Load average (1 min) on this machine's {os.cpu_count()} cores: {load_before:.1f} when "
-        f"this benchmark started, {os.getloadavg()[0]:.1f} when it ended: above the core count, "
-        "other work was slowing every figure; the paths are interleaved so each ratio compares "
-        "like with like. "
+        f"Load average (1 min) on this machine's {cores} cores: {load_before:.1f} when this "
+        f"benchmark started, {load_after:.1f} when it ended: {busy}the paths are timed "
+        "interleaved, so each ratio compares like with like. "
     )
 
 

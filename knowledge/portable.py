@@ -55,10 +55,8 @@ EMBED_BATCH = 256  # texts per embedder call
 WRITE_BATCH = 1000  # rows per INSERT or UPDATE
 
 
-def _summary(name: str, added: int, total: int) -> None:
-    # Logged, not added to options.report: the CLI prints that report line for line, and its
-    # tests pin the report to the memory app's three lines.
-    logger.info("%s: %d added, %d already here.", name, added, total - added)
+def _summary(options: ImportOptions, name: str, added: int, total: int) -> None:
+    options.report.append(f"{name}: {added} added, {total - added} already here.")
 
 
 # Subjects -------------------------------------------------------------------------------------
@@ -188,7 +186,7 @@ class SubjectsSection:
                 subject.room = rooms[entry["room"]]
                 placed_in_rooms.append(subject)
         Subject.objects.bulk_update(placed_in_rooms, ["room"])
-        _summary("Subjects", len(created), len(data))
+        _summary(options, "Subjects", len(created), len(data))
 
 
 # Facts ----------------------------------------------------------------------------------------
@@ -357,7 +355,7 @@ class FactsSection:
             batch_size=WRITE_BATCH,
         )
         _link_successors(memory, [entry for _, entry, _ in fresh], facts, where)
-        _summary("Facts", len(facts), len(data))
+        _summary(options, "Facts", len(facts), len(data))
 
 
 def _iso(moment) -> str | None:
