@@ -9,12 +9,15 @@ import re
 
 _PATTERNS = [
     (
+        re.compile(r"\b(password|passcode|passwd|wi-?fi key)\b\s*(is|=|:|was)\s*\S+", re.I),
+        "a password",
+    ),
+    # A PIN or a code is a secret when its digits come with it: "the hinge pin is loose" is not.
+    (
         re.compile(
-            r"\b(password|passcode|passwd|pin|wi-?fi key|alarm code|door code)\b\s*"
-            r"(is|=|:|was)\s*\S+",
-            re.IGNORECASE,
+            r"\b(pin|alarm code|door code|gate code|safe code)\b\s*(is|=|:|was)?\s*\d{3,}", re.I
         ),
-        "a password or code",
+        "a PIN or code",
     ),
     (
         re.compile(r"\b(api[ _-]?key|secret|token|bearer)\b\s*(is|=|:)\s*\S{6,}", re.IGNORECASE),
