@@ -337,7 +337,11 @@ def _copy_facts(source, texts, vectors, subject_kinds, seed) -> np.ndarray:
     normalised: dict[str, str] = {}
     # Every column the model has, so a field added later gets its default rather than a
     # broken COPY.
-    fields = [field for field in Fact._meta.concrete_fields if not field.primary_key]
+    fields = [
+        field
+        for field in Fact._meta.concrete_fields
+        if not field.primary_key and not field.generated
+    ]
     columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
     types = [_COPY_TYPES.get(field.get_internal_type(), "text") for field in fields]
     kinds = [KINDS.get(kind, Fact.Kind.NOTE) for kind in subject_kinds]

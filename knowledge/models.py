@@ -5,7 +5,7 @@ import uuid
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
@@ -309,6 +309,12 @@ class Fact(models.Model):
     )
     embedding = VectorField(dimensions=384, null=True, blank=True)
     embedder = models.CharField(max_length=40, blank=True)
+    # The words full-text search reads, kept beside the text so ranking does not re-derive them.
+    search_vector = models.GeneratedField(
+        expression=SearchVector("text", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = FactQuerySet.as_manager()
@@ -325,7 +331,7 @@ class Fact(models.Model):
             models.Index(fields=["memory", "normalized"], name="fact_memory_normalized"),
             models.Index(fields=["memory", "-created_at"], name="fact_memory_newest"),
             models.Index(fields=["memory", "-confidence"], name="fact_memory_certain"),
-            GinIndex(SearchVector("text", config="english"), name="fact_text_search"),
+            GinIndex(fields=["search_vector"], name="fact_search_vector"),
             # Substring search of the facts list ("beacon", "hall sens") stays indexed.
             GinIndex(fields=["text"], opclasses=["gin_trgm_ops"], name="fact_text_trgm"),
             HnswIndex(

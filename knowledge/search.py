@@ -11,14 +11,18 @@ iterative scanning on so filtered-out rows do not starve the result.
 from __future__ import annotations
 
 import re
+from itertools import combinations
 
-from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from knowledge.embedding import get_embedder
 from knowledge.models import Fact, Memory
 
+ENOUGH = 10  # full-text matches that stop the search widening to looser tiers
+PAIRED_WORDS = 6  # the longest words of a question tried two at a time
 EXACT_SCAN_LIMIT = 20_000  # live facts about one subject below which the scan is exact
 HNSW_EF_SEARCH = 100  # candidates HNSW keeps per query: recall against speed
 
@@ -33,25 +37,47 @@ _LIVE_SQL = """
 """
 
 
-def any_word_query(text: str) -> SearchQuery | None:
-    """A full-text query matching any of the words of ``text`` (stop words aside)."""
-    words = sorted(set(re.findall(r"[a-z0-9]{2,}", text.casefold())))
-    if not words:
-        return None
-    return SearchQuery(" | ".join(words), config="english", search_type="raw")
+def _words(text: str) -> list[str]:
+    return sorted(set(re.findall(r"[a-z0-9]{2,}", text.casefold())))
+
+
+def _tiers(words: list[str]) -> list[str]:
+    """Raw tsqueries from the most to the least demanding: every word, any two, any one.
+
+    Matching any one word of a question matches a large share of a big memory, and ranking
+    every match is what costs; the stricter tiers find the best matches among far fewer rows.
+    """
+    tiers = []
+    if len(words) >= 2:
+        tiers.append(" & ".join(words))
+    pairing = sorted(words, key=len, reverse=True)[:PAIRED_WORDS]
+    if len(pairing) >= 3:
+        tiers.append(" | ".join(f"({a} & {b})" for a, b in combinations(pairing, 2)))
+    tiers.append(" | ".join(words))
+    return tiers
 
 
 def text_matches(facts, text: str, limit: int) -> list[Fact]:
-    """The facts of ``facts`` sharing the most words with ``text``, best first (GIN index)."""
-    query = any_word_query(text)
-    if query is None:
-        return []
-    vector = SearchVector("text", config="english")
-    return list(
-        facts.annotate(search=vector, rank=SearchRank(vector, query))
-        .filter(search=query)
-        .order_by("-rank", "-pk")[:limit]
-    )
+    """The facts of ``facts`` sharing the most words with ``text``, best first.
+
+    Ranked over the stored ``search_vector`` (GIN index), widening tier by tier only while
+    fewer than ``ENOUGH`` (or ``limit``) facts have been found.
+    """
+    words = _words(text)
+    found: list[Fact] = []
+    enough = min(limit, ENOUGH)
+    for tier in _tiers(words):
+        query = SearchQuery(tier, config="english", search_type="raw")
+        more = list(
+            facts.exclude(pk__in=[fact.pk for fact in found])
+            .filter(search_vector=query)
+            .annotate(rank=SearchRank(F("search_vector"), query))
+            .order_by("-rank", "-pk")[: limit - len(found)]
+        )
+        found += more
+        if len(found) >= enough:
+            break
+    return found
 
 
 def _vector_literal(embedding: list[float]) -> str:
@@ -93,8 +119,10 @@ def nearest(
     """
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
-            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            cursor.execute(
+                f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}; "
+                "SET LOCAL hnsw.iterative_scan = relaxed_order"
+            )
         rows = _fetch(sql, params)
     return sorted(rows, key=lambda row: row[1])  # relaxed order: sort what came back
 

@@ -161,8 +161,13 @@ def test_two_identical_statements_at_the_same_moment_make_one_fact_with_support_
     assert InboxItem.objects.count() == 1
 
 
-@pytest.mark.parametrize("text", ["The hinge pin on the gate is loose.",
-                                  "The code review is on Mondays.",
-                                  "The password manager lives on the office laptop."])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The hinge pin on the gate is loose.",
+        "The code review is on Mondays.",
+        "The password manager lives on the office laptop.",
+    ],
+)
 def test_ordinary_sentences_that_mention_pins_or_codes_are_not_mistaken_for_secrets(home, text):
     assert _learn(home, text).verdict == "novel"
