@@ -29,7 +29,10 @@ VAR_DIR = Path(os.environ.get("BRAIN_VAR_DIR") or BASE_DIR / "var")
 
 POSTGRES_SYSTEM_USER = "embedded_postgres"  # PostgreSQL refuses to run as root
 POSTGRES_DB = "brain"
-START_TIMEOUT = 60  # seconds; a cold initdb on a slow disk takes a few
+START_TIMEOUT = 60
+SHARED_BUFFERS = os.environ.get(
+    "BRAIN_PG_SHARED_BUFFERS", "1GB"
+)  # seconds; a cold initdb on a slow disk takes a few
 
 
 class EmbeddedServiceError(RuntimeError):
@@ -211,7 +214,12 @@ class EmbeddedPostgres:
             if result.returncode != 0:
                 raise EmbeddedServiceError(f"initdb failed: {result.stderr.strip()}")
         self._clear_stale_pid_file()
-        options = f"-h '' -k {self.socket_dir} -c max_connections=200"
+        # Facts carry 1.5 KB vectors: give the server enough memory to keep a large memory's
+        # rows and indexes cached (PostgreSQL's 128 MB default holds well under 100k facts).
+        options = (
+            f"-h '' -k {self.socket_dir} -c max_connections=200 "
+            f"-c shared_buffers={SHARED_BUFFERS} -c effective_cache_size=4GB"
+        )
         result = self._run(
             [
                 str(self.bin_dir / "pg_ctl"),

@@ -270,6 +270,7 @@ BRAIN_BENCHMARKS = [
     "memory.bench.offline_composer",
     "knowledge.bench.recall_at_scale",
     "knowledge.bench.intake_through_the_gate",
+    "memory.bench.knowledge_tab_at_scale",
 ]
 
 # --- Embeddings (knowledge/embedding.py) -----------------------------------------------------

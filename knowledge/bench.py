@@ -748,8 +748,9 @@ def _targets(runs: list[Figures]) -> str:
     if (f := by_count.get(100_000)) is not None:
         lines.append(
             f"\nWhere context()'s time goes at 100k (p50s): full text {f.context_text[0]:.0f} ms "
-            "— `search.text_matches` ranks every live fact sharing any word with the question, "
-            "and `ts_rank` recomputes `to_tsvector` for each because no tsvector is stored; "
+            "— `search.text_matches` ranks, over the stored `search_vector`, the facts sharing "
+            "every word, then any two, then any one word of the question until enough match, and "
+            "a question of common words still matches a large share of the memory; "
             f"question embedding {f.embedding[0]:.0f} ms; vectors {f.context_vector[0]:.1f} ms."
         )
     return "\n".join(lines) + "\n"

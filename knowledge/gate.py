@@ -45,7 +45,7 @@ class Judgement:
 
 def neighbours(memory: Memory, text: str, embedding: list[float] | None) -> list[Fact]:
     """The live facts nearest to ``text``: exact, full-text and vector neighbours, deduplicated."""
-    live = Fact.objects.for_memory(memory).live()
+    live = Fact.objects.for_memory(memory).live().without_vectors()
     found: dict[int, Fact] = {}
     for fact in live.filter(normalized=statements.normalise(text))[:NEIGHBOURS]:
         found[fact.pk] = fact

@@ -60,7 +60,7 @@ def facts_for(memory: Memory, reader, filters: FactFilters):
     _choice(filters.subject_kind, Subject.Kind.values, "subject_kind")
     if len(filters.q) > MAX_SEARCH_CHARS:
         raise BadFilter(f"Search for at most {MAX_SEARCH_CHARS} characters.")
-    facts = Fact.objects.for_memory(memory).readable_by(reader)
+    facts = Fact.objects.for_memory(memory).readable_by(reader).without_vectors()
     if filters.as_of:
         when = parse_datetime(filters.as_of)
         if when is None:

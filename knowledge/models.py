@@ -195,6 +195,10 @@ class FactQuerySet(models.QuerySet):
             subject_removed=False,
         ).filter(models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now))
 
+    def without_vectors(self) -> FactQuerySet:
+        """Rows to read and show: the embedding and the search vector stay in the database."""
+        return self.defer("embedding", "search_vector")
+
     def readable_by(self, user) -> FactQuerySet:
         """The one read rule every surface uses. Today every signed-in person (and the system,
         ``user=None``) reads every fact of the memory; labels and roles narrow this here."""

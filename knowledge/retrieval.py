@@ -76,7 +76,7 @@ def check_budget(token_budget: int) -> None:
 def ranked_facts(memory: Memory, *, question: str, subjects: list[Subject], reader) -> list[Fact]:
     """Every candidate, best first: the subjects' facts (by utility), then the question's
     (full-text and vector ranks fused)."""
-    readable = Fact.objects.for_memory(memory).live().readable_by(reader)
+    readable = Fact.objects.for_memory(memory).live().readable_by(reader).without_vectors()
     ordered: list[Fact] = []
     seen: set[int] = set()
     about: list[Fact] = []

@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from knowledge import statements
 from knowledge.embedding import get_embedder
 from knowledge.models import Fact, Memory
 
@@ -38,7 +39,13 @@ _LIVE_SQL = """
 
 
 def _words(text: str) -> list[str]:
-    return sorted(set(re.findall(r"[a-z0-9]{2,}", text.casefold())))
+    """The words worth searching for: stop words would only widen every tier."""
+    words = set(re.findall(r"[a-z0-9]{2,}", text.casefold()))
+    return sorted(
+        word
+        for word in words
+        if not statements.is_stopword(word) and word not in {"on", "off", "up", "down"}
+    )
 
 
 def _tiers(words: list[str]) -> list[str]:

@@ -153,6 +153,13 @@ _STOPWORDS = _word_set(
     would you your yours yourself yourselves
     """
 )
+
+
+def is_stopword(word: str) -> bool:
+    """A word that says nothing about what a statement is about ("the", "when", "does")."""
+    return word.casefold() in _STOPWORDS
+
+
 # Deliberately not stopwords: on/off, up/down, above/below, before/after (opposite states),
 # and the negation words, which are counted separately rather than dropped.
 
