@@ -175,16 +175,7 @@ def _measures_context(memory: Memory) -> dict:
 @vary_on_headers("HX-Request")
 def knowledge(request: HttpRequest) -> HttpResponse:
     memory = _memory(request)
-    context = {
-        "memory": memory,
-        **_brief_context(memory),
-        **_measures_context(memory),
-        **_document_context(memory),
-        **_waiting_context(memory),
-        **_banner_context(ConsolidationRun.objects.running().filter(memory=memory).first()),
-        **_facts_context(request, memory),
-        **_changes_context(memory),
-    }
+    context = {**_full_context(request, memory), **_document_context(memory)}
     if request.GET.get("edit"):  # ✎ Edit markdown without JavaScript
         context.update(
             editing=True,
@@ -260,6 +251,7 @@ def save_document(request: HttpRequest) -> HttpResponse:
 
 
 def _full_context(request: HttpRequest, memory: Memory) -> dict:
+    """Every region of the page but the document (whose state the caller decides)."""
     return {
         "memory": memory,
         **_brief_context(memory),
