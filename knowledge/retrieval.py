@@ -81,27 +81,32 @@ def ranked_facts(memory: Memory, *, question: str, subjects: list[Subject], read
     seen: set[int] = set()
     about: list[Fact] = []
     for subject in subjects:  # each subject its own slice, so one cannot take all the places
-        about += (
-            readable.filter(subjects=subject)
-            .prefetch_related("subjects")
-            .order_by("-confidence", "-pk")[:PER_SOURCE]
-        )
+        about += readable.filter(subjects=subject).order_by("-confidence", "-pk")[:PER_SOURCE]
     for fact in sorted(about, key=utility, reverse=True):
         if fact.pk not in seen:
             ordered.append(fact)
             seen.add(fact.pk)
     if question.strip():
         scores: dict[int, float] = {}
-        for rank, fact in enumerate(search.text_matches(readable, question, PER_SOURCE)):
+        for rank, fact in enumerate(search.text_matches(readable.only("pk"), question, PER_SOURCE)):
             scores[fact.pk] = scores.get(fact.pk, 0) + 1 / (RRF_K + rank)
         embedding = get_embedder().embed_one(question)
         for rank, (pk, _distance) in enumerate(search.nearest(memory, embedding, limit=PER_SOURCE)):
             scores[pk] = scores.get(pk, 0) + 1 / (RRF_K + rank)
         wanted = [pk for pk in sorted(scores, key=scores.get, reverse=True) if pk not in seen]
         # The read rule applies to the vector hits here, through the one queryset method.
-        found = readable.filter(pk__in=wanted).prefetch_related("subjects").in_bulk()
+        found = readable.filter(pk__in=wanted).in_bulk()
         ordered += [found[pk] for pk in wanted if pk in found]
     return ordered
+
+
+def subject_ids(facts: list[Fact]) -> dict[int, list[int]]:
+    """Which subjects each fact is about, in one query (ids only: the share needs no more)."""
+    about: dict[int, list[int]] = {fact.pk: [] for fact in facts}
+    links = Fact.subjects.through.objects.filter(fact_id__in=list(about))
+    for fact_id, subject_id in links.values_list("fact_id", "subject_id"):
+        about[fact_id].append(subject_id)
+    return about
 
 
 def context(
@@ -114,6 +119,7 @@ def context(
     in_play = resolve(memory, list(subjects))
     in_play += [s for s in mentioned_in(memory, question) if s not in in_play]
     candidates = ranked_facts(memory, question=question, subjects=in_play, reader=reader)
+    about = subject_ids(candidates)
     nonce = envelope.new_nonce()
     overhead = tokens(
         envelope.wrap(
@@ -130,12 +136,12 @@ def context(
             if fact.valence != valence:
                 continue
             cost = tokens(_line(fact)) + 1
-            subject_ids = [s.pk for s in fact.subjects.all()]
-            if cost > left or any(spent_on.get(pk, 0) + cost > share for pk in subject_ids):
+            fact_subjects = about[fact.pk]
+            if cost > left or any(spent_on.get(pk, 0) + cost > share for pk in fact_subjects):
                 continue
             chosen[valence].append(fact)
             left -= cost
-            for pk in subject_ids:
+            for pk in fact_subjects:
                 spent_on[pk] = spent_on.get(pk, 0) + cost
     if not any(chosen.values()):
         return Context("", nonce=nonce)

@@ -191,7 +191,7 @@ def test_an_agent_teaches_recalls_and_reports_outcomes_through_the_mcp_server(al
     assert "no fact #999999" in seen["unknown"]
     assert "no fact #999999" in seen["unknown outcome"]
     assert "A fact can't be empty" in seen["empty"]
-    assert "looks like a password or code" in seen["secret"]
+    assert "looks like a password" in seen["secret"]
     assert "a contradiction verdict needs the id of the fact it is about" in seen["verdict"]
     assert "token_budget must be between 50 and 32,000; got 10." in seen["budget"]
     assert "SynchronousOnlyOperation" not in logged
