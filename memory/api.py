@@ -13,7 +13,6 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view
-from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -31,12 +30,7 @@ from memory.models import (
     Origin,
 )
 
-
-def _memory(request: Request) -> Memory:
-    try:
-        return Memory.objects.by_slug(request.query_params.get("memory", ""))
-    except Memory.DoesNotExist:
-        raise NotFound("There is no memory with that slug.") from None
+_memory = knowledge_api.memory_for
 
 
 def _bad_request(error: ValidationError) -> Response:
