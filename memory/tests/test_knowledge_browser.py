@@ -193,6 +193,7 @@ def test_the_devices_chip_narrows_the_facts_and_oldest_first_reverses_them(
 
     page.get_by_role("radio", name="Everything").check()
     expect(page.locator("#fact-list li.fact")).to_have_count(3)
+    expect(page).not_to_have_url(re.compile(r"chip=device"))
     page.get_by_label("Sort").select_option(label="Oldest first")
 
     expect(page).to_have_url(re.compile(r"sort=oldest"))
