@@ -41,6 +41,16 @@ def _hash_embedder(settings):
     settings.BRAIN_EMBEDDER = "hash"
 
 
+@pytest.fixture
+def llm_stub(settings):
+    """The real Anthropic SDK pointed at a stand-in Messages API on loopback (brain/llm/stub.py)."""
+    from brain.llm.stub import MessagesStub
+
+    with MessagesStub() as server:
+        server.configure(settings)
+        yield server
+
+
 PASSWORD = "correct horse battery staple"
 
 

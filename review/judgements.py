@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from knowledge import actions as knowledge_actions
@@ -18,7 +19,7 @@ from knowledge.kinds import JUDGEMENT_LIFETIME
 from knowledge.models import Fact, Memory, Subject
 from memory import actions as memory_actions
 from memory.models import Origin
-from review.models import Finding, Judgement
+from review.models import Finding, Judgement, Rule
 
 AT_LEAST = 3  # marked "not a problem" this many times before brain draws a conclusion
 SHARE = 0.75  # …and at least this share of what it raised
@@ -54,7 +55,11 @@ def _about_a_person(check_id: str, subject: Subject | None, findings) -> bool:
 
 def recount(*, memory: Memory, check_id: str, subject: Subject | None) -> Judgement | None:
     """Work the arithmetic out again for one check on one thing; write, renew or leave it."""
-    findings = list(Finding.objects.for_memory(memory).filter(check_id=check_id, subject=subject))
+    findings = list(
+        Finding.objects.for_memory(memory)
+        .filter(check_id=check_id, subject=subject)
+        .annotate(had_rule=Exists(Rule.objects.filter(finding=OuterRef("pk"))))
+    )
     if not findings or any(f.protected for f in findings):
         return None
     if _about_a_person(check_id, subject, findings):
@@ -65,7 +70,7 @@ def recount(*, memory: Memory, check_id: str, subject: Subject | None) -> Judgem
         f
         for f in findings
         if f.state == Finding.State.NOT_A_PROBLEM
-        or (f.state == Finding.State.LAPSED and f.rules.exists())
+        or (f.state == Finding.State.LAPSED and f.had_rule)
     ]
     if len(marked) < AT_LEAST or len(marked) / raised < SHARE:
         return None

@@ -180,7 +180,8 @@ class Rule(models.Model):
         return str(self.subject) if self.subject else (self.entity_id or "this sensor")
 
     def covers(self, *, check_id: str, subject: Subject | None, entity_id: str) -> bool:
-        same_thing = (subject is not None and subject == self.subject) or (
+        # Compared by id: reading self.subject would cost a query per rule on every raise.
+        same_thing = (subject is not None and subject.pk == self.subject_id) or (
             bool(entity_id) and entity_id == self.entity_id
         )
         # A house-wide finding (no device) has no sensor: its rule is about nothing in particular.

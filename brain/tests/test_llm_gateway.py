@@ -12,7 +12,6 @@ from django.conf import settings as django_settings
 
 from brain import llm
 from brain.llm.stub import (
-    MessagesStub,
     stub_error,
     stub_hang,
     stub_json,
@@ -28,11 +27,9 @@ class Verdict(pydantic.BaseModel):
 
 
 @pytest.fixture
-def stub(settings):
-    with MessagesStub() as server:
-        server.configure(settings)
-        settings.BRAIN_LLM_MODEL = "claude-test-model"
-        yield server
+def stub(llm_stub, settings):
+    settings.BRAIN_LLM_MODEL = "claude-test-model"
+    return llm_stub
 
 
 def ask(**overrides):

@@ -2,18 +2,16 @@
 
 import pytest
 
-from brain.llm.stub import MessagesStub, stub_json, stub_overloaded
+from brain.llm.stub import stub_json, stub_overloaded
 from brain.models import ModelCall
 from knowledge.models import Fact
 from memory.actions import learn
 
 
 @pytest.fixture
-def stub(settings):
-    with MessagesStub() as server:
-        server.configure(settings)
-        settings.BRAIN_GATE_JUDGE = "anthropic"
-        yield server
+def stub(llm_stub, settings):
+    settings.BRAIN_GATE_JUDGE = "anthropic"
+    return llm_stub
 
 
 def _learn(home, text):

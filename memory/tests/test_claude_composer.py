@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from brain.llm.stub import MessagesStub, stub_hang, stub_json, stub_overloaded, stub_text
+from brain.llm.stub import stub_hang, stub_json, stub_overloaded, stub_text
 from brain.models import ModelCall
 from memory.composers import get_composer
 from memory.composers.base import (
@@ -32,11 +32,9 @@ NEW_DOCUMENT = DOCUMENT + "\n## Preferences\n- Sarah likes the bedroom at 19 °C
 
 
 @pytest.fixture
-def stub(settings):
-    with MessagesStub() as server:
-        server.configure(settings)
-        settings.BRAIN_LLM_MODEL = "claude-test-model"
-        yield server
+def stub(llm_stub, settings):
+    settings.BRAIN_LLM_MODEL = "claude-test-model"
+    return llm_stub
 
 
 def candidate(id: int, text: str, **fields) -> Candidate:

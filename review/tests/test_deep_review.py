@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from brain.llm.stub import MessagesStub, stub_json, stub_overloaded
+from brain.llm.stub import stub_json, stub_overloaded
 from brain.models import ModelCall
 from knowledge.models import Fact, Memory, Subject
 from memory import actions as memory_actions
@@ -408,10 +408,8 @@ def test_the_task_runs_a_started_review_once_and_keeps_its_report(
 
 
 @pytest.fixture
-def stub(settings):
-    with MessagesStub() as server:
-        server.configure(settings)
-        yield server
+def stub(llm_stub, settings):
+    return llm_stub
 
 
 def test_the_model_may_add_guesses_through_the_same_limits(home, devices, stub):
