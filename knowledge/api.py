@@ -5,6 +5,7 @@ Every read goes through ``Fact.objects.readable_by``. Bad input is a 400 naming 
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view
@@ -28,6 +29,16 @@ def memory_for(request: Request) -> Memory:
 
 def bad_request(message: str) -> Response:
     return Response({"detail": message}, status=status.HTTP_400_BAD_REQUEST)
+
+
+def invalid(error: ValidationError) -> Response:
+    """A 400 naming every problem a ValidationError carries."""
+    return bad_request(" ".join(error.messages))
+
+
+def conflict(message: str, **extra) -> Response:
+    """A 409: the request was fine, but the state has moved on (and says how)."""
+    return Response({"detail": message, **extra}, status=status.HTTP_409_CONFLICT)
 
 
 def readable_fact(request: Request, pk: int) -> Fact:

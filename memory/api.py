@@ -33,12 +33,8 @@ from memory.models import (
 _memory = knowledge_api.memory_for
 
 
-def _bad_request(error: ValidationError) -> Response:
-    return Response({"detail": " ".join(error.messages)}, status=status.HTTP_400_BAD_REQUEST)
-
-
-def _conflict(message: str, **extra) -> Response:
-    return Response({"detail": message, **extra}, status=status.HTTP_409_CONFLICT)
+_bad_request = knowledge_api.invalid
+_conflict = knowledge_api.conflict
 
 
 class InboxItemSerializer(serializers.ModelSerializer):

@@ -20,23 +20,19 @@ from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from knowledge import api as knowledge_api
 from knowledge.api import memory_for
 from knowledge.models import Memory
 from review import actions
 from review import status as review_status
 from review.models import Event, Finding, Guess, Rule, Severity
 
-
-def _bad_request(message: str) -> Response:
-    return Response({"detail": message}, status=status.HTTP_400_BAD_REQUEST)
-
-
-def _invalid(error: ValidationError) -> Response:
-    return _bad_request(" ".join(error.messages))
+_bad_request = knowledge_api.bad_request
+_invalid = knowledge_api.invalid
 
 
 def _conflict(refused: actions.Refused) -> Response:
-    return Response({"detail": str(refused)}, status=status.HTTP_409_CONFLICT)
+    return knowledge_api.conflict(str(refused))
 
 
 def _finding(memory: Memory, pk: int) -> Finding:
