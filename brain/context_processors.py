@@ -11,6 +11,9 @@ def navigation(request: HttpRequest) -> dict:
     """
     if not getattr(request, "user", None) or not request.user.is_authenticated:
         return {"navigation": []}
+    if getattr(request, "htmx", False) and not request.htmx.boosted:
+        # A fragment has no header: spare the polling banners the badge's counting.
+        return {"navigation": []}
     tabs = []
     for label, url_name, staff_only, badge in settings.BRAIN_NAVIGATION:
         if staff_only and not request.user.is_staff:
