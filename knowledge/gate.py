@@ -164,3 +164,36 @@ def _with_outcome(judgement: Judgement, outcome: bool | None) -> Judgement:
             "different_outcome", judgement.target, "said before, with a different outcome"
         )
     return judgement
+
+
+# Relating two statements ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Said:
+    """A statement as the gate reads it: its words, who said it (a first-person statement is
+    about its speaker) and, when known, its embedding (meaning, not only words)."""
+
+    text: str
+    speaker: str = ""
+    embedding: list[float] | None = None
+
+
+@dataclass(frozen=True)
+class Relation:
+    """How a new statement relates to an old one.
+
+    ``verdict``: same | refinement | contradiction | conflict | novel. "conflict" means the
+    new one may replace the old one but the judge is not sure: both stay live and a person
+    settles it.
+    """
+
+    verdict: str
+    reason: str
+
+
+def relate(old: Said, new: Said) -> Relation:
+    """Judge ``new`` against ``old`` without a model or the database (pure and deterministic)."""
+    comparison = statements.compare(old.text, new.text)
+    verdict = "novel" if comparison.verdict == "related" else comparison.verdict
+    return Relation(verdict, comparison.reason)
