@@ -16,6 +16,7 @@ BRAIN_GATE_JUDGE=anthropic the configured model judges (one call per write).
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -192,8 +193,34 @@ class Relation:
     reason: str
 
 
+#: Cosine similarity of two embeddings above which statements that nothing else tells apart
+#: (same subject, numbers, negations and states) say the same thing in other words. MiniLM
+#: puts paraphrases at 0.8-0.95 and same-subject statements about other slots lower; see the
+#: labelled pairs in bench/gate_pairs.jsonl and `make bench` for the measured trade-off.
+SAME_MEANING = 0.86
+
+
 def relate(old: Said, new: Said) -> Relation:
-    """Judge ``new`` against ``old`` without a model or the database (pure and deterministic)."""
-    comparison = statements.compare(old.text, new.text)
-    verdict = "novel" if comparison.verdict == "related" else comparison.verdict
+    """Judge ``new`` against ``old`` without a model or the database (pure and deterministic):
+    the words first (``statements.compare``: subjects, slots, numbers, negations, cues), then
+    meaning for what the words left open."""
+    comparison = statements.compare(
+        old.text, new.text, old_speaker=old.speaker, new_speaker=new.speaker
+    )
+    verdict = comparison.verdict
+    if verdict in ("related", "novel") and comparison.could_be_same:
+        closeness = cosine(old.embedding, new.embedding)
+        if closeness >= SAME_MEANING:
+            return Relation("same", f"the same meaning in other words ({closeness:.2f})")
+    if verdict == "related":
+        verdict = "novel"
     return Relation(verdict, comparison.reason)
+
+
+def cosine(a: list[float] | None, b: list[float] | None) -> float:
+    """Cosine similarity of two embeddings; 0.0 when either is missing."""
+    if a is None or b is None:
+        return 0.0
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0

@@ -29,8 +29,17 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
-Verdict = Literal["same", "refinement", "contradiction", "related", "novel"]
-VERDICTS: tuple[Verdict, ...] = ("same", "refinement", "contradiction", "related", "novel")
+from knowledge import wording
+
+Verdict = Literal["same", "refinement", "contradiction", "conflict", "related", "novel"]
+VERDICTS: tuple[Verdict, ...] = (
+    "same",
+    "refinement",
+    "contradiction",
+    "conflict",
+    "related",
+    "novel",
+)
 
 SECTIONS: tuple[str, ...] = (
     "House",
@@ -102,6 +111,10 @@ class Comparison:
     verdict: Verdict
     similarity: float
     reason: str
+    #: Nothing rules out that both say the same thing: the subjects agree, and so do the
+    #: numbers, the negations and the states. A caller with embeddings may judge "same" on
+    #: meaning when the words alone said "related" or "novel".
+    could_be_same: bool = False
 
 
 # --- Normalising and tokenising --------------------------------------------------------------
@@ -171,7 +184,13 @@ _NEGATION_WORDS = _word_set("not no never nothing nobody none nowhere neither no
 _STATE_CHANGE = re.compile(
     r"\b(?:no longer|not any ?more|any ?more|got rid of|switched (?:over )?to|gave away|"
     r"given away|moved|left|stopped|replaced|nowadays|now|cancell?ed|canceled|sold|retired|"
-    r"removed|swapped|changed|broken|broke|died|uninstalled|disconnected|unplugged|gone)\b"
+    r"removed|swapped|changed|broken|broke|died|uninstalled|disconnected|unplugged|gone|"
+    r"taken over|took over|takes over|handed (?:it )?over|hands over|instead of|instead)\b"
+)
+# A role passing from one holder to another: "aisha has taken over the revamp from marco".
+_HANDOVER = re.compile(
+    r"\b(?:taken over|took over|takes over|handed (?:it )?over|hands over|replaced|replaces|"
+    r"instead of|now|no longer|from)\b"
 )
 
 _OPPOSITES: tuple[tuple[str, str], ...] = (
@@ -189,6 +208,69 @@ _OPPOSITES: tuple[tuple[str, str], ...] = (
     ("indoors", "outdoors"),
     ("hot", "cold"),
     ("warm", "cold"),
+    # Verbs and states that undo each other: "accepts" / "rejects" needs no cue word.
+    ("accepts", "rejects"),
+    ("accept", "reject"),
+    ("allows", "blocks"),
+    ("allows", "forbids"),
+    ("allows", "denies"),
+    ("allowed", "blocked"),
+    ("allowed", "forbidden"),
+    ("permitted", "forbidden"),
+    ("includes", "excludes"),
+    ("included", "excluded"),
+    ("passes", "fails"),
+    ("passed", "failed"),
+    ("succeeds", "fails"),
+    ("succeeded", "failed"),
+    ("works", "broken"),
+    ("working", "broken"),
+    ("likes", "dislikes"),
+    ("likes", "hates"),
+    ("like", "dislike"),
+    ("like", "hate"),
+    ("loves", "hates"),
+    ("love", "hate"),
+    ("starts", "stops"),
+    ("increase", "decrease"),
+    ("increases", "decreases"),
+    ("raise", "lower"),
+    ("wins", "loses"),
+    ("added", "removed"),
+    ("required", "optional"),
+    ("mandatory", "optional"),
+    ("visible", "hidden"),
+    ("public", "private"),
+    ("early", "late"),
+    ("earlier", "later"),
+    ("fast", "slow"),
+    ("faster", "slower"),
+    ("true", "false"),
+    ("full", "empty"),
+    ("wet", "dry"),
+    ("loud", "quiet"),
+    ("high", "low"),
+    ("higher", "lower"),
+    ("tabs", "spaces"),
+    ("sync", "async"),
+    ("synchronous", "asynchronous"),
+    ("online", "offline"),
+    ("connected", "disconnected"),
+    ("plugged", "unplugged"),
+    ("safe", "unsafe"),
+    ("supported", "unsupported"),
+    ("supports", "drops"),
+    ("present", "absent"),
+    ("allowed", "banned"),
+    ("allows", "bans"),
+    ("north", "south"),
+    ("east", "west"),
+    ("left", "right"),
+    ("front", "back"),
+    ("light", "dark"),
+    ("lighter", "darker"),
+    ("cheap", "expensive"),
+    ("dog", "cat"),
 )
 
 _UNITS: dict[str, str] = {
@@ -242,7 +324,84 @@ _CLAUSE_SPLIT = re.compile(
     r"[.;!?]+(?=\s|$)|,(?!\d{3}\b)|\s-\s"
     r"|\s(?:but|so|because|although|though|whereas|unless|except)\s"
 )
-_IRREGULAR = {"kept": "keep", "slept": "sleep", "children": "child", "people": "person"}
+_IRREGULAR = {
+    "kept": "keep",
+    "slept": "sleep",
+    "children": "child",
+    "people": "person",
+    "led": "lead",
+    "leads": "lead",
+    "leading": "lead",
+    "ran": "run",
+    "runs": "run",
+    "held": "hold",
+    "built": "build",
+    "made": "mak",
+    "fed": "feed",
+    "went": "go",
+    "goes": "go",
+    "gone": "go",
+    "done": "do",
+    "does": "do",
+    "did": "do",
+    "took": "tak",
+    "taken": "tak",
+    "takes": "tak",
+    "taking": "tak",
+    "wrote": "writ",
+    "written": "writ",
+    "gave": "giv",
+    "given": "giv",
+    "sold": "sell",
+    "bought": "buy",
+    "brought": "bring",
+    "taught": "teach",
+    "told": "tell",
+    "sent": "send",
+    "spent": "spend",
+    "paid": "pay",
+    "found": "find",
+    "knew": "know",
+    "known": "know",
+    "saw": "see",
+    "seen": "see",
+    "woke": "wak",
+    "woken": "wak",
+    "rang": "ring",
+    "rung": "ring",
+    "began": "start",
+    "begun": "start",
+    "drove": "driv",
+    "driven": "driv",
+    "chose": "choos",
+    "chosen": "choos",
+    "broke": "break",
+    "broken": "break",
+    "wore": "wear",
+    "worn": "wear",
+    "grew": "grow",
+    "grown": "grow",
+    "threw": "throw",
+    "thrown": "throw",
+    "caught": "catch",
+    "hung": "hang",
+    "stood": "stand",
+    "sat": "sit",
+    "ate": "eat",
+    "eaten": "eat",
+    "fell": "fall",
+    "fallen": "fall",
+    "lit": "light",
+    "won": "win",
+    "lost": "los",
+    "met": "meet",
+    "shut": "shut",
+    "mice": "mouse",
+    "men": "man",
+    "women": "woman",
+    "feet": "foot",
+    "teeth": "tooth",
+}
 
 
 @lru_cache(maxsize=8192)
@@ -398,6 +557,8 @@ class _Parsed:
     clauses: tuple[_Clause, ...]
     state_cues: tuple[str, ...]
     surface: dict[str, str] = field(compare=False, hash=False)
+    subject: frozenset[str] | None = None  # content words before the first verb
+    anchor: str = ""  # the stem of that verb
 
     @property
     def plain_words(self) -> frozenset[str]:
@@ -415,6 +576,7 @@ def _parse(text: str) -> _Parsed:
         if words:
             cue = _NEGATION.search(part)
             clauses.append(_Clause(words, cue.group(0) if cue else ""))
+    subject, anchor = _subject_and_anchor(norm)
     return _Parsed(
         norm=norm,
         words=tokens.words,
@@ -423,7 +585,92 @@ def _parse(text: str) -> _Parsed:
         clauses=tuple(clauses),
         state_cues=tuple(m.group(0) for m in _STATE_CHANGE.finditer(norm)),
         surface=dict(tokens.surface),
+        subject=subject,
+        anchor=anchor,
     )
+
+
+# --- What a statement is about: its subject, before its first verb ---------------------------
+
+#: Words that open a statement's predicate: auxiliaries, copulas and modals.
+_AUXILIARIES = _word_set(
+    """
+    is are was were be been am isn't aren't wasn't weren't has have had hasn't haven't does do
+    did doesn't don't didn't can could will would should must may might shall can't cannot
+    won't wouldn't shouldn't mustn't needs need keeps gets got used
+    """
+)
+#: Verbs common in household, team and coding statements, as the stems their forms share.
+_VERBS = frozenset(
+    _stem(word)
+    for word in _word_set(
+        """
+    accept add allow answer appear arrive ask back bark beep begin belong block boil break
+    bring build buy call carry catch change charge check chirp clean clear close come commit
+    compile connect contain control cook cost cover crash cut dance deploy depend die dim
+    disconnect display drain draw dream drink drive drop dry eat empty enable end enjoy
+    exclude expect expire face fail fall feed feel fetch fill find finish fit fix flash flicker
+    float flood follow forbid forget freeze get give go grow handle hang hate head hear heat
+    help hide hit hold host hum ignore include install jam join keep kick knock know land last
+    lead leak learn leave let lie like limit listen live load lock look lose love maintain make
+    manage mean meet merge migrate miss mount move need open own pass pay pick place plan play
+    plug point power prefer print pull push put reach read reboot receive record refer reject
+    release rely remember remove render rent replace report require reset respond rest retire
+    return ring rise run save say schedule see sell send serve set share shower shut sing sit
+    sleep slow smell snore sort speak spend stand start stay stick stop store stream study
+    support swim switch take talk teach tell test think throttle throw time train travel
+    trigger trip turn understand unlock update upload use vacuum visit wait wake walk want warm
+    wash watch water wear win work worry write
+    """
+    )
+)
+_NOT_VERB_AFTER = _word_set(
+    "the a an this that these those his her their our its your my every each some no any "
+    "which what whose of for to in on at by with from into"
+)
+_IMPERATIVE_OPENERS = _word_set(
+    "never always don't dont do please only avoid make remember ask stop keep use let try"
+)
+_WORD = re.compile(r"[^\W_][\w'./:%°-]*")
+
+
+def _subject_and_anchor(norm: str) -> tuple[frozenset[str] | None, str]:
+    """The content words before the statement's first verb, and that verb's stem.
+
+    "ollie's alarm goes off at 6:45" -> ({"ollie", "alarm"}, "go"). The verb is the first
+    auxiliary, or the first known verb not straight after a determiner or preposition (so
+    "the lead" and "for heating" stay nouns). (None, "") when the statement opens with its
+    verb (an imperative rule) or has none that is known: then the subject is unknown and
+    never tells two statements apart.
+    """
+    words = [w.strip(".'-") for w in _WORD.findall(norm)]
+    words = [w[:-2] if w.endswith("'s") else w for w in words if w]
+    if not words or words[0] in _IMPERATIVE_OPENERS:
+        return None, ""
+    for index, word in enumerate(words):
+        previous = words[index - 1] if index else ""
+        following = words[index + 1] if index + 1 < len(words) else ""
+        is_verb = word in _AUXILIARIES or (
+            _stem(word) in _VERBS
+            and previous not in _NOT_VERB_AFTER
+            and following not in _AUXILIARIES  # "the rate limit is": a noun
+        )
+        if not is_verb:
+            continue
+        if index == 0:
+            return None, ""
+        subject = _tokenise(" ".join(words[:index])).words
+        anchor = _stem(word) if word not in _AUXILIARIES else word.replace("'", "")
+        return (subject or None), anchor
+    return None, ""
+
+
+def _same_subject(old: _Parsed, new: _Parsed) -> bool:
+    """Both are about the same thing, as far as their subjects say: one subject's words hold
+    the other's ("the garage fridge" / "the fridge"), or one subject is unknown."""
+    if old.subject is None or new.subject is None:
+        return True
+    return old.subject <= new.subject or new.subject <= old.subject
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -516,33 +763,68 @@ def _already_said(old: _Parsed, new: _Parsed) -> bool:
     )
 
 
-_CONTRADICTIONS = (_number_change, _state_change, _negation_flip, _opposite_state)
+def _denied_before(old: _Parsed, new: _Parsed) -> str:
+    """The new statement asserts what a negated clause of the old one denied."""
+    for clause in old.clauses:
+        if not clause.negation or not clause.words:
+            continue
+        asserted = any(
+            not theirs.negation and clause.words <= theirs.words for theirs in new.clauses
+        )
+        if asserted and not clause.words <= old.words - clause.words:
+            return f"says what the old one denied ('{clause.negation}')"
+    return ""
 
 
-def compare(old: str, new: str) -> Comparison:
-    """Judge ``new`` against ``old``, checking in this order (the first rule that fits wins):
+_CONTRADICTIONS = (
+    _number_change,
+    _state_change,
+    _negation_flip,
+    _opposite_state,
+    _denied_before,
+)
 
-    1. "same": identical once normalised.
-    2. "contradiction": about the same subject (content-word overlap >= STRONG_OVERLAP once the
-       differing words are left out) and either a number of the same unit changed
+
+def compare(old: str, new: str, *, old_speaker: str = "", new_speaker: str = "") -> Comparison:
+    """Judge ``new`` against ``old``, checking in this order (the first rule that fits wins).
+
+    Both are first put in one wording (``wording.canonical``: first person becomes the
+    speaker, number words become digits, "around the clock" becomes "24/7", a passive with an
+    agent becomes active), so wordings of one thing compare as one.
+
+    1. "same": identical once in one wording (and said by the same person when first person).
+    2. Different subjects (the words before the first verb, ``_same_subject``): "novel" —
+       Ollie's alarm is not Maya's, whatever the numbers — unless a role passed from the old
+       subject to the new one ("contradiction": "aisha has taken over the revamp from
+       marco"), or both claim one role with no word of change ("conflict": a person settles
+       whether "marco leads the revamp" still holds).
+    3. "contradiction" about the same subject: a number of the same unit changed
        ("same subject, 19 degrees → 21 degrees"); or the new one carries a state-change cue
        the old one lacks ("state change: 'moved'"; see STATE_CHANGE_OVERLAP); or a clause is
-       negated in one and not the other ("differs by a 'not'"); or an opposite state
-       ("opposite state: 'on' → 'off'").
-    3. "refinement": the new one keeps >= REFINEMENT_COVERAGE of the old one's content words
+       negated in one and not the other ("differs by a 'not'"); or an opposite state or verb
+       ("opposite state: 'accepts' → 'rejects'"); or the new one asserts what the old one
+       denied ("the den means the back room, not the playroom" → "the den means the
+       playroom").
+    4. "refinement": the new one keeps >= REFINEMENT_COVERAGE of the old one's content words
        and adds more.
-    4. "same": overlap >= SAME_THRESHOLD with equal negation counts and equal numbers; or
+    5. "same": overlap >= SAME_THRESHOLD with equal negation counts and equal numbers; or
        every clause of the new one (CONTAINED_MIN_WORDS content words at least) already sits
        inside a clause of the old one with the same polarity. Statements that differ by a
        "not" are therefore never "same".
-    5. "related": overlap >= RELATED_THRESHOLD; otherwise "novel".
+    6. "conflict": the same subject and the same one-valued slot (what something means, is
+       called, where it is kept, who leads it) with another value and no cue: the old one may
+       be replaced, and only a person can say.
+    7. "related": overlap >= RELATED_THRESHOLD; otherwise "novel".
 
     Direction matters: "refinement" and the state-change cue are read from ``new``.
     """
-    a, b = _parse(old), _parse(new)
+    a = _parse(wording.canonical(normalise(old), old_speaker))
+    b = _parse(wording.canonical(normalise(new), new_speaker))
     if a.norm == b.norm:
-        return Comparison("same", 1.0, "identical once normalised")
+        return Comparison("same", 1.0, "identical once normalised", could_be_same=True)
     similarity = round(_jaccard(a.words, b.words), 3)
+    if not _same_subject(a, b):
+        return _other_subject(a, b, similarity)
     for check in _CONTRADICTIONS:
         reason = check(a, b)
         if reason:
@@ -553,16 +835,63 @@ def compare(old: str, new: str) -> Comparison:
     if grows and len(a.words & b.words) / len(a.words) >= REFINEMENT_COVERAGE:
         return Comparison("refinement", similarity, f"adds {_quote(added, b.surface)}")
 
+    same_values = set(a.quantities) == set(b.quantities)
     same_polarity = len(a.negations) == len(b.negations)
-    if same_polarity and similarity >= SAME_THRESHOLD and set(a.quantities) == set(b.quantities):
-        return Comparison("same", similarity, "same content words, said another way")
+    if same_polarity and similarity >= SAME_THRESHOLD and same_values:
+        return Comparison("same", similarity, "same content words, said another way", True)
     if len(b.words) >= CONTAINED_MIN_WORDS and _already_said(a, b):
-        return Comparison("same", similarity, "already said by the old statement")
+        return Comparison("same", similarity, "already said by the old statement", True)
 
+    slot = _one_valued_slot(a, b)
+    if slot:
+        return Comparison("conflict", similarity, slot)
+    could_be_same = same_values and same_polarity
     shared = sorted(a.words & b.words)
     if shared and similarity >= RELATED_THRESHOLD:
-        return Comparison("related", similarity, f"shares {_quote(shared, b.surface)}")
-    return Comparison("novel", similarity, "nothing in common")
+        return Comparison(
+            "related", similarity, f"shares {_quote(shared, b.surface)}", could_be_same
+        )
+    return Comparison("novel", similarity, "nothing in common", could_be_same)
+
+
+#: Verbs whose object has one holder at a time: a project has one lead, a word one meaning.
+_ONE_HOLDER = frozenset(_stem(w) for w in _word_set("lead own manage head chair run maintain"))
+_ONE_VALUE = frozenset(_stem(w) for w in _word_set("mean call refer stand belong live sit"))
+_PLACE = re.compile(
+    r"\b(?:kept|stored|lives?|sits?|hangs?|parked|located|is|are) (?:in|on|at|under|"
+    r"behind|beside|inside|above|below|next to|near) (?:the )?(?P<place>.+)$"
+)
+
+
+def _other_subject(a: _Parsed, b: _Parsed, similarity: float) -> Comparison:
+    """Two statements whose subjects differ: novel, unless one role passed between them."""
+    role_a, role_b = a.words - (a.subject or frozenset()), b.words - (b.subject or frozenset())
+    handed_over = (
+        a.subject is not None
+        and a.subject <= b.words
+        and _HANDOVER.search(b.norm)
+        and len(role_a & role_b - a.subject) >= 2
+    )
+    if handed_over:
+        return Comparison("contradiction", similarity, "the role passed to someone else")
+    same_role = a.anchor and a.anchor == b.anchor and a.anchor in _ONE_HOLDER
+    if same_role and role_a == role_b and not (a.subject & b.subject):
+        return Comparison("conflict", similarity, "both hold the same role")
+    verdict = "related" if similarity >= RELATED_THRESHOLD else "novel"
+    return Comparison(verdict, similarity, "about something else")
+
+
+def _one_valued_slot(a: _Parsed, b: _Parsed) -> str:
+    """The same subject and a one-valued slot (a meaning, a name, a place, a holder) that now
+    holds another value, with nothing else said: "" when that is not the case."""
+    if a.subject is None or a.subject != b.subject or a.anchor != b.anchor:
+        return ""
+    if a.anchor in _ONE_VALUE or a.anchor in _ONE_HOLDER:
+        return f"a new value for what it {a.surface.get(a.anchor, a.anchor)}"
+    place_a, place_b = _PLACE.search(a.norm), _PLACE.search(b.norm)
+    if place_a and place_b and place_a.group("place") != place_b.group("place"):
+        return "kept somewhere else"
+    return ""
 
 
 # --- Which section of the memory document a statement belongs in ----------------------------
