@@ -12,7 +12,7 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from knowledge import kinds, statements
-from knowledge.models import Fact, Memory, Source, Subject
+from knowledge.models import Conflict, Fact, Memory, Observation, Source, Subject
 
 CONFIDENCE = {"high": 0.8, "medium": 0.6, "low": 0.4}
 PRIOR_WEIGHT = 2  # the taught confidence counts as this many observed outcomes
@@ -62,15 +62,79 @@ def file_fact(
     )
     if subjects:
         fact.subjects.set(subjects)
+    observe(
+        fact=fact,
+        kind=Observation.Kind.TAUGHT,
+        text=text,
+        by=by,
+        channel=channel,
+        source=source,
+        outcome=outcome,
+        when=now,
+    )
     transaction.on_commit(lambda: brain_learned.send(sender=Fact, fact=fact, memory=memory))
     return fact
 
 
-def strengthen(*, fact: Fact) -> Fact:
-    """The same thing said again: more support, never more confidence (that takes outcomes)."""
+def observe(
+    *,
+    fact: Fact,
+    kind: str,
+    text: str,
+    by=None,
+    channel: str,
+    source: Source | None = None,
+    outcome: bool | None = None,
+    when: datetime | None = None,
+) -> Observation:
+    """Record one time the fact was said: who, when, through what, from where."""
+    return Observation.objects.create(
+        fact=fact,
+        kind=kind,
+        text=text,
+        said_by=by,
+        said_by_name=by.get_username() if by is not None else "",
+        channel=channel,
+        source=source,
+        outcome=outcome,
+        created_at=when or timezone.now(),
+    )
+
+
+def strengthen(
+    *,
+    fact: Fact,
+    text: str,
+    by=None,
+    channel: str,
+    source: Source | None = None,
+    outcome: bool | None = None,
+) -> Fact:
+    """The same thing said again: more support and an observation of its own (who, when,
+    where), never more confidence (that takes outcomes) and never a new teacher."""
     Fact.objects.filter(pk=fact.pk).update(support=F("support") + 1)
+    observe(
+        fact=fact,
+        kind=Observation.Kind.RESTATED,
+        text=text,
+        by=by,
+        channel=channel,
+        source=source,
+        outcome=outcome,
+    )
     fact.refresh_from_db(fields=["support"])
     return fact
+
+
+def open_conflict(*, old: Fact, new: Fact, reason: str) -> Conflict:
+    """Keep both and ask: ``new`` may replace ``old``, and a person settles which holds."""
+    conflict, _ = Conflict.objects.get_or_create(
+        old=old,
+        new=new,
+        state=Conflict.State.OPEN,
+        defaults={"memory": new.memory, "reason": reason[:300]},
+    )
+    return conflict
 
 
 def supersede(*, old: Fact, new: Fact) -> None:

@@ -1,15 +1,23 @@
 """The write gate: how a new statement relates to what is already believed.
 
 Compared against the nearest live facts (the same words, full-text matches and the nearest
-vectors), queued ones included, so the pending inbox is covered too. Verdicts:
+vectors), queued ones included, so the pending inbox is covered too. Two statements can be the
+same, refine or contradict each other only when they are about the same thing: the same subject
+(the words before the first verb; a first-person statement is about its speaker) and the same
+slot. Different subjects that share a template are novel, whatever their numbers. Verdicts:
 
 - novel: store it;
-- same (redundant): strengthen the existing fact (support + 1, no new row, confidence unchanged)
-  — unless the outcome differs ("did this before, got a different result"), which is stored;
-- refinement or contradiction: store it, and close the old fact's validity, linked to it.
+- same (redundant): strengthen the existing fact (support + 1 and an observation of its own, no
+  new row, confidence unchanged) — unless the outcome differs ("did this before, got a
+  different result": X, then X that failed), which is stored as its own fact;
+- refinement or contradiction: store it, and close the old fact's validity, linked to it;
+- conflict: the new one may replace the old one but the judge is not sure: store it, keep both
+  live, and open a ``Conflict`` that a person settles. The gate never retires a fact it is not
+  sure is replaced.
 
-Statements that differ by a "not" are never "same" (``statements.compare`` guarantees it). The
-offline judge is the default; the caller (an agent) may pass its own verdict and target; with
+Statements that differ by a "not" are never "same" (``statements.compare`` guarantees it, and
+meaning is consulted only when nothing in the words tells them apart). The offline judge is the
+default; the caller (an agent) may pass its own verdict and target; with
 BRAIN_GATE_JUDGE=anthropic the configured model judges (one call per write).
 """
 
@@ -22,9 +30,11 @@ from typing import Literal
 
 import pydantic
 from django.conf import settings
+from pgvector.django import CosineDistance
 
 from brain import llm
 from knowledge import search, statements
+from knowledge.embedding import get_embedder
 from knowledge.models import Fact, Memory
 
 logger = logging.getLogger(__name__)
@@ -59,21 +69,56 @@ def neighbours(memory: Memory, text: str, embedding: list[float] | None) -> list
     return list(found.values())
 
 
+#: When the gate is unsure, keep both and ask: the strongest relation wins, a conflict only
+#: when nothing surer was found.
+PRECEDENCE = ("same", "contradiction", "refinement", "conflict")
+
+
 def judge(
-    memory: Memory, text: str, *, outcome: bool | None, embedding: list[float] | None
+    memory: Memory,
+    text: str,
+    *,
+    outcome: bool | None,
+    embedding: list[float] | None,
+    speaker: str = "",
 ) -> Judgement:
-    """The offline judge: the strongest relation between ``text`` and its neighbours."""
+    """The offline judge: the strongest relation between ``text`` and its neighbours.
+
+    Every neighbour is related with ``relate`` (subjects and slots first, meaning for what the
+    words leave open); "conflict" means the new fact is stored beside the old one and a
+    person settles which holds.
+    """
+    near = neighbours(memory, text, embedding)
+    closeness = _closeness(near, embedding)
+    new = Said(text, speaker)
     best: dict[str, tuple[float, Fact, str]] = {}
-    for fact in neighbours(memory, text, embedding):
-        comparison = statements.compare(fact.text, text)
-        current = best.get(comparison.verdict)
-        if current is None or comparison.similarity > current[0]:
-            best[comparison.verdict] = (comparison.similarity, fact, comparison.reason)
-    for verdict in ("same", "contradiction", "refinement"):
+    for fact in near:
+        relation = relate(
+            Said(fact.text, fact.taught_by_name), new, closeness=closeness.get(fact.pk)
+        )
+        score = closeness.get(fact.pk, 0.0)
+        current = best.get(relation.verdict)
+        if current is None or score > current[0]:
+            best[relation.verdict] = (score, fact, relation.reason)
+    for verdict in PRECEDENCE:
         if verdict in best:
             _, fact, reason = best[verdict]
             return _with_outcome(Judgement(verdict, fact, reason), outcome)
     return Judgement("novel", None, "nothing like it is known")
+
+
+def _closeness(facts: list[Fact], embedding: list[float] | None) -> dict[int, float]:
+    """Cosine similarity of each fact's stored vector to ``embedding``, in one query (vectors
+    of another embedder are not comparable and are left out)."""
+    if embedding is None or not facts:
+        return {}
+    rows = (
+        Fact.objects.filter(pk__in=[fact.pk for fact in facts], embedder=get_embedder().name)
+        .exclude(embedding=None)
+        .annotate(distance=CosineDistance("embedding", embedding))
+        .values_list("pk", "distance")
+    )
+    return {pk: 1.0 - distance for pk, distance in rows}
 
 
 class ModelVerdict(pydantic.BaseModel):
@@ -101,7 +146,12 @@ def model_judging() -> bool:
 
 
 def judge_with_model(
-    memory: Memory, text: str, *, outcome: bool | None, embedding: list[float] | None
+    memory: Memory,
+    text: str,
+    *,
+    outcome: bool | None,
+    embedding: list[float] | None,
+    speaker: str = "",
 ) -> Judgement:
     """The model's verdict over the same neighbours the offline judge reads. Falls back to the
     offline judge when the model fails or answers about a fact it was not shown."""
@@ -120,14 +170,14 @@ def judge_with_model(
         )
     except llm.LLMError as error:
         logger.warning("the model could not judge a write (%s); using the offline judge", error)
-        return judge(memory, text, outcome=outcome, embedding=embedding)
+        return judge(memory, text, outcome=outcome, embedding=embedding, speaker=speaker)
     verdict = answer.parsed
     by_pk = {fact.pk: fact for fact in near}
     if verdict.verdict == "novel":
         return Judgement("novel", None, verdict.reason or "the model judged it novel")
     target = by_pk.get(verdict.target)
     if target is None:
-        return judge(memory, text, outcome=outcome, embedding=embedding)
+        return judge(memory, text, outcome=outcome, embedding=embedding, speaker=speaker)
     kind = verdict.verdict
     # Enforced in code, whatever the model says: a "not" apart is never the same fact.
     if kind == "same" and statements.is_negated(target.text) != statements.is_negated(text):
@@ -154,16 +204,12 @@ def from_agent(
 def _with_outcome(judgement: Judgement, outcome: bool | None) -> Judgement:
     """A restatement with a different outcome is the most informative event a belief can have:
     it is stored, not merged."""
-    if judgement.verdict != "same" or judgement.target is None:
+    if judgement.verdict != "same" or judgement.target is None or outcome is None:
         return judgement
-    if (
-        outcome is not None
-        and judgement.target.outcome is not None
-        and (outcome != judgement.target.outcome)
-    ):
-        return Judgement(
-            "different_outcome", judgement.target, "said before, with a different outcome"
-        )
+    target = judgement.target
+    failed_before = target.valence == Fact.Valence.FAILURE
+    if outcome is failed_before:  # it worked where it failed, or failed where it was believed
+        return Judgement("different_outcome", target, "said before, with a different outcome")
     return judgement
 
 
@@ -200,16 +246,19 @@ class Relation:
 SAME_MEANING = 0.86
 
 
-def relate(old: Said, new: Said) -> Relation:
+def relate(old: Said, new: Said, *, closeness: float | None = None) -> Relation:
     """Judge ``new`` against ``old`` without a model or the database (pure and deterministic):
     the words first (``statements.compare``: subjects, slots, numbers, negations, cues), then
-    meaning for what the words left open."""
+    meaning for what the words left open. ``closeness``: their cosine similarity when the
+    caller already has it (the database computed it); otherwise it comes from the embeddings.
+    """
     comparison = statements.compare(
         old.text, new.text, old_speaker=old.speaker, new_speaker=new.speaker
     )
     verdict = comparison.verdict
     if verdict in ("related", "novel") and comparison.could_be_same:
-        closeness = cosine(old.embedding, new.embedding)
+        if closeness is None:
+            closeness = cosine(old.embedding, new.embedding)
         if closeness >= SAME_MEANING:
             return Relation("same", f"the same meaning in other words ({closeness:.2f})")
     if verdict == "related":

@@ -358,3 +358,98 @@ class Fact(models.Model):
             and not self.subject_removed
             and (self.expires_at is None or self.expires_at > timezone.now())
         )
+
+
+# Observations: every time a statement was made ------------------------------------------------
+
+
+class Observation(models.Model):
+    """One time a fact was said: who said it, when, through what, from which source, and the
+    outcome they reported. The first is the teaching; a restatement by someone else or in
+    another conversation adds one (support counts them) instead of overwriting who taught it.
+    """
+
+    class Kind(models.TextChoices):
+        TAUGHT = "taught"
+        RESTATED = "restated"
+
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="observations")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    text = models.TextField(help_text="The words as they were said this time.")
+    said_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    said_by_name = models.CharField(max_length=150, blank=True)
+    channel = models.CharField(max_length=10, choices=Fact.Channel.choices)
+    source = models.ForeignKey(
+        Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="observations"
+    )
+    outcome = models.BooleanField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["fact", "created_at"], name="observation_fact_time")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} by {self.said_by_name or 'brain'}: {self.text}"
+
+
+# Conflicts: two statements a person settles ---------------------------------------------------
+
+
+class ConflictQuerySet(models.QuerySet):
+    def open(self) -> ConflictQuerySet:
+        return self.filter(state=Conflict.State.OPEN)
+
+    def for_memory(self, memory: Memory) -> ConflictQuerySet:
+        return self.filter(memory=memory)
+
+    def readable_by(self, user) -> ConflictQuerySet:
+        """A conflict is readable when both of its sides are (the one read rule on facts)."""
+        readable = Fact.objects.readable_by(user).values("pk")
+        return self.filter(old__in=readable, new__in=readable)
+
+
+class Conflict(models.Model):
+    """A new statement that may replace an older one, where the gate was not sure. Both stay
+    live until a person keeps the new one, the old one, or both."""
+
+    class State(models.TextChoices):
+        OPEN = "open"
+        SETTLED = "settled"
+
+    class Resolution(models.TextChoices):
+        KEEP_NEW = "new", "kept the new one"
+        KEEP_OLD = "old", "kept the old one"
+        KEEP_BOTH = "both", "kept both"
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="conflicts")
+    old = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="conflicts_as_old")
+    new = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="conflicts_as_new")
+    reason = models.CharField(max_length=300)
+    state = models.CharField(max_length=8, choices=State.choices, default=State.OPEN)
+    resolution = models.CharField(max_length=4, choices=Resolution.choices, blank=True)
+    settled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    settled_by_name = models.CharField(max_length=150, blank=True)
+    settled_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = ConflictQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["old", "new"],
+                condition=models.Q(state="open"),
+                name="one_open_conflict_per_pair",
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(old=models.F("new")), name="conflict_between_two_facts"
+            ),
+        ]
+        indexes = [models.Index(fields=["memory", "state", "-created_at"], name="conflict_open")]
+
+    def __str__(self) -> str:
+        return f"“{self.old.text}” or “{self.new.text}”"

@@ -20,7 +20,7 @@ from django.utils import timezone
 from knowledge import actions as knowledge_actions
 from knowledge import gate, kinds, statements
 from knowledge.embedding import get_embedder
-from knowledge.models import Fact, Memory, Source
+from knowledge.models import Conflict, Fact, Memory, Source
 from knowledge.secret_filter import secret_in
 from knowledge.subjects import mentioned_in
 from knowledge.subjects import resolve as resolve_subjects
@@ -125,13 +125,15 @@ def add_to_inbox(
 
 @dataclass(frozen=True)
 class Learned:
-    """What the gate decided about a taught statement."""
+    """What the gate decided about a taught statement, and what was done about it."""
 
-    verdict: str  # novel | same | refinement | contradiction | different_outcome
+    verdict: str  # novel | same | refinement | contradiction | conflict | different_outcome
     fact: Fact
     item: InboxItem | None  # None when it only strengthened a fact already known
     reason: str
     superseded: Fact | None = None
+    conflict: Conflict | None = None
+    earlier: Fact | None = None  # different_outcome: the fact said before
 
     @property
     def message(self) -> str:
@@ -143,6 +145,21 @@ class Learned:
         queued = f"Queued #{self.item.pk}: {self.fact.text}"
         if self.superseded is not None:
             return f"{queued} (it replaces “{self.superseded.text}”: {self.reason})"
+        if self.conflict is not None:
+            return (
+                f"{queued} It may replace “{self.conflict.old.text}” ({self.reason}); both are "
+                f"kept until you settle it under To settle (conflict #{self.conflict.pk})."
+            )
+        if self.earlier is not None:
+            if self.fact.valence == Fact.Valence.FAILURE:
+                return (
+                    f"Stored as a failure (fact #{self.fact.pk}): it was said before as "
+                    f"working (fact #{self.earlier.pk}), and this time it did not work."
+                )
+            return (
+                f"Stored as a success (fact #{self.fact.pk}): it failed before (fact "
+                f"#{self.earlier.pk}), and this time it worked."
+            )
         return queued
 
 
@@ -178,24 +195,34 @@ def learn(
     about += [s for s in mentioned_in(memory, text) if s not in about]
     embedder = get_embedder()
     embedding = embedder.embed_one(text)
+    speaker = _person_name(by)
     if verdict:
         judgement = gate.from_agent(memory, verdict, target, outcome=outcome)
     elif gate.model_judging():
-        judgement = gate.judge_with_model(memory, text, outcome=outcome, embedding=embedding)
+        judgement = gate.judge_with_model(
+            memory, text, outcome=outcome, embedding=embedding, speaker=speaker
+        )
     else:
-        judgement = gate.judge(memory, text, outcome=outcome, embedding=embedding)
+        judgement = gate.judge(memory, text, outcome=outcome, embedding=embedding, speaker=speaker)
     with transaction.atomic():
         normalized = statements.normalise(text)
         _lock(memory, normalized)
         if judgement.verdict == "novel":
-            twin = Fact.objects.for_memory(memory).live().filter(normalized=normalized).first()
+            twin = _twin(memory, normalized, text, speaker)
             if twin is not None:  # taught a moment ago by someone else
                 judgement = gate.Judgement("same", twin, "said at the same moment")
-        if judgement.verdict == "same":
-            fact = knowledge_actions.strengthen(fact=judgement.target)
-            return Learned("same", fact, None, judgement.reason)
         if source is None:
             source = _source_for(memory, text, origin, by)
+        if judgement.verdict == "same":
+            fact = knowledge_actions.strengthen(
+                fact=judgement.target,
+                text=text,
+                by=by,
+                channel=_channel(origin),
+                source=source,
+                outcome=outcome,
+            )
+            return Learned("same", fact, None, judgement.reason)
         fact = knowledge_actions.file_fact(
             memory=memory,
             text=text,
@@ -209,14 +236,30 @@ def learn(
             embedding=embedding,
             embedder=embedder.name,
         )
-        superseded = None
+        superseded = conflict = earlier = None
         if judgement.verdict in ("contradiction", "refinement"):
             knowledge_actions.supersede(old=judgement.target, new=fact)
             superseded = judgement.target
+        elif judgement.verdict == "conflict":
+            conflict = knowledge_actions.open_conflict(
+                old=judgement.target, new=fact, reason=judgement.reason
+            )
+        elif judgement.verdict == "different_outcome":
+            earlier = judgement.target
         item = add_to_inbox(
             memory=memory, text=text, origin=origin, confidence=confidence, by=by, fact=fact
         )
-    return Learned(judgement.verdict, fact, item, judgement.reason, superseded)
+    return Learned(judgement.verdict, fact, item, judgement.reason, superseded, conflict, earlier)
+
+
+def _twin(memory: Memory, normalized: str, text: str, speaker: str) -> Fact | None:
+    """A live fact with the very same words that says the same thing (a first-person
+    statement by someone else says something else: "I like it at 19", by Sarah or by Tom)."""
+    for fact in Fact.objects.for_memory(memory).live().filter(normalized=normalized)[:5]:
+        said = gate.relate(gate.Said(fact.text, fact.taught_by_name), gate.Said(text, speaker))
+        if said.verdict == "same":
+            return fact
+    return None
 
 
 _SOURCE_KINDS = {
