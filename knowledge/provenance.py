@@ -10,8 +10,9 @@ def _when(value) -> str | None:
 
 
 def explain(fact: Fact) -> dict:
-    """Who taught it, when, through what, from which source; what it replaced and what replaced
-    it; its outcomes; and whether it is still believed, with the reason when it is not."""
+    """Who taught it, when, through what, from which source; every later time it was said
+    again (by whom, when, from where); what it replaced and what replaced it; its outcomes;
+    and whether it is still believed, with the reason when it is not."""
     chain = []
     older = fact.supersedes.order_by("-valid_from").first()
     while older is not None and len(chain) < 50:
@@ -53,6 +54,22 @@ def explain(fact: Fact) -> dict:
                 "present": s.present,
             }
             for s in fact.subjects.all()
+        ],
+        "observations": [
+            {
+                "kind": observation.kind,
+                "text": observation.text,
+                "said_by": observation.said_by_name or None,
+                "channel": observation.channel,
+                "said_at": _when(observation.created_at),
+                "outcome": observation.outcome,
+                "source": {"id": observation.source_id, "title": observation.source.title}
+                if observation.source_id
+                else None,
+            }
+            for observation in fact.observations.select_related("source").order_by(
+                "created_at", "pk"
+            )
         ],
         "confidence": fact.confidence,
         "taught_with_confidence": fact.prior,

@@ -45,9 +45,15 @@ def tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
+PROVEN_AFTER = 5  # successes at which a fact counts as fully proven in use
+UTILITY_WEIGHT = 0.002  # in the fused ranking, about eight ranks between unproven and proven
+
+
 def utility(fact: Fact) -> float:
-    """How much a fact has earned its place: 0.7 × confidence + 0.3 × use (support)."""
-    return 0.7 * fact.confidence + 0.3 * min(1.0, (fact.support - 1) / 4)
+    """How much a fact has earned its place: 0.7 × confidence + 0.3 × proven use (successes
+    reported for it, up to PROVEN_AFTER). Repetition is not evidence: a fact said ten times
+    and never acted on ranks below one that worked 9 times out of 9."""
+    return 0.7 * fact.confidence + 0.3 * min(1.0, fact.successes / PROVEN_AFTER)
 
 
 def _line(fact: Fact) -> str:
@@ -93,10 +99,14 @@ def ranked_facts(memory: Memory, *, question: str, subjects: list[Subject], read
         embedding = get_embedder().embed_one(question)
         for rank, (pk, _distance) in enumerate(search.nearest(memory, embedding, limit=PER_SOURCE)):
             scores[pk] = scores.get(pk, 0) + 1 / (RRF_K + rank)
-        wanted = [pk for pk in sorted(scores, key=scores.get, reverse=True) if pk not in seen]
+        wanted = [pk for pk in scores if pk not in seen]
         # The read rule applies to the vector hits here, through the one queryset method.
         found = readable.filter(pk__in=wanted).in_bulk()
-        ordered += [found[pk] for pk in wanted if pk in found]
+        ordered += sorted(
+            found.values(),
+            key=lambda fact: scores[fact.pk] + UTILITY_WEIGHT * utility(fact),
+            reverse=True,
+        )
     return ordered
 
 
