@@ -193,6 +193,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "knowledge.api.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "brain API",

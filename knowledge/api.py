@@ -1,6 +1,7 @@
 """Facts over HTTP: list (search, filters, sorts, cursor pages), explain, outcome, context.
 
 Every read goes through ``Fact.objects.readable_by``. Bad input is a 400 naming the problem.
+Every API's error answers are here: 400, 409, and the 503 of ``exception_handler``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from rest_framework.exceptions import NotFound
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
 
+from brain.db import retry
 from knowledge import actions, listing, provenance, retrieval
 from knowledge.models import Fact, Memory
 from knowledge.subjects import UnknownSubject
@@ -39,6 +42,30 @@ def invalid(error: ValidationError) -> Response:
 def conflict(message: str, **extra) -> Response:
     """A 409: the request was fine, but the state has moved on (and says how)."""
     return Response({"detail": message, **extra}, status=status.HTTP_409_CONFLICT)
+
+
+BUSY_RETRY_AFTER_S = 1  # the race's winner commits within milliseconds of the loser's rollback
+
+
+def busy() -> Response:
+    """A 503: the write lost a lock race on every attempt. Nothing was saved; sending it again
+    in a moment works."""
+    return Response(
+        {
+            "detail": "Other writes were saving at the same moment and this one could not get "
+            "its turn; nothing was saved. Send it again in a moment."
+        },
+        status=status.HTTP_503_SERVICE_UNAVAILABLE,
+        headers={"Retry-After": str(BUSY_RETRY_AFTER_S)},
+    )
+
+
+def exception_handler(error: Exception, context: dict) -> Response | None:
+    """DRF's mapping, plus the last safety net for a write: the actions retry a deadlock or a
+    serialisation failure, and one that still reaches a view is a 503, never a 500."""
+    if retry.is_retryable(error):
+        return busy()
+    return drf_exception_handler(error, context)
 
 
 def readable_fact(request: Request, pk: int) -> Fact:

@@ -17,6 +17,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from brain.db.retry import retry_transaction
 from knowledge import actions as knowledge_actions
 from knowledge import gate, kinds, statements
 from knowledge.embedding import get_embedder
@@ -163,6 +164,7 @@ class Learned:
         return queued
 
 
+@retry_transaction
 def learn(
     *,
     memory: Memory,
@@ -302,6 +304,7 @@ def request_if_learning(memory: Memory, trigger: str) -> None:
         request_consolidation(memory=memory, trigger=trigger)
 
 
+@retry_transaction
 def drop_inbox_item(*, item: InboxItem, by=None) -> bool:
     """Take a queued item out of the queue. It never reached the document, so nothing else is
     asked of the consolidator. Returns False when it was no longer pending."""
@@ -314,6 +317,7 @@ def drop_inbox_item(*, item: InboxItem, by=None) -> bool:
     return dropped == 1
 
 
+@retry_transaction
 def forget(*, fact: Fact, by=None, origin: str = Origin.TYPED) -> str:
     """Forget a fact everywhere it is used. Queued: its inbox item is dropped (the document never
     had it). Filed: it stops being used now, and removing its line is queued for the next pass.
@@ -443,7 +447,10 @@ def write_document(
     and an import log one change each. ``filed``: the fact ids whose candidates this write
     files. Must be called inside ``transaction.atomic``.
     """
-    Memory.objects.select_for_update().filter(pk=memory.pk).first()
+    # NO KEY UPDATE: writers of the document still queue here, but the foreign-key checks of a
+    # fact taught meanwhile (KEY SHARE on this row, at its commit) do not wait on it — that
+    # teaching may hold a fact row this commit is about to update.
+    Memory.objects.select_for_update(no_key=True).filter(pk=memory.pk).first()
     current = current_revision(memory)
     if current.generation != expected_generation:
         raise DocumentChanged(current)
@@ -502,6 +509,7 @@ def check_fits(memory: Memory, text: str) -> None:
         )
 
 
+@retry_transaction
 def save_user_edit(*, memory: Memory, text: str, base_generation: int, by=None) -> list[Change]:
     """Store a person's edit of the document. Your edits are the source of truth; the
     consolidator merges around them. Returns the change logged (none if nothing changed)."""
@@ -522,6 +530,7 @@ def save_user_edit(*, memory: Memory, text: str, base_generation: int, by=None) 
     return changes
 
 
+@retry_transaction
 def clear_memory(*, memory: Memory, by=None) -> Change | None:
     """Reset the document to the empty template. The old one stays as a revision (like
     memory.md.bak) and the change can be undone."""
@@ -541,6 +550,7 @@ def clear_memory(*, memory: Memory, by=None) -> Change | None:
     return changes[0] if changes else None
 
 
+@retry_transaction
 def undo_change(*, memory: Memory, number: int, by=None) -> Change:
     """Revert exactly change ``number``, even when later changes happened, and log the undo.
 

@@ -21,9 +21,10 @@ from datetime import timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
+from brain.db import retry
 from brain.embedded import pid_alive
 from knowledge.actions import reconcile_with_document
 from knowledge.models import Memory
@@ -48,6 +49,7 @@ UNCHANGED_ANSWER = re.compile(
     r"^\W*(unchanged|no changes?( needed)?|nothing to (add|change))\W*$", re.IGNORECASE
 )
 RESEND_AFTER = timedelta(seconds=60)  # an unclaimed run's start message is sent again after this
+REASON_MAX_CHARS = 400  # a failure reason is read on the runs list: the message and where, no dump
 
 
 class OverCap(ComposerError):
@@ -91,7 +93,10 @@ def execute(run_id: int) -> None:
         _finish(run, ConsolidationRun.State.TIMED_OUT, _timeout_reason())
     except Exception as error:
         logger.exception("consolidation pass %s failed", run.pk)
-        _finish(run, ConsolidationRun.State.FAILED, _last_line(error))
+        if retry.is_retryable(error):  # a lock race: nothing was written, the next pass may win
+            _retry_later(run, _lost_race_reason(error))
+        else:
+            _finish(run, ConsolidationRun.State.FAILED, _failure_reason(error))
 
 
 def _claim(run: ConsolidationRun) -> bool:
@@ -242,11 +247,31 @@ def _commit(
     items: list[InboxItem],
     composition: Composition,
 ) -> None:
-    memory = run.memory
-    ids = [item.pk for item in items]
     voice = composition.voice
     if not voice.strip() or document.size_bytes(voice) > VOICE_MAX_BYTES:
         voice = distil_voice(composition.document)
+    try:
+        _write(run, revision, items, composition, voice)
+    except DatabaseError as error:
+        if not retry.is_retryable(error):
+            raise
+        # Every attempt lost a lock race and was rolled back whole: nothing of the pass is
+        # written, the items stay pending, and a new pass files them.
+        _retry_later(run, _lost_race_reason(error))
+
+
+@retry.retry_transaction
+def _write(
+    run: ConsolidationRun,
+    revision: DocumentRevision,
+    items: list[InboxItem],
+    composition: Composition,
+    voice: str,
+) -> None:
+    """The pass's one transaction: all of it, or (on any error) nothing. Runs again when it
+    loses a lock race to a person's write."""
+    memory = run.memory
+    ids = [item.pk for item in items]
     with transaction.atomic():
         if InboxItem.objects.filter(pk__in=ids, state=InboxItem.State.DROPPED).exists():
             _retry_later(
@@ -334,9 +359,45 @@ def _timeout_reason() -> str:
     )
 
 
-def _last_line(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return lines[-1] if lines else type(error).__name__
+_SERVER_FIELD = re.compile(r"^(DETAIL|HINT|CONTEXT|QUERY|LOCATION|STATEMENT):\s*(.*)$")
+
+
+def _failure_reason(error: BaseException) -> str:
+    """What went wrong, in at most REASON_MAX_CHARS.
+
+    A database error reads "message / DETAIL: / HINT: / CONTEXT:" (continued on following
+    lines): keep the message and where it happened ("deadlock detected — CONTEXT: while updating
+    tuple (0,12) in relation …"); the DETAIL of a deadlock is process numbers nobody can use.
+    Anything else (a traceback, a composer's complaint) ends with what went wrong: keep the
+    last line.
+    """
+    lines = [" ".join(line.split()) for line in str(error).splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    fields: dict[str, list[str]] = {}
+    field = None
+    for line in lines[1:]:
+        if match := _SERVER_FIELD.match(line):
+            field = match[1]
+            fields.setdefault(field, []).append(match[2])
+        elif field is not None:
+            fields[field].append(line)
+    if not fields:
+        reason = lines[-1]
+    elif "CONTEXT" in fields:
+        reason = f"{lines[0]} — CONTEXT: {'; '.join(fields['CONTEXT'])}"
+    else:
+        reason = lines[0]
+    if len(reason) > REASON_MAX_CHARS:
+        reason = reason[: REASON_MAX_CHARS - 1].rstrip() + "…"
+    return reason
+
+
+def _lost_race_reason(error: BaseException) -> str:
+    return (
+        f"The pass lost a race for the database to other writes ({_failure_reason(error)}); "
+        "nothing was written, and a new pass has been asked for."
+    )
 
 
 # Lost passes, the sweep and the daily pass ---------------------------------------------------

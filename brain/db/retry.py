@@ -1,0 +1,90 @@
+"""Running a unit of work again when PostgreSQL ended its transaction to settle a lock race.
+
+PostgreSQL breaks a deadlock (SQLSTATE 40P01) by rolling back one of the transactions in it,
+and under stricter isolation it rolls back one that cannot be serialised (40001). Nothing of
+that transaction was written, and the other one goes on to commit, so running the whole unit
+again almost always succeeds. A person should never see these as an error.
+
+Rules:
+
+- Only the outermost unit retries. Called inside an outer ``transaction.atomic`` block, the
+  function runs once and the error is re-raised: the outer transaction is aborted (or still
+  holds the locks the race was about), and only the code that opened it can start it again.
+- The decorated function is the whole unit of work: its writes are in its own
+  ``transaction.atomic`` block(s), so a failed attempt leaves nothing behind, and it may read
+  and decide again on each attempt. It must not hold a transaction across a model call (the
+  house rule), so a retry never repeats a call while holding locks.
+- ``ATTEMPTS`` = 4: one race rarely repeats, and two in a row already means heavy contention.
+  Each attempt can wait up to PostgreSQL's ``deadlock_timeout`` (1 s by default) before the
+  race is detected, so four attempts and their pauses stay well inside a web request.
+- Pauses grow from ``FIRST_PAUSE_S`` (50 ms) by doubling to at most ``MAX_PAUSE_S`` (1 s), with
+  full jitter (a random share of the pause), so the two sides of a race do not meet again at
+  the same moment.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import random
+import time
+from collections.abc import Callable
+
+from django.db import DatabaseError, connection
+
+logger = logging.getLogger(__name__)
+
+DEADLOCK_DETECTED = "40P01"
+SERIALIZATION_FAILURE = "40001"
+RETRYABLE_SQLSTATES = frozenset({DEADLOCK_DETECTED, SERIALIZATION_FAILURE})
+
+ATTEMPTS = 4
+FIRST_PAUSE_S = 0.05
+MAX_PAUSE_S = 1.0
+
+
+def is_retryable(error: BaseException | None) -> bool:
+    """True for a deadlock or a serialisation failure. Django wraps the driver's error; the
+    SQLSTATE is on the psycopg error it was raised from."""
+    while error is not None:
+        if getattr(error, "sqlstate", None) in RETRYABLE_SQLSTATES:
+            return True
+        error = error.__cause__
+    return False
+
+
+def pause_before(attempt: int) -> float:
+    """Seconds to wait before attempt number ``attempt`` (2, 3, …): jittered, bounded."""
+    ceiling = min(MAX_PAUSE_S, FIRST_PAUSE_S * 2 ** (attempt - 2))
+    return random.uniform(0, ceiling)
+
+
+def retry_transaction[**P, R](func: Callable[P, R]) -> Callable[P, R]:
+    """Run ``func`` again (up to ATTEMPTS in all) when its transaction lost a lock race.
+
+    Re-raises the last error when every attempt lost, and at once when called inside an outer
+    atomic block. Any other error is raised as it is.
+    """
+
+    @functools.wraps(func)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        if connection.in_atomic_block:
+            return func(*args, **kwargs)
+        attempt = 1
+        while True:
+            try:
+                return func(*args, **kwargs)
+            except DatabaseError as error:
+                if not is_retryable(error) or attempt >= ATTEMPTS:
+                    raise
+                attempt += 1
+                logger.info(
+                    "%s lost a lock race (%s); attempt %d of %d",
+                    func.__qualname__,
+                    str(error).split("\n", 1)[0],
+                    attempt,
+                    ATTEMPTS,
+                )
+                time.sleep(pause_before(attempt))
+
+    return run

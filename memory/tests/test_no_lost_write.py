@@ -1,0 +1,337 @@
+"""No write is lost to a lock race: teaching, edits, forgets and a pass's commit at the same
+moment neither deadlock nor answer 500, and a pass that fails says why and where."""
+
+import threading
+
+import pytest
+from django.db import DatabaseError, connection, transaction
+from rest_framework.authtoken.models import Token
+
+from brain.db import retry
+from brain.testing import wait_until
+from knowledge import actions as knowledge_actions
+from knowledge.models import Fact, Memory
+from memory import actions, consolidator, document
+from memory.composers.base import ComposerError, Composition
+from memory.models import Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
+
+ADD = "/api/memory/add"
+
+
+@pytest.fixture
+def home(transactional_db) -> Memory:
+    """Writes commit for real here: a retry only happens outside any outer transaction."""
+    return Memory.objects.default()
+
+
+def _lose_a_race() -> None:
+    """Make the server end this transaction as it ends a deadlock's loser (SQLSTATE 40P01)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "DO $$ BEGIN RAISE EXCEPTION 'deadlock detected' USING ERRCODE = '40P01'; END $$"
+        )
+
+
+@pytest.fixture
+def races(monkeypatch):
+    """Make ``module.name`` lose a lock race the first ``times`` times it is called."""
+
+    def install(module, name: str, times: int = 1) -> list:
+        original, calls = getattr(module, name), []
+
+        def losing(*args, **kwargs):
+            calls.append(1)
+            if len(calls) <= times:
+                _lose_a_race()
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, losing)
+        monkeypatch.setattr(retry.time, "sleep", lambda seconds: None)
+        return calls
+
+    return install
+
+
+def _waiting_on_a_lock() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        return cursor.fetchone()[0] > 0
+
+
+# The lock order between teaching and a pass's commit -------------------------------------------
+
+
+def test_teaching_a_replacement_for_a_fact_a_pass_is_filing_deadlocks_neither(home, monkeypatch):
+    """learn() holds the replaced fact's row and, at commit, checks its new rows' foreign keys
+    against the memory row (FOR KEY SHARE); the pass holds the memory row and waits for that
+    fact. The memory lock must not conflict with a foreign-key check."""
+    old = actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED).fact
+    superseded, go_on, errors, results = threading.Event(), threading.Event(), [], {}
+    supersede = knowledge_actions.supersede
+
+    def supersede_then_wait(**kwargs):
+        supersede(**kwargs)
+        superseded.set()
+        go_on.wait(timeout=10)  # until the pass is blocked on the row just locked
+
+    monkeypatch.setattr(knowledge_actions, "supersede", supersede_then_wait)
+
+    def teach():
+        try:
+            with transaction.atomic():  # commit here, and no retry: the race must not happen
+                results["learned"] = actions.learn(
+                    memory=home,
+                    text="The loft is cold.",
+                    origin=Origin.TYPED,
+                    verdict="contradiction",
+                    target=old.pk,
+                )
+        except Exception as error:  # reported by the assertion below
+            errors.append(error)
+        finally:
+            connection.close()
+
+    def commit_a_pass():
+        superseded.wait(timeout=10)
+        try:
+            with transaction.atomic():
+                actions.write_document(
+                    memory=home,
+                    expected_generation=0,
+                    text=document.TEMPLATE + "- The loft is warm.\n",
+                    kind=DocumentRevision.Kind.PASS,
+                    filed=[old.pk],
+                )
+        except Exception as error:
+            errors.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=teach), threading.Thread(target=commit_a_pass)]
+    for thread in threads:
+        thread.start()
+    assert superseded.wait(timeout=10)
+    try:
+        wait_until(_waiting_on_a_lock, timeout=10, message="the pass never waited for the fact")
+    finally:
+        go_on.set()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert errors == []
+    new = results["learned"].fact
+    assert Fact.objects.live().filter(pk=new.pk).exists()
+    assert Fact.objects.get(pk=old.pk).superseded_by_id == new.pk
+    assert DocumentRevision.objects.current(home).generation == 1
+
+
+# Every write path runs again after losing a race ------------------------------------------------
+
+
+def test_teaching_that_loses_a_race_is_taught_once(home, races):
+    calls = races(knowledge_actions, "file_fact")
+
+    learned = actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+
+    assert len(calls) == 2
+    assert list(Fact.objects.values_list("pk", flat=True)) == [learned.fact.pk]
+    assert InboxItem.objects.get().fact_id == learned.fact.pk
+
+
+def test_an_edit_that_loses_a_race_is_saved_once(home, races):
+    calls = races(knowledge_actions, "reconcile_with_document")
+
+    actions.save_user_edit(memory=home, text=document.TEMPLATE + "- Mine.\n", base_generation=0)
+
+    assert len(calls) == 2
+    assert DocumentRevision.objects.current(home).generation == 1
+    assert Change.objects.count() == 1
+
+
+def test_a_clear_that_loses_a_race_is_done_once(home, races):
+    actions.save_user_edit(memory=home, text=document.TEMPLATE + "- Mine.\n", base_generation=0)
+    calls = races(knowledge_actions, "reconcile_with_document")
+
+    change = actions.clear_memory(memory=home)
+
+    assert len(calls) == 2
+    assert change is not None
+    assert DocumentRevision.objects.current(home).text == document.TEMPLATE
+    assert Change.objects.count() == 2
+
+
+def test_an_undo_that_loses_a_race_is_done_once(home, races):
+    [edit] = actions.save_user_edit(
+        memory=home, text=document.TEMPLATE + "- Mine.\n", base_generation=0
+    )
+    calls = races(knowledge_actions, "reconcile_with_document")
+
+    undo = actions.undo_change(memory=home, number=edit.number)
+
+    assert len(calls) == 2
+    assert Change.objects.get(pk=edit.pk).undone_by_id == undo.pk
+    assert DocumentRevision.objects.current(home).text == document.TEMPLATE
+
+
+def test_a_forget_that_loses_a_race_is_done_once(home, races):
+    fact = actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED).fact
+    calls = races(knowledge_actions, "forget_fact")
+
+    said = actions.forget(fact=fact)
+
+    assert len(calls) == 2
+    assert said.startswith("Forgotten")
+    assert not Fact.objects.live().exists()
+    assert InboxItem.objects.get().state == InboxItem.State.DROPPED
+
+
+def test_a_drop_that_loses_a_race_is_done_once(home, races):
+    learned = actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    calls = races(knowledge_actions, "forget_fact")
+
+    assert actions.drop_inbox_item(item=learned.item) is True
+
+    assert len(calls) == 2
+    assert InboxItem.objects.get().state == InboxItem.State.DROPPED
+    assert not Fact.objects.live().exists()
+
+
+# Over HTTP: never a 500 --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def automation(client, alice):
+    token = Token.objects.create(user=alice)
+    client.defaults["HTTP_AUTHORIZATION"] = f"Token {token.key}"
+    return client
+
+
+def test_adding_over_the_api_through_a_lost_race_answers_201(home, automation, races):
+    races(knowledge_actions, "file_fact")
+
+    response = automation.post(ADD, {"fact": "The loft is warm."}, content_type="application/json")
+
+    assert response.status_code == 201, response.content
+    assert Fact.objects.live().get().pk == response.json()["fact"]
+
+
+def test_a_race_lost_on_every_attempt_answers_503_with_retry_after_and_writes_nothing(
+    home, automation, races
+):
+    races(knowledge_actions, "file_fact", times=retry.ATTEMPTS)
+
+    response = automation.post(ADD, {"fact": "The loft is warm."}, content_type="application/json")
+
+    assert response.status_code == 503
+    assert int(response["Retry-After"]) >= 1
+    assert "nothing was saved" in response.json()["detail"]
+    assert not Fact.objects.exists()
+    assert not InboxItem.objects.exists()
+
+
+# A pass's commit ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def filing(monkeypatch):
+    composer = type(
+        "Filing",
+        (),
+        {
+            "name": "filing",
+            "compose": lambda self, document, candidates, **_: Composition(
+                document=document + "".join(f"- {c.text}\n" for c in candidates), voice=""
+            ),
+        },
+    )()
+    monkeypatch.setattr("memory.consolidator.get_composer", lambda: composer)
+
+
+def _pass(home) -> ConsolidationRun:
+    request = actions.request_consolidation(memory=home, trigger="cli", send=False)
+    consolidator.execute(request.run.pk)
+    return ConsolidationRun.objects.get(pk=request.run.pk)
+
+
+def test_a_pass_whose_commit_loses_a_race_commits_on_the_next_attempt(home, filing, races):
+    actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    calls = races(knowledge_actions, "reconcile_with_document")
+
+    run = _pass(home)
+
+    assert run.state == "filed", run.reason
+    assert len(calls) == 2
+    assert "- The loft is warm." in DocumentRevision.objects.current(home).text
+    assert DocumentRevision.objects.count() == 1
+    assert Change.objects.count() == 1
+    assert not InboxItem.objects.pending().exists()
+
+
+def test_a_pass_that_loses_every_race_writes_nothing_says_where_and_asks_for_another(
+    home, filing, races
+):
+    actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    races(knowledge_actions, "reconcile_with_document", times=retry.ATTEMPTS)
+    sent = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(consolidator, "send", sent.append)
+        run = _pass(home)
+
+    assert run.state == "failed"
+    assert run.reason.startswith("The pass lost a race for the database to other writes")
+    assert "deadlock detected — CONTEXT: PL/pgSQL function" in run.reason
+    assert not DocumentRevision.objects.exists()
+    assert not Change.objects.exists()
+    assert InboxItem.objects.pending().count() == 1
+    again = ConsolidationRun.objects.running().get()
+    assert again.trigger == ConsolidationRun.Trigger.RETRY
+    assert sent == [again]
+
+
+# What a failed pass says -------------------------------------------------------------------------
+
+DEADLOCK_TEXT = (
+    "deadlock detected\n"
+    "DETAIL:  Process 4242 waits for ShareLock on transaction 981; blocked by process 4243.\n"
+    "Process 4243 waits for ShareLock on transaction 980; blocked by process 4242.\n"
+    "HINT:  See server log for query details.\n"
+    'CONTEXT:  while updating tuple (0,12) in relation "knowledge_fact"'
+)
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (
+            DatabaseError(DEADLOCK_TEXT),
+            'deadlock detected — CONTEXT: while updating tuple (0,12) in relation "knowledge_fact"',
+        ),
+        (DatabaseError("out of shared memory\nHINT:  Raise it."), "out of shared memory"),
+        (ComposerError("Traceback…\noverloaded_error: Overloaded"), "overloaded_error: Overloaded"),
+    ],
+)
+def test_a_failed_pass_keeps_the_errors_message_and_where_it_happened(
+    home, scripted, error, reason
+):
+    actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    scripted(error)
+
+    run = _pass(home)
+
+    assert run.state == "failed"
+    assert run.reason == reason
+    assert InboxItem.objects.pending().count() == 1
+
+
+def test_a_failed_passs_reason_is_bounded(home, scripted):
+    actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    scripted(DatabaseError("deadlock detected\nCONTEXT:  " + "while locking tuple " * 200))
+
+    run = _pass(home)
+
+    assert len(run.reason) <= consolidator.REASON_MAX_CHARS
+    assert run.reason.startswith("deadlock detected — CONTEXT: while locking tuple")
+    assert run.reason.endswith("…")
