@@ -404,6 +404,17 @@ class ConflictQuerySet(models.QuerySet):
     def for_memory(self, memory: Memory) -> ConflictQuerySet:
         return self.filter(memory=memory)
 
+    def to_settle(self) -> ConflictQuerySet:
+        """Open conflicts whose two sides are both still believed (a side forgotten, expired
+        or replaced since has settled it by other means), newest first."""
+        live = Fact.objects.live().values("pk")
+        return (
+            self.open()
+            .filter(old__in=live, new__in=live)
+            .select_related("old", "new")
+            .order_by("-created_at", "-pk")
+        )
+
     def readable_by(self, user) -> ConflictQuerySet:
         """A conflict is readable when both of its sides are (the one read rule on facts)."""
         readable = Fact.objects.readable_by(user).values("pk")

@@ -98,11 +98,13 @@ def add_to_inbox(
     by=None,
     action: str = InboxItem.Action.ADD,
     fact: Fact | None = None,
+    outcome: bool | None = None,
 ) -> InboxItem:
     """Queue a candidate. Early filing starts when the queue reaches EARLY_FILING_AT.
 
     Surfaces that teach a fact call ``learn`` (the gate and the fact row); this is the queue
-    write underneath it, and what "forget" uses.
+    write underneath it, and what "forget" uses. ``outcome`` False makes it a failure (valence
+    "failure", as ``file_fact`` decides it), which a pass files as something to avoid.
     """
     text = clean_fact_text(text)
     _check_origin_and_confidence(origin, confidence)
@@ -115,6 +117,8 @@ def add_to_inbox(
         taught_by=by,
         taught_by_name=_person_name(by),
         fact=fact,
+        outcome=outcome,
+        valence=Fact.Valence.FAILURE if outcome is False else Fact.Valence.FACT,
     )
     if (
         memory.learning
@@ -249,7 +253,13 @@ def learn(
         elif judgement.verdict == "different_outcome":
             earlier = judgement.target
         item = add_to_inbox(
-            memory=memory, text=text, origin=origin, confidence=confidence, by=by, fact=fact
+            memory=memory,
+            text=text,
+            origin=origin,
+            confidence=confidence,
+            by=by,
+            fact=fact,
+            outcome=outcome,
         )
     return Learned(judgement.verdict, fact, item, judgement.reason, superseded, conflict, earlier)
 
@@ -600,3 +610,65 @@ def _later_change_note(change: Change) -> str:
     if not touched:
         return ""
     return f" (change #{touched[0]} changed that line since)"
+
+
+# Conflicts a person settles ------------------------------------------------------------------
+
+
+class AlreadySettled(Exception):
+    """Someone settled the conflict first; the message says how."""
+
+
+@dataclass(frozen=True)
+class Settled:
+    conflict: Conflict
+
+    @property
+    def message(self) -> str:
+        old, new = self.conflict.old, self.conflict.new
+        return {
+            Conflict.Resolution.KEEP_NEW: f"Kept “{new.text}”; “{old.text}” is no longer "
+            "believed (it stays in the history).",
+            Conflict.Resolution.KEEP_OLD: f"Kept “{old.text}”; “{new.text}” is forgotten.",
+            Conflict.Resolution.KEEP_BOTH: f"Kept both: “{old.text}” and “{new.text}”.",
+        }[self.conflict.resolution]
+
+
+def settle_conflict(*, conflict: Conflict, keep: str, by=None) -> Settled:
+    """Settle a conflict the gate opened: keep the new statement (the old one is retired, and
+    its line leaves the document at the next filing), the old one (the new one is forgotten,
+    as ✕ would), or both. Raises ValidationError for an unknown choice and AlreadySettled when
+    someone settled it first."""
+    if keep not in Conflict.Resolution.values:
+        raise ValidationError(
+            f"Keep must be one of {', '.join(Conflict.Resolution.values)}, not {keep!r}."
+        )
+    with transaction.atomic():
+        settled = Conflict.objects.filter(pk=conflict.pk, state=Conflict.State.OPEN).update(
+            state=Conflict.State.SETTLED,
+            resolution=keep,
+            settled_by=by,
+            settled_by_name=_person_name(by),
+            settled_at=timezone.now(),
+        )
+        conflict = Conflict.objects.select_related("old", "new", "memory").get(pk=conflict.pk)
+        if not settled:
+            who = f" by {conflict.settled_by_name}" if conflict.settled_by_name else ""
+            raise AlreadySettled(
+                f"Conflict #{conflict.pk} was already settled{who}: "
+                f"{conflict.get_resolution_display()}."
+            )
+        old, new = conflict.old, conflict.new
+        if keep == Conflict.Resolution.KEEP_NEW:
+            knowledge_actions.supersede(old=old, new=new)
+            if old.in_document:
+                add_to_inbox(
+                    memory=conflict.memory,
+                    text=old.text,
+                    origin=Origin.CORRECTION,
+                    by=by,
+                    action=InboxItem.Action.FORGET,
+                )
+        elif keep == Conflict.Resolution.KEEP_OLD:
+            forget(fact=new, by=by)
+    return Settled(conflict)

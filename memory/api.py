@@ -18,7 +18,7 @@ from rest_framework.response import Response
 
 from knowledge import api as knowledge_api
 from knowledge import gate
-from knowledge.models import Memory
+from knowledge.models import Conflict, Memory
 from knowledge.subjects import UnknownSubject
 from memory import actions, portable
 from memory.models import (
@@ -312,3 +312,53 @@ def export(request: Request) -> HttpResponse:
     response = HttpResponse(portable.export_json(memory), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="brain-{memory.slug}-{stamp}.json"'
     return response
+
+
+# Conflicts to settle -------------------------------------------------------------------------
+
+
+class ConflictFactSerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="pk")
+    text = serializers.CharField()
+    taught_by = serializers.CharField(source="taught_by_name")
+    taught_at = serializers.DateTimeField(source="created_at")
+
+
+class ConflictSerializer(serializers.ModelSerializer):
+    old = ConflictFactSerializer()
+    new = ConflictFactSerializer()
+
+    class Meta:
+        model = Conflict
+        fields = ["id", "old", "new", "reason", "state", "resolution", "created_at"]
+
+
+class SettleSerializer(serializers.Serializer):
+    keep = serializers.ChoiceField(choices=Conflict.Resolution.choices)
+
+
+@extend_schema(responses={200: ConflictSerializer(many=True)})
+@api_view(["GET"])
+def conflicts(request: Request) -> Response:
+    """What waits to be settled: pairs of statements that may not both be true, both still
+    believed, newest first."""
+    rows = Conflict.objects.for_memory(_memory(request)).readable_by(request.user).to_settle()
+    return Response(ConflictSerializer(rows, many=True).data)
+
+
+@extend_schema(request=SettleSerializer, responses={200: ConflictSerializer, 409: dict})
+@api_view(["POST"])
+def settle(request: Request, pk: int) -> Response:
+    """Keep the new statement, the old one, or both. Settled already: a 409 saying how."""
+    conflict = get_object_or_404(
+        Conflict.objects.for_memory(_memory(request)).readable_by(request.user), pk=pk
+    )
+    form = SettleSerializer(data=request.data)
+    form.is_valid(raise_exception=True)
+    try:
+        settled = actions.settle_conflict(
+            conflict=conflict, keep=form.validated_data["keep"], by=request.user
+        )
+    except actions.AlreadySettled as why:
+        return _conflict(str(why))
+    return Response({**ConflictSerializer(settled.conflict).data, "detail": settled.message})

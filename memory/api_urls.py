@@ -15,5 +15,7 @@ urlpatterns = [
     path("runs/<int:pk>", api.run, name="run"),
     path("changes", api.changes, name="changes"),
     path("changes/<int:number>/undo", api.undo, name="undo"),
+    path("conflicts", api.conflicts, name="conflicts"),
+    path("conflicts/<int:pk>/settle", api.settle, name="settle"),
     path("export", api.export, name="export"),
 ]

@@ -18,6 +18,8 @@ urlpatterns = [
     path("facts", views.facts, name="facts"),
     path("facts/<int:pk>/forget", views.forget_fact, name="forget-fact"),
     path("facts/<int:pk>/restore", views.restore_fact, name="restore-fact"),
+    path("to-settle", views.to_settle, name="to-settle"),
+    path("conflicts/<int:pk>/settle", views.settle, name="settle"),
     path("changes", views.changes, name="changes"),
     path("changes/<int:number>/undo", views.undo, name="undo"),
 ]

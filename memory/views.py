@@ -18,7 +18,7 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import trigger_client_event
 
 from knowledge import listing
-from knowledge.models import Fact, Memory
+from knowledge.models import Conflict, Fact, Memory
 from knowledge.subjects import UnknownSubject
 from memory import actions, brief, consolidator, measurements
 from memory.models import Brief, Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
@@ -160,6 +160,17 @@ def _facts_context(request: HttpRequest, memory: Memory) -> dict:
     }
 
 
+def _to_settle_context(request: HttpRequest, memory: Memory) -> dict:
+    conflicts = Conflict.objects.for_memory(memory).readable_by(request.user).to_settle()
+    return {"conflicts": list(conflicts), "memory": memory, "memory_query": _memory_query(request)}
+
+
+def _memory_query(request: HttpRequest) -> str:
+    """``memory=<slug>`` when the page names its memory, so forms and polls act on it."""
+    slug = request.GET.get("memory", "")
+    return urlencode({"memory": slug}) if slug else ""
+
+
 def _changes_context(memory: Memory) -> dict:
     return {"changes": Change.objects.for_memory(memory).newest_first()[:CHANGES_SHOWN]}
 
@@ -259,6 +270,7 @@ def _full_context(request: HttpRequest, memory: Memory) -> dict:
         **_waiting_context(memory),
         **_banner_context(ConsolidationRun.objects.running().filter(memory=memory).first()),
         **_facts_context(request, memory),
+        **_to_settle_context(request, memory),
         **_changes_context(memory),
     }
 
@@ -386,6 +398,44 @@ def restore_fact(request: HttpRequest, pk: int) -> HttpResponse:
         messages.success(request, f"Kept “{fact.text}”.")
         return redirect("memory:knowledge")
     return _partial(request, "fact-row", {"fact": fact}, event=CHANGED)
+
+
+# Conflicts to settle -------------------------------------------------------------------------
+
+
+@require_GET
+def to_settle(request: HttpRequest) -> HttpResponse:
+    return _partial(request, "to-settle", _to_settle_context(request, _memory(request)))
+
+
+@require_POST
+def settle(request: HttpRequest, pk: int) -> HttpResponse:
+    memory = _memory(request)
+    conflict = get_object_or_404(
+        Conflict.objects.for_memory(memory).readable_by(request.user), pk=pk
+    )
+    try:
+        settled = actions.settle_conflict(
+            conflict=conflict, keep=request.POST.get("keep", ""), by=request.user
+        )
+        note = (settled.message, "success")
+    except (actions.AlreadySettled, ValidationError) as why:
+        note = (" ".join(why.messages) if isinstance(why, ValidationError) else str(why), "error")
+    if not request.htmx:
+        (messages.success if note[1] == "success" else messages.error)(request, note[0])
+        return redirect(_knowledge_url(request))
+    return _partial(
+        request,
+        "to-settle",
+        _to_settle_context(request, memory),
+        event=CHANGED if note[1] == "success" else None,
+        toast=note,
+    )
+
+
+def _knowledge_url(request: HttpRequest) -> str:
+    query = _memory_query(request)
+    return reverse("memory:knowledge") + (f"?{query}" if query else "")
 
 
 # The change log ------------------------------------------------------------------------------

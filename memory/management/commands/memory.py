@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from knowledge.models import Memory
+from knowledge.models import Conflict, Fact, Memory
 from memory import actions, consolidator, portable
 from memory.models import (
     Change,
@@ -45,6 +45,10 @@ class Command(BaseCommand):
         add.add_argument("--confidence", choices=Confidence.values, default=Confidence.MEDIUM)
         verbs.add_parser("inbox", help="facts waiting to be filed")
         verbs.add_parser("hypotheses", help="pending guesses")
+        verbs.add_parser("conflicts", help="statements that may not both be true, to settle")
+        settle = verbs.add_parser("settle", help="settle conflict N: keep new, old or both")
+        settle.add_argument("number", type=int)
+        settle.add_argument("keep", choices=Conflict.Resolution.values)
         consolidate = verbs.add_parser("consolidate", help="run a consolidation pass now")
         consolidate.add_argument(
             "--background",
@@ -84,6 +88,7 @@ class Command(BaseCommand):
             actions.DocumentChanged,
             actions.LearningOff,
             actions.CannotUndo,
+            actions.AlreadySettled,
             portable.ImportRejected,
         ) as error:
             raise CommandError(str(error)) from None
@@ -115,6 +120,27 @@ class Command(BaseCommand):
 
     def do_hypotheses(self, **_) -> None:
         self.stdout.write("No guesses yet: brain has not proposed any.")
+
+    def do_conflicts(self, **_) -> None:
+        conflicts = Conflict.objects.for_memory(self.memory).to_settle()
+        if not conflicts:
+            self.stdout.write("Nothing to settle.")
+            return
+        for conflict in conflicts:
+            self.stdout.write(
+                f"#{conflict.pk}  {conflict.reason}\n"
+                f"    old: {conflict.old.text}  ({_taught(conflict.old)})\n"
+                f"    new: {conflict.new.text}  ({_taught(conflict.new)})"
+            )
+        self.stdout.write(
+            f"{len(conflicts)} to settle: brain memory settle N new|old|both keeps one or both."
+        )
+
+    def do_settle(self, *, number: int, keep: str, **_) -> None:
+        conflict = Conflict.objects.for_memory(self.memory).filter(pk=number).first()
+        if conflict is None:
+            raise CommandError(f"There is no conflict #{number} in {self.memory.name}.")
+        self.stdout.write(actions.settle_conflict(conflict=conflict, keep=keep).message)
 
     def do_consolidate(self, *, background: bool, **_) -> None:
         request = actions.request_consolidation(
@@ -213,3 +239,8 @@ class Command(BaseCommand):
         data = portable.parse(raw)
         for line in portable.import_memory(self.memory, data, replace_memory=replace_memory):
             self.stdout.write(line)
+
+
+def _taught(fact: Fact) -> str:
+    who = fact.taught_by_name or "brain"
+    return f"{who}, {timezone.localtime(fact.created_at):%Y-%m-%d}"
