@@ -8,7 +8,7 @@ from django.db.models import Func
 from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 
-from knowledge.models import Memory
+from knowledge.models import Fact, Memory
 from memory import document
 from memory.composers.base import VOICE_MAX_BYTES
 
@@ -80,6 +80,12 @@ class InboxItem(models.Model):
         related_name="inbox_item",
         help_text="The fact row filed the moment this candidate arrived.",
     )
+    outcome = models.BooleanField(
+        null=True, blank=True, help_text="The outcome the teacher reported with it, if any."
+    )
+    valence = models.CharField(
+        max_length=8, choices=Fact.Valence.choices, default=Fact.Valence.FACT
+    )
 
     objects = InboxQuerySet.as_manager()
 
@@ -94,6 +100,13 @@ class InboxItem(models.Model):
         """Where it came from, in words: "from a voice conversation"."""
         source = f"from {self.get_origin_display()}"
         return f"to forget, {source}" if self.action == self.Action.FORGET else source
+
+    @property
+    def outcome_label(self) -> str:
+        """The outcome it was taught with, in words; "" when none was reported."""
+        if self.outcome is None:
+            return ""
+        return "it worked" if self.outcome else "it went wrong: filed as something to avoid"
 
 
 class RevisionQuerySet(models.QuerySet):
