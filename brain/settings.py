@@ -272,6 +272,7 @@ BRAIN_BENCHMARKS = [
     "knowledge.bench.recall_at_scale",
     "knowledge.bench.intake_through_the_gate",
     "memory.bench.knowledge_tab_at_scale",
+    "bench.gate_quality.gate_quality",
 ]
 
 # --- Embeddings (knowledge/embedding.py) -----------------------------------------------------
