@@ -185,7 +185,9 @@ _STATE_CHANGE = re.compile(
     r"\b(?:no longer|not any ?more|any ?more|got rid of|switched (?:over )?to|gave away|"
     r"given away|moved|left|stopped|replaced|nowadays|now|cancell?ed|canceled|sold|retired|"
     r"removed|swapped|changed|broken|broke|died|uninstalled|disconnected|unplugged|gone|"
-    r"taken over|took over|takes over|handed (?:it )?over|hands over|instead of|instead)\b"
+    r"taken over|took over|takes over|handed (?:it )?over|hands over|instead of|instead|"
+    r"stepped down|steps down|resigned|quit|pushed (?:back )?to|postponed|delayed|"
+    r"brought forward|rescheduled|is now|are now|lifted)\b"
 )
 # A role passing from one holder to another: "aisha has taken over the revamp from marco".
 _HANDOVER = re.compile(
@@ -217,6 +219,8 @@ _OPPOSITES: tuple[tuple[str, str], ...] = (
     ("allowed", "blocked"),
     ("allowed", "forbidden"),
     ("permitted", "forbidden"),
+    ("permits", "forbids"),
+    ("permit", "forbid"),
     ("includes", "excludes"),
     ("included", "excluded"),
     ("passes", "fails"),
@@ -559,6 +563,8 @@ class _Parsed:
     surface: dict[str, str] = field(compare=False, hash=False)
     subject: frozenset[str] | None = None  # content words before the first verb
     anchor: str = ""  # the stem of that verb
+    named: bool = False  # the subject is one name ("tom is allergic to cats")
+    head: str = ""  # the subject's head noun: "lamp" in "the office lamp"
 
     @property
     def plain_words(self) -> frozenset[str]:
@@ -576,7 +582,7 @@ def _parse(text: str) -> _Parsed:
         if words:
             cue = _NEGATION.search(part)
             clauses.append(_Clause(words, cue.group(0) if cue else ""))
-    subject, anchor = _subject_and_anchor(norm)
+    subject, anchor, named, head = _subject_and_anchor(norm)
     return _Parsed(
         norm=norm,
         words=tokens.words,
@@ -587,6 +593,8 @@ def _parse(text: str) -> _Parsed:
         surface=dict(tokens.surface),
         subject=subject,
         anchor=anchor,
+        named=named,
+        head=head,
     )
 
 
@@ -620,7 +628,8 @@ _VERBS = frozenset(
     sleep slow smell snore sort speak spend stand start stay stick stop store stream study
     support swim switch take talk teach tell test think throttle throw time train travel
     trigger trip turn understand unlock update upload use vacuum visit wait wake walk want warm
-    wash watch water wear win work worry write
+    wash watch water wear win work worry write permit forbid sign review skip cut push attend
+    report target cache protect lift ban approve merge reject host send block
     """
     )
 )
@@ -634,19 +643,20 @@ _IMPERATIVE_OPENERS = _word_set(
 _WORD = re.compile(r"[^\W_][\w'./:%°-]*")
 
 
-def _subject_and_anchor(norm: str) -> tuple[frozenset[str] | None, str]:
+def _subject_and_anchor(norm: str) -> tuple[frozenset[str] | None, str, bool, str]:
     """The content words before the statement's first verb, and that verb's stem.
 
-    "ollie's alarm goes off at 6:45" -> ({"ollie", "alarm"}, "go"). The verb is the first
+    "ollie's alarm goes off at 6:45" -> ({"ollie", "alarm"}, "go", False): the verb is the first
     auxiliary, or the first known verb not straight after a determiner or preposition (so
-    "the lead" and "for heating" stay nouns). (None, "") when the statement opens with its
+    "the lead" and "for heating" stay nouns); the flag says the subject is one name. (None,
+    "", False) when the statement opens with its
     verb (an imperative rule) or has none that is known: then the subject is unknown and
     never tells two statements apart.
     """
     words = [w.strip(".'-") for w in _WORD.findall(norm)]
     words = [w[:-2] if w.endswith("'s") else w for w in words if w]
     if not words or words[0] in _IMPERATIVE_OPENERS:
-        return None, ""
+        return None, "", False, ""
     for index, word in enumerate(words):
         previous = words[index - 1] if index else ""
         following = words[index + 1] if index + 1 < len(words) else ""
@@ -654,15 +664,41 @@ def _subject_and_anchor(norm: str) -> tuple[frozenset[str] | None, str]:
             _stem(word) in _VERBS
             and previous not in _NOT_VERB_AFTER
             and following not in _AUXILIARIES  # "the rate limit is": a noun
+            and not (following.endswith("s") and _stem(following) in _VERBS)  # "deploy runs"
         )
         if not is_verb:
             continue
+        if index == 0 and word.endswith("s") and word not in _AUXILIARIES:
+            continue  # "builds use the -O2 flag": a plural subject, not an imperative
         if index == 0:
-            return None, ""
-        subject = _tokenise(" ".join(words[:index])).words
+            return None, "", False, ""
+        before = [w for w in words[:index] if w not in _SUBJECT_ADVERBS]
+        subject = _tokenise(" ".join(before)).words
         anchor = _stem(word) if word not in _AUXILIARIES else word.replace("'", "")
-        return (subject or None), anchor
-    return None, ""
+        # One bare word before the verb, no determiner, not a plural: a name.
+        named = index == 1 and not words[0].endswith("s") and words[0] not in _NOT_VERB_AFTER
+        return (subject or None), anchor, named, _head(before)
+    return None, "", False, ""
+
+
+# Between a subject and its verb these say when or how, not what: "tom no longer works".
+_SUBJECT_ADVERBS = _word_set(
+    "no not longer never always now usually still also often sometimes currently only "
+    "already rarely normally generally typically just nowadays actually really"
+)
+_PREPOSITIONS = _word_set("in on at of for with from by under behind near inside outside")
+
+
+def _head(phrase: list[str]) -> str:
+    """The head noun of a subject: English puts it last, before any prepositional phrase
+    ("the garage fridge", "the fridge in the garage": both "fridge")."""
+    before = []
+    for word in phrase:
+        if word in _PREPOSITIONS and before:
+            break
+        before.append(word)
+    content = [w for w in before if w not in _STOPWORDS and w not in _NEGATION_WORDS]
+    return _stem(content[-1].split("_")[-1]) if content else ""
 
 
 def _same_subject(old: _Parsed, new: _Parsed) -> bool:
@@ -670,6 +706,8 @@ def _same_subject(old: _Parsed, new: _Parsed) -> bool:
     the other's ("the garage fridge" / "the fridge"), or one subject is unknown."""
     if old.subject is None or new.subject is None:
         return True
+    if old.head and new.head and old.head != new.head:
+        return False  # "the office" is not "the office lamp"
     return old.subject <= new.subject or new.subject <= old.subject
 
 
@@ -842,10 +880,10 @@ def compare(old: str, new: str, *, old_speaker: str = "", new_speaker: str = "")
     if len(b.words) >= CONTAINED_MIN_WORDS and _already_said(a, b):
         return Comparison("same", similarity, "already said by the old statement", True)
 
-    slot = _one_valued_slot(a, b)
+    slot = _changed_subject(a, b) or _one_valued_slot(a, b) or _swapped_value(a, b, similarity)
     if slot:
         return Comparison("conflict", similarity, slot)
-    could_be_same = same_values and same_polarity
+    could_be_same = same_values and same_polarity and not _is_swap(a, b, similarity)
     shared = sorted(a.words & b.words)
     if shared and similarity >= RELATED_THRESHOLD:
         return Comparison(
@@ -856,11 +894,47 @@ def compare(old: str, new: str, *, old_speaker: str = "", new_speaker: str = "")
 
 #: Verbs whose object has one holder at a time: a project has one lead, a word one meaning.
 _ONE_HOLDER = frozenset(_stem(w) for w in _word_set("lead own manage head chair run maintain"))
-_ONE_VALUE = frozenset(_stem(w) for w in _word_set("mean call refer stand belong live sit"))
+_ONE_VALUE = frozenset(
+    _stem(w) for w in _word_set("mean call refer stand belong live sit report prefer")
+)
 _PLACE = re.compile(
-    r"\b(?:kept|stored|lives?|sits?|hangs?|parked|located|is|are) (?:in|on|at|under|"
+    r"\b(?:kept|stored|lives?|sits?|sleeps?|works?|hangs?|parked|located|is|are) (?:in|on|at|under|"
     r"behind|beside|inside|above|below|next to|near) (?:the )?(?P<place>.+)$"
 )
+
+
+#: A swap of at most this many words on each side, in statements at least SWAP_OVERLAP alike,
+#: is the same sentence with another value ("signs tokens with RS256" → "with HS256"), not a
+#: paraphrase: it is never "same" by meaning, and about one subject it is a conflict to settle.
+SWAP_MAX_WORDS = 2
+SWAP_OVERLAP = 0.3
+
+
+def _swapped_value(a: _Parsed, b: _Parsed, similarity: float) -> str:
+    """The same subject with a value swapped for another: "" when that is not the case."""
+    if a.subject is None or b.subject is None or not _is_swap(a, b, similarity):
+        return ""
+    if (
+        a.named and b.named and a.anchor not in _ONE_VALUE
+    ):  # a person or a team holds many: allergies, projects, likes
+        return ""
+    old, new = sorted(a.words - b.words), sorted(b.words - a.words)
+    return f"{_quote(old, a.surface, 2)} became {_quote(new, b.surface, 2)}"
+
+
+def _is_swap(a: _Parsed, b: _Parsed, similarity: float) -> bool:
+    """The same verb with up to SWAP_MAX_WORDS words swapped (another verb is another way
+    of saying it, not another value)."""
+    old, new = a.words - b.words, b.words - a.words
+    return (
+        a.anchor == b.anchor
+        and similarity >= SWAP_OVERLAP
+        and 0 < len(old) <= SWAP_MAX_WORDS
+        and 0 < len(new) <= SWAP_MAX_WORDS
+    )
+
+
+_IDENTITY = re.compile(r"\b(?:is|are) (?:the|their|our|his|her) ")
 
 
 def _other_subject(a: _Parsed, b: _Parsed, similarity: float) -> Comparison:
@@ -875,10 +949,37 @@ def _other_subject(a: _Parsed, b: _Parsed, similarity: float) -> Comparison:
     if handed_over:
         return Comparison("contradiction", similarity, "the role passed to someone else")
     same_role = a.anchor and a.anchor == b.anchor and a.anchor in _ONE_HOLDER
+    same_role = same_role or (
+        a.anchor == b.anchor == "is" and bool(_IDENTITY.search(a.norm) and _IDENTITY.search(b.norm))
+    )
     if same_role and role_a == role_b and not (a.subject & b.subject):
         return Comparison("conflict", similarity, "both hold the same role")
     verdict = "related" if similarity >= RELATED_THRESHOLD else "novel"
-    return Comparison(verdict, similarity, "about something else")
+    # The same words in another order ("for benchmarks, build with --release" / "builds need
+    # --release for benchmarks") name no other subject: meaning may still find them the same.
+    reordered = (
+        a.subject is not None
+        and b.subject is not None
+        and a.subject <= b.words
+        and b.subject <= a.words
+        and set(a.quantities) == set(b.quantities)
+        and len(a.negations) == len(b.negations)
+        and not _is_swap(a, b, similarity)
+    )
+    return Comparison(verdict, similarity, "about something else", could_be_same=reordered)
+
+
+def _changed_subject(a: _Parsed, b: _Parsed) -> str:
+    """The new one says the old one's subject (or its value) changed, sharing little else:
+    "the router is in the hallway" → "we moved the router to the office". Likely replaced,
+    but with so little in common only a person can say."""
+    cues = [c for c in b.state_cues if c not in a.state_cues]
+    if not cues or a.subject is None:
+        return ""
+    value = a.words - a.subject
+    if a.subject <= b.words or (value and value <= b.words):
+        return f"state change: '{cues[0]}'"
+    return ""
 
 
 def _one_valued_slot(a: _Parsed, b: _Parsed) -> str:
@@ -886,8 +987,10 @@ def _one_valued_slot(a: _Parsed, b: _Parsed) -> str:
     holds another value, with nothing else said: "" when that is not the case."""
     if a.subject is None or a.subject != b.subject or a.anchor != b.anchor:
         return ""
-    if a.anchor in _ONE_VALUE or a.anchor in _ONE_HOLDER:
+    if a.anchor in _ONE_VALUE:  # a word has one meaning, a thing one name and one home
         return f"a new value for what it {a.surface.get(a.anchor, a.anchor)}"
+    if a.anchor in ("is", "are") and _IDENTITY.search(a.norm) and _IDENTITY.search(b.norm):
+        return "the same thing named two ways"
     place_a, place_b = _PLACE.search(a.norm), _PLACE.search(b.norm)
     if place_a and place_b and place_a.group("place") != place_b.group("place"):
         return "kept somewhere else"

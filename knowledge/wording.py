@@ -73,6 +73,24 @@ _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\bevery week\b|\beach week\b|\bonce a week\b", "weekly"),
         (r"\bevery month\b|\beach month\b|\bonce a month\b", "monthly"),
         (r"\b(\d{1,2})\s?o'?clock\b", r"\1:00"),
+        (r"\b(\d{1,2}(?::\d\d)?) (?:in the (?:evening|afternoon)|at night)\b", r"\1pm"),
+        (r"\b(\d{1,2}(?::\d\d)?) in the morning\b", r"\1am"),
+        (r"\b(\d+)k\b", r"\g<1>000"),
+        (r"\bkilowatt[- ]hours?\b", "kwh"),
+        (r"^(?P<who>.+?)(?:'s|') bedtime is (?:at )?", r"\g<who> go to bed at "),
+        (
+            r"^(?P<boss>\w+) is (?P<report>\w+)'s (?:manager|boss|line manager)\b",
+            r"\g<report> reports to \g<boss>",
+        ),
+        # An attribute named, or its verb: one claim either way.
+        (r"^(?P<x>.+?)(?:'s|') rate limit is\b", r"\g<x> allows"),
+        (r"^(?P<x>.+?)(?:'s|') capacity is\b", r"\g<x> holds"),
+        (r"\b(?:is|are) (\d+ \w+) long\b", r"lasts \1"),
+        (r"\b(?:a )?quarter of an hour\b", "15 minutes"),
+        (r"\bhalf an hour\b", "30 minutes"),
+        (r"\bhalf a minute\b", "30 seconds"),
+        (r"\ban hour and a half\b", "90 minutes"),
+        (r"\b(?:an|per|a) (hour|minute|second|day|week|month|year)\b", r"per \1"),
         (r"\bhalf past (\d{1,2})\b", r"\1:30"),
         (r"\bquarter past (\d{1,2})\b", r"\1:15"),
         (r"\b([ap])\.m\.?", r"\1m"),
@@ -109,6 +127,8 @@ _SYNONYMS = {
 }
 _SYNONYM = re.compile(r"\b(" + "|".join(_SYNONYMS) + r")\b")
 
+_FIRST_PERSON_VERBS = {"m": "is", "ve": "has", "d": "would", "ll": "will"}
+_FIRST_PERSON_VERB = re.compile(r"\bi'(m|ve|d|ll)\b")
 _FIRST_PERSON = re.compile(r"\b(?:i'm|i've|i'd|i'll|i|me|myself|my|mine)\b")
 
 # Past participles the passive rewrite recognises (regular "-ed" forms are found by shape).
@@ -161,7 +181,8 @@ def _passive_to_active(text: str) -> str:
 def canonical(norm: str, speaker: str = "") -> str:
     """``norm`` (already ``statements.normalise``d) in the one wording; see the module."""
     who = (speaker or UNKNOWN_SPEAKER).casefold()
-    text = _FIRST_PERSON.sub(who, norm)
+    text = _FIRST_PERSON_VERB.sub(lambda m: f"{who} {_FIRST_PERSON_VERBS[m.group(1)]}", norm)
+    text = _FIRST_PERSON.sub(who, text)
     text = _NUMBER_WORD.sub(_number, text)
     for pattern, replacement in _PHRASES:
         text = pattern.sub(replacement, text)
