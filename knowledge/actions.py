@@ -4,10 +4,13 @@ the exception: they are purged thirty days after it went, as the household asked
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cached_property
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.dispatch import Signal
 from django.utils import timezone
 
@@ -174,55 +177,114 @@ def record_outcome(*, fact: Fact, success: bool) -> Fact:
 # Following the document -----------------------------------------------------------------------
 
 
-def _document_lines(text: str) -> list[str]:
-    lines = []
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped and not stripped.startswith("#"):
-            lines.append(statements.normalise(stripped.lstrip("-*+ ").strip()))
-    return lines
+# The label memory's composers put in front of a failure's line ("- Avoid: …"). The memory app
+# sits above this one, so the pattern is repeated here rather than imported.
+_AVOID_LABEL = re.compile(r"^(?:avoid\s*:\s*)+", re.IGNORECASE)
 
 
-def _says(fact: Fact, lines: set[str], line_texts: list[str]) -> bool:
-    if fact.normalized in lines:
+@dataclass
+class _Lines:
+    """The document's statements, normalised: plain lines, and "Avoid: X" lines as X."""
+
+    plain: list[str]
+    avoid: list[str]
+
+    @classmethod
+    def of(cls, text: str) -> _Lines:
+        plain, avoid = [], []
+        for line in text.splitlines():
+            stripped = line.strip()
+            if not stripped or stripped.startswith("#"):
+                continue
+            said = statements.normalise(stripped.lstrip("-*+ ").strip())
+            bare = _AVOID_LABEL.sub("", said)
+            (avoid if bare != said else plain).append(bare)
+        return cls(plain, avoid)
+
+    def for_fact(self, fact: Fact) -> tuple[set[str], list[str]]:
+        """The lines that may be ``fact``'s, as a set and a list: an "Avoid:" line is only a
+        failure's, or one taught with the label already (a failure filed before failures had
+        their heading may still have a plain line)."""
+        if fact.valence == Fact.Valence.FAILURE or _AVOID_LABEL.match(fact.normalized):
+            return self.every_set, self.plain + self.avoid
+        return self.plain_set, self.plain
+
+    @cached_property
+    def plain_set(self) -> set[str]:
+        return set(self.plain)
+
+    @cached_property
+    def every_set(self) -> set[str]:
+        return set(self.plain) | set(self.avoid)
+
+
+def _says(fact: Fact, lines: _Lines) -> bool:
+    line_set, line_list = lines.for_fact(fact)
+    if _AVOID_LABEL.sub("", fact.normalized) in line_set:
         return True
+    said = _AVOID_LABEL.sub("", fact.text)
     return any(
-        statements.compare(line, fact.text).verdict in {"same", "refinement"} for line in line_texts
+        statements.compare(line, said).verdict in {"same", "refinement"} for line in line_list
     )
 
 
-def reconcile_with_document(*, memory: Memory, text: str, filed: list[int] = ()) -> dict:
+def reconcile_with_document(
+    *, memory: Memory, text: str, filed: list[int] = (), by_person: bool = False
+) -> dict:
     """Make the facts follow the document after any change to it.
 
-    ``filed``: facts whose candidates this change just filed (queued → filed). A filed fact
-    whose line left the document is forgotten — except corrections and rules, which a summary
-    not quoting them does not withdraw. A fact forgotten that way comes back when its line
-    does (an undo). Queued facts are left alone until they have been judged.
+    The document is a summary, the facts are the memory. ``by_person``: a person's write (an
+    edit, an undo, a clear, an import) — a filed fact whose line it took out was withdrawn and
+    is forgotten, except corrections and rules, which a summary not quoting them does not
+    withdraw. A pass (``by_person`` False) only summarises: a fact whose line it left out, to fit
+    the cap or otherwise, stays live and recallable with ``in_document`` False. A fact forgotten
+    for its line comes back when its line does (an undo), and a left-out fact whose exact line
+    returns is in the document again. An "Avoid: X" line is the line of failure X.
+
+    ``filed``: facts whose candidates this change just filed (queued → filed). Queued facts are
+    otherwise left alone until they have been judged.
     """
-    lines = _document_lines(text)
-    line_set = set(lines)
+    lines = _Lines.of(text)
     now = timezone.now()
     if filed:
         for fact in Fact.objects.filter(pk__in=filed, status=Fact.Status.QUEUED):
             fact.status = Fact.Status.FILED
-            fact.in_document = _says(fact, line_set, lines)
+            fact.in_document = _says(fact, lines)
             fact.save(update_fields=["status", "in_document"])
-    gone = [
-        fact.pk
-        for fact in Fact.objects.for_memory(memory)
-        .filter(status=Fact.Status.FILED, in_document=True)
-        .exclude(kind__in=[Fact.Kind.CORRECTION, Fact.Kind.RULE])
-        if not _says(fact, line_set, lines)
+    filed_facts = Fact.objects.for_memory(memory).filter(status=Fact.Status.FILED)
+    missing = [
+        fact
+        for fact in filed_facts.filter(in_document=True).only(
+            "pk", "text", "normalized", "valence", "kind"
+        )
+        if not _says(fact, lines)
     ]
-    forgotten = Fact.objects.filter(pk__in=gone).update(
+    withdrawn = [
+        fact.pk
+        for fact in missing
+        if by_person and fact.kind not in (Fact.Kind.CORRECTION, Fact.Kind.RULE)
+    ]
+    forgotten = Fact.objects.filter(pk__in=withdrawn).update(
         status=Fact.Status.FORGOTTEN, forgotten_at=now, forgotten_reason=LINE_GONE
     )
+    left_out = Fact.objects.filter(
+        pk__in=[fact.pk for fact in missing if fact.pk not in withdrawn]
+    ).update(in_document=False)
+    back = Q(normalized__in=lines.plain) | Q(
+        valence=Fact.Valence.FAILURE, normalized__in=lines.avoid
+    )
+    returned = filed_facts.filter(back, in_document=False).update(in_document=True)
     revived = (
         Fact.objects.for_memory(memory)
-        .filter(status=Fact.Status.FORGOTTEN, forgotten_reason=LINE_GONE, normalized__in=line_set)
+        .filter(back, status=Fact.Status.FORGOTTEN, forgotten_reason=LINE_GONE)
         .update(status=Fact.Status.FILED, forgotten_at=None, forgotten_reason="", in_document=True)
     )
-    return {"forgotten": forgotten, "revived": revived}
+    return {
+        "forgotten": forgotten,
+        "left_out": left_out,
+        "returned": returned,
+        "revived": revived,
+    }
 
 
 # Expiry and entities the house no longer has -----------------------------------------------------

@@ -34,6 +34,7 @@ def explain(fact: Fact) -> dict:
         "status": fact.status,
         "believed": fact.is_live,
         "why_not": _why_not(fact),
+        "document": _in_document(fact),
         "taught_by": fact.taught_by_name or None,
         "channel": fact.channel,
         "taught_at": _when(fact.created_at),
@@ -83,6 +84,20 @@ def explain(fact: Fact) -> dict:
         "supersedes": chain,
         "expires_at": _when(fact.expires_at),
     }
+
+
+LEFT_OUT = "not in the document: left out for space"
+
+
+def _in_document(fact: Fact) -> str | None:
+    """Where a believed fact stands with the memory document, in words (None when it is not
+    believed: ``why_not`` says why). The document is a summary: a line a pass left out to fit
+    the cap does not stop the fact being known and recalled."""
+    if not fact.is_live:
+        return None
+    if fact.status == Fact.Status.QUEUED:
+        return "not in the document yet: waiting to be filed"
+    return "in the document" if fact.in_document else LEFT_OUT
 
 
 def _why_not(fact: Fact) -> str | None:

@@ -494,8 +494,11 @@ def write_document(
             )
         )
     Change.objects.bulk_create(changes)
-    # Forgetting reaches everything: the facts follow the document.
-    knowledge_actions.reconcile_with_document(memory=memory, text=text, filed=filed)
+    # Forgetting reaches everything: the facts follow the document. Only a person's write
+    # withdraws; a line a pass leaves out (to fit the cap) leaves its fact live.
+    knowledge_actions.reconcile_with_document(
+        memory=memory, text=text, filed=filed, by_person=kind != DocumentRevision.Kind.PASS
+    )
     return revision, changes
 
 

@@ -52,6 +52,8 @@ class InboxItemSerializer(serializers.ModelSerializer):
             "created_at",
             "state",
             "label",
+            "outcome",
+            "valence",
         ]
 
 

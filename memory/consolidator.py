@@ -27,17 +27,24 @@ from django.utils import timezone
 from brain.db import retry
 from brain.embedded import pid_alive
 from knowledge.actions import reconcile_with_document
-from knowledge.models import Memory
+from knowledge.models import Fact, Memory
 from knowledge.statements import compare
 from memory import actions, document
 from memory.composers import get_composer
 from memory.composers.base import (
+    AVOID_PREFIX,
+    FAILURES_HEADING,
     VOICE_MAX_BYTES,
     Candidate,
     Composer,
     ComposerError,
     ComposerTimeout,
     Composition,
+    failure_lines,
+    failure_statement,
+    is_avoid_line,
+    says_the_same,
+    statement_of,
 )
 from memory.composers.offline import distil_voice
 from memory.models import ConsolidationRun, DocumentRevision, InboxItem
@@ -156,6 +163,8 @@ def _candidate(item: InboxItem) -> Candidate:
         created_at=item.created_at,
         taught_by=item.taught_by_name,
         action=item.action,
+        valence=item.valence,
+        outcome=item.outcome,
     )
 
 
@@ -201,21 +210,41 @@ def _compose(
 
 
 def refusal_reason(old: str, new: str, candidates: list[Candidate]) -> str | None:
-    """Why an answer must not be written, or None. Enforced in code, whatever the composer."""
+    """Why an answer must not be written, or None. Enforced in code, whatever the composer.
+
+    An empty document (headings only) is refused unless it is exactly what was asked for:
+    nothing waiting to be added, and every line the document had withdrawn by a forget — so
+    forgetting the last line works. A failure must be filed as something to avoid, never as
+    advice (``_failure_as_advice``).
+    """
     if UNCHANGED_ANSWER.match(new.strip()):
         return "The composer answered “unchanged” instead of a document; nothing was written."
     adds = [c for c in candidates if c.action == InboxItem.Action.ADD]
-    if document.is_effectively_empty(new) and (adds or not document.is_effectively_empty(old)):
-        return "The composer answered with an empty document (headings only); nothing was written."
+    forgotten = [statement_of(c.text) for c in candidates if c.action == InboxItem.Action.FORGET]
     old_lines = document.content_lines(old)
+    if document.is_effectively_empty(new) and (adds or old_lines):
+        asked_for = not adds and all(_withdrawn(line, forgotten) for line in old_lines)
+        if not asked_for:
+            return (
+                "The composer answered with an empty document (headings only); nothing was written."
+            )
+    advice = _failure_as_advice(new, candidates)
+    if advice:
+        return (
+            f"The composer wrote a failure as plain advice (“{document.quote(advice)}”); what "
+            f"went wrong belongs under “## {FAILURES_HEADING}” as “{AVOID_PREFIX}…”. Nothing "
+            "was written."
+        )
+    lines = document.content_lines(new)
+    doubled = next((line for line in lines if _DOUBLE_AVOID.search(line)), None)
+    if doubled:
+        return (
+            f"The composer wrote “{AVOID_PREFIX}” twice (“{document.quote(doubled)}”); nothing "
+            "was written."
+        )
     if not old_lines:
         return None
-    forgotten = [c.text for c in candidates if c.action == InboxItem.Action.FORGET]
-    dropped = [
-        line
-        for line in _dropped_lines(old, new)
-        if not any(compare(text, line).verdict in {"same", "refinement"} for text in forgotten)
-    ]
+    dropped = [line for line in _dropped_lines(old, new) if not _withdrawn(line, forgotten)]
     share = len(dropped) / len(old_lines)
     if share > MAX_DROP_SHARE:
         return (
@@ -224,6 +253,59 @@ def refusal_reason(old: str, new: str, candidates: list[Candidate]) -> str | Non
             "nothing was written."
         )
     return None
+
+
+_DOUBLE_AVOID = re.compile(r"avoid\s*:\s*avoid\s*:", re.IGNORECASE)
+
+
+def _withdrawn(line: str, forgotten: list[str]) -> bool:
+    """A forget candidate asked for this line to go."""
+    said = statement_of(line)
+    return any(compare(text, said).verdict in {"same", "refinement"} for text in forgotten)
+
+
+def _failure_as_advice(new: str, candidates: list[Candidate]) -> str | None:
+    """The first line of ``new`` that states a failure candidate other than as "Avoid: …", or
+    None. A failure that a newer candidate of this pass says plainly again (it worked after
+    all) is no longer the latest word, and is not checked."""
+    adds = sorted(
+        (c for c in candidates if c.action == InboxItem.Action.ADD),
+        key=lambda c: (c.created_at, c.id),
+    )
+    failures = [
+        failure_statement(c.text)
+        for at, c in enumerate(adds)
+        if c.is_failure
+        and not any(
+            not later.is_failure
+            and says_the_same(statement_of(later.text), failure_statement(c.text))
+            for later in adds[at + 1 :]
+        )
+    ]
+    if not failures:
+        return None
+    for line in document.content_lines(new):
+        if is_avoid_line(line):
+            continue
+        said = statement_of(line)
+        if any(says_the_same(said, failure) for failure in failures):
+            return line
+    return None
+
+
+def _states_a_failure(voice: str, text: str, items: list[InboxItem]) -> bool:
+    """The composer's voice says something that went wrong (with or without "Avoid:"), which
+    the voice distillate leaves out (see ``offline.distil_voice`` for why)."""
+    failures = [statement_of(line) for line in failure_lines(text)]
+    failures += [
+        failure_statement(item.text)
+        for item in items
+        if item.valence == Fact.Valence.FAILURE and item.action == InboxItem.Action.ADD
+    ]
+    if not failures:
+        return False
+    said = [statement_of(line) for line in voice.splitlines() if line.strip()]
+    return any(says_the_same(line, failure) for line in said for failure in failures)
 
 
 def _dropped_lines(old: str, new: str) -> list[str]:
@@ -248,7 +330,11 @@ def _commit(
     composition: Composition,
 ) -> None:
     voice = composition.voice
-    if not voice.strip() or document.size_bytes(voice) > VOICE_MAX_BYTES:
+    if (
+        not voice.strip()
+        or document.size_bytes(voice) > VOICE_MAX_BYTES
+        or _states_a_failure(voice, composition.document, items)
+    ):
         voice = distil_voice(composition.document)
     try:
         _write(run, revision, items, composition, voice)

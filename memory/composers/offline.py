@@ -8,8 +8,14 @@ dropped. Only bullets are content it may skip, replace, add or drop:
   "same" is skipped, a "contradiction" replaces the bullet in place (newest wins), a
   "refinement" replaces the bullet it refines, anything else is added under
   ``section_for(text)``, the section created in the canonical order when missing;
-- over the cap, bullets are dropped lowest value first, oldest first within a value;
-- the voice distillate is packed from the result, Rules first, within VOICE_MAX_BYTES.
+- a failure (something tried that went wrong) is compared only with the other failures and
+  filed as "- Avoid: …" under FAILURES_HEADING, a section kept last; a plain bullet that states
+  it as advice (a document written before failures had their heading) is taken out, so the
+  document never advises what went wrong. A plain fact is compared only with plain bullets;
+- over the cap, bullets are dropped lowest value first, oldest first within a value; rules,
+  corrections and failures are worth the most;
+- the voice distillate is packed from the result, Rules first, within VOICE_MAX_BYTES, and
+  leaves the failures out (see ``distil_voice``).
 
 Deterministic: the same document and candidates give byte-identical output.
 """
@@ -20,14 +26,24 @@ import re
 from dataclasses import dataclass
 
 from knowledge.statements import SECTIONS, compare, section_for
-from memory.composers.base import VOICE_MAX_BYTES, Candidate, Composition
+from memory.composers.base import (
+    FAILURES_HEADING,
+    VOICE_MAX_BYTES,
+    Candidate,
+    Composition,
+    avoid,
+    is_avoid_line,
+    is_failures_heading,
+    says_the_same,
+    statement_of,
+)
 
 DEFAULT_TITLE = "# Memory"
 
 # Drop order under the cap: lower value goes first.
 VALUE_LOW = 0  # a candidate its source was unsure of (confidence "low")
 VALUE_NORMAL = 1
-VALUE_HIGH = 2  # a Rule, or a person's own correction: the things people repeat otherwise
+VALUE_HIGH = 2  # a Rule, a person's own correction, a failure: the expensive lessons
 
 FORGET_VERDICTS = {"same", "refinement"}  # compare(forget text, bullet): the bullet says it
 
@@ -60,6 +76,14 @@ class _Line:
     value: int = VALUE_NORMAL
     age: tuple[int, int, int] = (0, 0, 0)  # smaller is older
 
+    @property
+    def is_failure(self) -> bool:
+        """A bullet stating something that went wrong: under the failures heading, or
+        written "Avoid: …" anywhere."""
+        return self.kind == "bullet" and (
+            is_failures_heading(self.section) or is_avoid_line(self.text)
+        )
+
 
 def _parse(document: str) -> list[_Line]:
     """Split ``document`` into lines ("\\n"; a "\\r" stays part of its line) and classify them.
@@ -81,7 +105,8 @@ def _parse(document: str) -> list[_Line]:
         elif bullet:
             index = position_in_section.get(section, 0)
             position_in_section[section] = index + 1
-            value = VALUE_HIGH if _canonical(section) == "Rules" else VALUE_NORMAL
+            worth_most = _canonical(section) == "Rules" or is_failures_heading(section)
+            value = VALUE_HIGH if worth_most else VALUE_NORMAL
             line = _Line(raw, "bullet", section, bullet.group("text"), value, (0, index, position))
             lines.append(line)
         else:
@@ -112,18 +137,20 @@ def bullet_text(text: str) -> str:
 
 
 def _candidate_value(candidate: Candidate, section: str) -> int:
-    if candidate.origin == "correction" or _canonical(section) == "Rules":
+    if candidate.origin == "correction" or _canonical(section) == "Rules" or candidate.is_failure:
         return VALUE_HIGH
     return VALUE_LOW if candidate.confidence == "low" else VALUE_NORMAL
 
 
-def _best(lines: list[_Line], text: str) -> dict[str, tuple[_Line, str]]:
-    """For each verdict, the bullet it applies to most strongly (earliest on a tie), and why."""
+def _best(lines: list[_Line], text: str, *, failures: bool) -> dict[str, tuple[_Line, str]]:
+    """For each verdict, the bullet it applies to most strongly (earliest on a tie), and why.
+    Only failures are compared with a failure, and only plain bullets with a plain fact."""
     best: dict[str, tuple[float, _Line, str]] = {}
+    text = statement_of(text)
     for line in lines:
-        if line.kind != "bullet":
+        if line.kind != "bullet" or line.is_failure != failures:
             continue
-        verdict = compare(line.text, text)
+        verdict = compare(statement_of(line.text), text)
         if verdict.verdict not in best or verdict.similarity > best[verdict.verdict][0]:
             best[verdict.verdict] = (verdict.similarity, line, verdict.reason)
     return {name: (line, reason) for name, (_score, line, reason) in best.items()}
@@ -138,7 +165,10 @@ def _file(lines: list[_Line], candidate: Candidate, rank: int, eol: str, notes: 
     if candidate.action == "forget":
         _forget(lines, text, notes)
         return
-    found = _best(lines, text)
+    if candidate.is_failure:
+        text = bullet_text(avoid(text))
+        _displace_advice(lines, text, notes)
+    found = _best(lines, text, failures=candidate.is_failure)
     if "same" in found:
         line, reason = found["same"]
         # Said again, so it is still true: under the cap it now counts as new as the candidate.
@@ -154,26 +184,56 @@ def _file(lines: list[_Line], candidate: Candidate, rank: int, eol: str, notes: 
             line.raw, line.text = f"{marker} {text}{eol}", text
             line.value, line.age = _candidate_value(candidate, line.section), (1, rank, 0)
             return
-    section = section_for(text)
+    section = FAILURES_HEADING if candidate.is_failure else section_for(text)
     new = _Line(f"- {text}{eol}", "bullet", section, text, VALUE_NORMAL, (1, rank, 0))
-    new.section = _insert(lines, new, section, eol, notes)
+    if candidate.is_failure:
+        new.section = _insert_failure(lines, new, eol, notes)
+    else:
+        new.section = _insert(lines, new, section, eol, notes)
     new.value = _candidate_value(candidate, new.section)
     notes.append(f"added under {new.section}: {text}")
 
 
 def _forget(lines: list[_Line], text: str, notes: list[str]) -> None:
     """Remove every bullet that says what ``text`` says (the same fact, or a fuller version of
-    it). A bullet that merely mentions the same things is left alone."""
+    it), "Avoid: …" lines included. A bullet that merely mentions the same things is left
+    alone."""
+    text = statement_of(text)
     doomed = [
         line
         for line in lines
-        if line.kind == "bullet" and compare(text, line.text).verdict in FORGET_VERDICTS
+        if line.kind == "bullet"
+        and compare(text, statement_of(line.text)).verdict in FORGET_VERDICTS
     ]
     for line in doomed:
         lines.remove(line)
         notes.append(f"forgot: {line.text}")
     if not doomed:
         notes.append(f"nothing in the document says “{text}”; nothing to forget")
+
+
+def _displace_advice(lines: list[_Line], failure: str, notes: list[str]) -> None:
+    """Take out the plain bullets that state ``failure`` as advice: what went wrong is only
+    ever filed as something to avoid."""
+    said = statement_of(failure)
+    for line in [line for line in lines if line.kind == "bullet" and not line.is_failure]:
+        if says_the_same(statement_of(line.text), said):
+            lines.remove(line)
+            notes.append(f"moved to {FAILURES_HEADING}: {line.text}")
+
+
+def _insert_failure(lines: list[_Line], new: _Line, eol: str, notes: list[str]) -> str:
+    """Put ``new`` at the end of the failures section, creating it after everything else."""
+    for index, line in enumerate(lines):
+        if line.kind == "heading" and is_failures_heading(line.section):
+            lines.insert(_block_end(lines, index), new)
+            return line.section
+    last = max((i for i, line in enumerate(lines) if line.raw.strip()), default=-1)
+    heading = _Line(f"## {FAILURES_HEADING}{eol}", "heading", FAILURES_HEADING)
+    blank = _Line(eol, "text", FAILURES_HEADING)
+    lines[last + 1 : last + 1] = [blank, heading, new] if last >= 0 else [heading, new]
+    notes.append(f"created section {FAILURES_HEADING}")
+    return FAILURES_HEADING
 
 
 def _block_end(lines: list[_Line], heading: int) -> int:
@@ -275,8 +335,15 @@ def _shorten(text: str, limit: int) -> str:
 
 def distil_voice(document: str) -> str:
     """The voice distillate of ``document``: its bullets as "- " lines, most useful first,
-    packed until the next would pass VOICE_MAX_BYTES. Always at most VOICE_MAX_BYTES bytes."""
-    bullets = [line for line in _parse(document) if line.kind == "bullet"]
+    packed until the next would pass VOICE_MAX_BYTES. Always at most VOICE_MAX_BYTES bytes.
+
+    Failures are left out. The distillate is what a voice assistant is told on every spoken
+    request (names, rules, preferences); a failure is a lesson for acting, recalled with its
+    "Avoid:" by ``knowledge.retrieval.context`` when a task is about it. And a short voice line
+    is the kind a small model rephrases or a trim shortens: "Avoid:" lost on the way would turn
+    what went wrong into advice, the one thing a failure must never become.
+    """
+    bullets = [line for line in _parse(document) if line.kind == "bullet" and not line.is_failure]
     ranked = sorted(enumerate(bullets), key=lambda p: (_voice_rank(p[1].section, p[1].text), p[0]))
     out: list[str] = []
     used = 0

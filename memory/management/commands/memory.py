@@ -115,7 +115,8 @@ class Command(BaseCommand):
             return
         for item in items:
             when = timezone.localtime(item.created_at).strftime("%Y-%m-%d %H:%M")
-            self.stdout.write(f"#{item.pk}  {when}  {item.text}  ({item.label}, {item.confidence})")
+            about = ", ".join(filter(None, [item.label, item.confidence, item.outcome_label]))
+            self.stdout.write(f"#{item.pk}  {when}  {item.text}  ({about})")
         self.stdout.write(f"{len(items)} waiting to be filed.")
 
     def do_hypotheses(self, **_) -> None:
