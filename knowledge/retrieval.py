@@ -14,6 +14,7 @@ facts about removed entities, or anything the reader may not read (``readable_by
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 from knowledge import envelope, search
@@ -56,11 +57,15 @@ def utility(fact: Fact) -> float:
     return 0.7 * fact.confidence + 0.3 * min(1.0, fact.successes / PROVEN_AFTER)
 
 
+_AVOID = re.compile(r"^\s*avoid\b\s*:?\s*", re.IGNORECASE)
+
+
 def _line(fact: Fact) -> str:
     observed = fact.successes + fact.failures
     if fact.valence == Fact.Valence.FAILURE:
         trust = "unverified" if not observed else f"conf {fact.confidence:.2f}"
-        return f"- [{fact.pk}] Avoid: {fact.text}  ({trust}, n={fact.support})"
+        lesson = _AVOID.sub("", fact.text)  # taught as "Avoid: X": one label, not two
+        return f"- [{fact.pk}] Avoid: {lesson}  ({trust}, n={fact.support})"
     return f"- [{fact.pk}] {fact.text}  (conf {fact.confidence:.2f}, n={fact.support})"
 
 

@@ -144,3 +144,10 @@ def test_a_belief_proven_by_outcomes_outranks_one_merely_repeated(home):
     assert repeated.fact.confidence == pytest.approx(0.6)  # restatement is not evidence
     ranked = retrieval.retrieve(memory=home, question="side door", k=2)
     assert ranked[0] == proven.fact
+
+
+def test_a_failure_taught_with_its_own_avoid_label_is_recalled_with_one_label(home):
+    failed = teach(home, "Avoid: running the dryer and the oven together.", outcome=False)
+    block = retrieval.context(memory=home, question="dryer oven").text
+    assert f"[{failed.fact.pk}] Avoid: running the dryer" in block
+    assert "Avoid: Avoid" not in block
