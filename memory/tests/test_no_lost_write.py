@@ -1,7 +1,10 @@
 """No write is lost to a lock race: teaching, edits, forgets and a pass's commit at the same
 moment neither deadlock nor answer 500, and a pass that fails says why and where."""
 
+import json
 import threading
+import urllib.error
+import urllib.request
 
 import pytest
 from django.db import DatabaseError, connection, transaction
@@ -335,3 +338,144 @@ def test_a_failed_passs_reason_is_bounded(home, scripted):
     assert len(run.reason) <= consolidator.REASON_MAX_CHARS
     assert run.reason.startswith("deadlock detected — CONTEXT: while locking tuple")
     assert run.reason.endswith("…")
+
+
+# Many writers over HTTP while a real worker runs the early passes -------------------------------
+
+NOUNS = """
+kettle toaster boiler freezer doorbell mailbox hammock trampoline greenhouse dishwasher treadmill
+aquarium chandelier wardrobe bookcase piano harp telescope sundial birdbath scarecrow wheelbarrow
+lawnmower chainsaw ladder skylight chimney fireplace bathtub shower bidet sink faucet mirror vanity
+dresser nightstand headboard mattress futon sofa armchair ottoman footstool rug carpet curtain blind
+shutter awning pergola gazebo trellis fence hedge pond fountain birdhouse doghouse kennel hutch coop
+stable barn shed garage driveway carport porch veranda balcony terrace patio deck jacuzzi sauna
+boathouse jetty canoe kayak bicycle tricycle scooter skateboard snowblower generator compressor
+dehumidifier humidifier thermostat radiator furnace heatpump woodstove barbecue smoker grill
+microwave blender juicer percolator espresso pantry larder cellar attic loft basement stairwell
+landing hallway foyer vestibule conservatory orangery library study nursery playroom workshop
+gramophone typewriter hourglass weathervane metronome barometer harmonium samovar churn bellows
+sideboard hatstand
+"""
+THINGS = NOUNS.split()
+SOUNDS = ("squeaks", "rattles", "hums", "wobbles", "leaks", "sticks", "glows", "creaks", "buzzes")
+SOUNDS += ("drips", "clicks", "whistles", "flickers")
+WHEN = ("at night", "in winter", "after rain", "on Sundays", "when frost comes", "at dawn")
+WHEN += ("before breakfast", "after dinner", "during storms", "in high summer")
+SEQUENTIAL, CONCURRENT = 80, 50
+
+
+def _saying(n: int) -> str:
+    """Sentence ``n``: a subject of its own, with a sound and a time no other sentence pairs
+    (the offline gate may read templated sentences about one slot as contradicting each other:
+    "The boiler measures 17 cm" / "The kettle measures 47 cm")."""
+    return f"The {THINGS[n]} {SOUNDS[n % 13]} {WHEN[n // 13 % 10]}."
+
+
+def _replacing(n: int) -> str:
+    """What replaces sentence ``n``: the same subject, another sound and time."""
+    return f"The {THINGS[n]} {SOUNDS[(n + 6) % 13]} {WHEN[(n // 13 + 4) % 10]} these days."
+
+
+def _add(base_url: str, token: str, body: dict) -> tuple[int, dict | str]:
+    """One POST from a client of its own (a fresh opener and connection)."""
+    client = urllib.request.build_opener()
+    request = urllib.request.Request(
+        base_url + ADD,
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with client.open(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode(errors="replace")[:500]
+
+
+@pytest.fixture
+def server(live_server):
+    """The live server, with room for every writer at once: Django's test server queues 10
+    connections, and the kernel resets the rest before brain sees them."""
+    live_server.thread.httpd.socket.listen(CONCURRENT * 2)
+    return live_server
+
+
+def _deadlocks() -> int:
+    """How many deadlocks PostgreSQL has broken in this database (its own statistics)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_force_next_flush()")
+        cursor.execute("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")
+        return cursor.fetchone()[0]
+
+
+def _no_pass_running() -> bool:
+    return not ConsolidationRun.objects.running().exists()
+
+
+@pytest.mark.worker
+def test_every_write_acknowledged_across_the_early_passes_is_kept(
+    home, alice, server, celery_worker
+):
+    """80 writes in a row, then 50 at once, while early passes (20 waiting) commit. One write in
+    five replaces a fact a pass may be filing at that moment: learn's supersede racing the
+    pass's reconcile, as in the three 500s that were seen."""
+    token = Token.objects.create(user=alice).key
+    deadlocks = _deadlocks()
+    sent: list[tuple[dict, int, dict | str]] = []  # (request, status, answer), in any order
+
+    def send(body: dict) -> dict | str:
+        status, answer = _add(server.url, token, body)
+        sent.append((body, status, answer))
+        return answer
+
+    said: dict[int, int] = {}  # sentence number → its fact
+    for n in range(SEQUENTIAL):
+        if n % 5 == 4 and n - 1 in said:
+            send({"fact": _replacing(n - 1), "verdict": "contradiction", "target": said.pop(n - 1)})
+        elif isinstance(answer := send({"fact": _saying(n)}), dict):
+            said[n] = answer["fact"]
+    # The last sequential facts are likely still being filed while the writers replace them.
+    recent = iter(sorted(said)[-CONCURRENT // 5 :])
+    bodies = []
+    for n in range(SEQUENTIAL, SEQUENTIAL + CONCURRENT):
+        if n % 5 == 4:
+            m = next(recent)
+            bodies.append({"fact": _replacing(m), "verdict": "contradiction", "target": said[m]})
+        else:
+            bodies.append({"fact": _saying(n)})
+    start = threading.Barrier(CONCURRENT, timeout=30)
+
+    def writer(body: dict) -> None:
+        start.wait()
+        send(body)
+
+    threads = [threading.Thread(target=writer, args=(body,)) for body in bodies]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+    refused = [(body["fact"], status, answer) for body, status, answer in sent if status >= 300]
+    assert refused == []
+    assert len(sent) == SEQUENTIAL + CONCURRENT
+    assert ConsolidationRun.objects.filter(trigger=ConsolidationRun.Trigger.EARLY).exists()
+
+    wait_until(_no_pass_running, timeout=60, message="a pass never settled")
+    last = actions.request_consolidation(memory=home, trigger=ConsolidationRun.Trigger.MANUAL)
+    wait_until(lambda: not ConsolidationRun.objects.get(pk=last.run.pk).is_running, timeout=60)
+    wait_until(_no_pass_running, timeout=60, message="a pass never settled")
+
+    replaced = {body["target"]: answer["fact"] for body, _, answer in sent if "target" in body}
+    live = set(Fact.objects.live().values_list("pk", flat=True))
+    lost = [
+        (body["fact"], answer["verdict"])
+        for body, _, answer in sent
+        if answer["fact"] not in live and answer["fact"] not in replaced
+    ]
+    assert lost == []
+    superseded = Fact.objects.filter(pk__in=replaced).values_list("pk", "superseded_by_id")
+    assert dict(superseded) == replaced
+    assert not InboxItem.objects.pending().exists()
+    failed = ConsolidationRun.objects.exclude(state="filed").values_list("reason", flat=True)
+    assert all(reason.startswith("The pass lost a race") for reason in failed), list(failed)
+    assert _deadlocks() == deadlocks, "the writes deadlocked (and retries hid it)"
