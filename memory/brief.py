@@ -39,7 +39,7 @@ def compose(memory: Memory, *, now=None) -> str:
     if learned_count:
         sentences.append(
             f"Since yesterday brain learned {_plural(learned_count, 'fact')}, most "
-            f"recently “{latest.text.rstrip(".")}”."
+            f"recently “{latest.text.rstrip('.')}”."
         )
     else:
         sentences.append("Nothing new was learned since yesterday.")
@@ -53,7 +53,7 @@ def compose(memory: Memory, *, now=None) -> str:
     if change_count:
         sentences.append(
             f"The document changed {_plural(change_count, 'time')}; the last: "
-            f"{last_change.summary.rstrip(".")}."
+            f"{last_change.summary.rstrip('.')}."
         )
     return " ".join(sentences)
 
