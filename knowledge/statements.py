@@ -629,7 +629,8 @@ _VERBS = frozenset(
     support swim switch take talk teach tell test think throttle throw time train travel
     trigger trip turn understand unlock update upload use vacuum visit wait wake walk want warm
     wash watch water wear win work worry write permit forbid sign review skip cut push attend
-    report target cache protect lift ban approve merge reject host send block
+    report target cache protect lift ban approve merge reject host send block measure paint
+    repaint weigh cost fit hang
     """
     )
 )
@@ -678,7 +679,12 @@ def _subject_and_anchor(norm: str) -> tuple[frozenset[str] | None, str, bool, st
         # One bare word before the verb, no determiner, not a plural: a name.
         named = index == 1 and not words[0].endswith("s") and words[0] not in _NOT_VERB_AFTER
         return (subject or None), anchor, named, _head(before)
-    return None, "", False, ""
+    # No verb we know: the first content word stands for the subject, so two statements that
+    # share a template still differ by what they are about ("the boiler measures 17 cm").
+    first = next((w for w in words if w not in _STOPWORDS and w not in _NEGATION_WORDS), "")
+    if not first:
+        return None, "", False, ""
+    return _tokenise(first).words or None, "", False, _stem(first.split("_")[-1])
 
 
 # Between a subject and its verb these say when or how, not what: "tom no longer works".

@@ -38,6 +38,14 @@ def sarah(django_user_model):
         ("The tent is stored in the loft.", "The paddling pool is stored in the loft."),
         ("Room 3's radiator is set to 4.", "Room 5's radiator is set to 2."),
         ("The staging deploy takes 12 minutes.", "The production deploy takes 35 minutes."),
+        (
+            "The boiler measures 17 centimetres across.",
+            "The chandelier measures 47 centimetres across.",
+        ),
+        (
+            "Back in 1905 we repainted the doorbell green.",
+            "Back in 1905 we repainted the bookcase green.",
+        ),
     ],
 )
 def test_statements_about_different_subjects_that_share_a_template_both_stay_live(
