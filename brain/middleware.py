@@ -1,10 +1,11 @@
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import resolve_url
 from django.utils.http import urlencode
-from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
 
 class HtmxLoginRedirectMiddleware:
@@ -26,3 +27,23 @@ class HtmxLoginRedirectMiddleware:
             return response
         current = request.htmx.current_url_abs_path or "/"
         return HttpResponseClientRedirect(f"{login_path}?{urlencode({'next': current})}")
+
+
+class NotPermittedToastMiddleware:
+    """A refusal (``PermissionDenied``, e.g. ``knowledge.access.NotPermitted``) answered to an
+    htmx request is a 403 that raises a toast with its message; htmx swaps nothing on a 403,
+    so without the toast the button would seem to do nothing. Full pages get ``403.html``."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not isinstance(exception, PermissionDenied) or not getattr(request, "htmx", False):
+            return None
+        response = HttpResponse(str(exception), status=403, content_type="text/plain")
+        return trigger_client_event(
+            response, "showToast", {"text": str(exception), "level": "error"}
+        )

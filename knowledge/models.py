@@ -464,3 +464,41 @@ class Conflict(models.Model):
 
     def __str__(self) -> str:
         return f"“{self.old.text}” or “{self.new.text}”"
+
+
+# Who may do what in a memory (knowledge/access.py holds the rule) -----------------------------
+
+
+class Permission(models.IntegerChoices):
+    """What a person may do in one memory; each level includes the ones below it."""
+
+    NONE = 0, "none"
+    READ = 1, "read"
+    TEACH = 2, "teach"
+    CURATE = 3, "curate"
+    ADMINISTER = 4, "administer"
+
+
+class Membership(models.Model):
+    """One person's permission in one memory. A person with no row gets the default
+    (``settings.BRAIN_DEFAULT_PERMISSION``); staff and superusers administer every memory."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    permission = models.PositiveSmallIntegerField(
+        choices=Permission.choices,
+        default=Permission.READ,
+        help_text="read: see everything in this memory; teach: also tell it things and report "
+        "outcomes; curate: also edit the document, undo, forget, settle, start passes and "
+        "export; administer: also import, change its settings and who may do what.",
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["memory", "user"], name="one_membership_per_person"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} may {self.get_permission_display()} {self.memory}"

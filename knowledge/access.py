@@ -1,0 +1,149 @@
+"""Who may do what in a memory, written once: every page, API call, MCP tool and CLI verb asks
+``require`` (or ``may``) here, and nothing else decides.
+
+The four permissions, each including the ones before it (``knowledge.models.Permission``):
+
+- **read**: see the memory — the document, facts, changes, findings, context, explain.
+- **teach**: tell it things (the Teach box, ``/api/memory/add``, the inbox, ``memory_write``)
+  and report outcomes (the evidence that moves confidence); answer its guesses.
+- **curate**: change what it believes on a person's authority — edit, clear or undo the
+  document, forget and restore facts, drop waiting items, settle conflicts, start a pass now,
+  mark findings and set rules — and export everything.
+- **administer**: import (which can replace the document), and change the memory's settings
+  and who may do what (the admin site).
+
+Where a person's permission comes from, first match wins:
+
+1. Not signed in, or an inactive account: none.
+2. The system (``user=None``: the worker, beat, a terminal without ``--as``, an MCP server
+   started without ``--user``): administer. Whoever runs those already holds the database.
+3. Staff and superusers: administer in every memory (they can change every grant anyway).
+4. A ``Membership`` row for the person and the memory: its permission.
+5. Otherwise ``settings.BRAIN_DEFAULT_PERMISSION`` — "teach" unless set: a household member
+   with an account may tell brain things and see what it knows; correcting the memory on their
+   authority (curate) is granted per person, per memory.
+
+An API token is its person: ``TokenAuthentication`` signs the request in as the token's owner,
+so a token carries exactly its person's permissions, no more.
+"""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured, PermissionDenied
+from django.http import Http404, HttpRequest
+
+from knowledge.models import Membership, Memory, Permission
+
+__all__ = [
+    "NotPermitted",
+    "Permission",
+    "may",
+    "memory_from_request",
+    "permission_of",
+    "require",
+    "requires",
+]
+
+_VERBS = {
+    Permission.READ: "read",
+    Permission.TEACH: "teach",
+    Permission.CURATE: "curate (edit, undo, forget, settle, export)",
+    Permission.ADMINISTER: "administer",
+}
+
+
+class NotPermitted(PermissionDenied):
+    """The person may not do this in this memory. Its message names what is needed and what
+    they have, so the person knows whom to ask for what."""
+
+    def __init__(self, memory: Memory, needed: Permission, has: Permission):
+        self.memory, self.needed, self.has = memory, Permission(needed), Permission(has)
+        if has == Permission.NONE:
+            message = f"You have no access to the memory “{memory.name}”."
+        else:
+            message = (
+                f"This needs permission to {_VERBS[self.needed]} in “{memory.name}”; you may "
+                f"{self.has.label} there. An administrator can grant more."
+            )
+        super().__init__(message)
+
+
+def _default() -> Permission:
+    name = getattr(settings, "BRAIN_DEFAULT_PERMISSION", "teach")
+    try:
+        default = Permission[name.upper()]
+    except KeyError:
+        raise ImproperlyConfigured(
+            f"BRAIN_DEFAULT_PERMISSION={name!r} is not one of none, read, teach, curate."
+        ) from None
+    if default == Permission.ADMINISTER:
+        raise ImproperlyConfigured("BRAIN_DEFAULT_PERMISSION may not be administer.")
+    return default
+
+
+def permission_of(user, memory: Memory) -> Permission:
+    """What ``user`` may do in ``memory`` (the rule in the module docstring)."""
+    if user is None:
+        return Permission.ADMINISTER
+    if not user.is_authenticated or not user.is_active:
+        return Permission.NONE
+    if user.is_staff or user.is_superuser:
+        return Permission.ADMINISTER
+    granted = (
+        Membership.objects.filter(memory=memory, user=user)
+        .values_list("permission", flat=True)
+        .first()
+    )
+    return Permission(granted) if granted is not None else _default()
+
+
+def may(user, memory: Memory, needed: Permission) -> bool:
+    return permission_of(user, memory) >= needed
+
+
+def require(user, memory: Memory, needed: Permission) -> Permission:
+    """``user``'s permission in ``memory`` when it covers ``needed``; else ``NotPermitted``."""
+    has = permission_of(user, memory)
+    if has < needed:
+        raise NotPermitted(memory, needed, has)
+    return has
+
+
+def memory_from_request(request: HttpRequest) -> Memory:
+    """The memory a request names with ``?memory=<slug>`` (the default memory when it names
+    none), or 404."""
+    slug = request.GET.get("memory", "")
+    try:
+        return Memory.objects.by_slug(slug)
+    except Memory.DoesNotExist:
+        raise Http404("There is no memory with that slug.") from None
+
+
+# (module, function name) of every view that declares its permission: a test walks the URLs and
+# checks each one is here, so a new endpoint cannot forget to ask.
+DECLARED: dict[tuple[str, str], Permission] = {}
+
+
+def requires(needed: Permission):
+    """A view decorator for plain Django views and DRF ``@api_view`` functions alike (placed
+    under ``@api_view``, so a token has signed the person in): resolve the request's memory,
+    check ``needed``, and pass the memory to the view as ``memory=``.
+
+    A refusal is ``NotPermitted``: a 403 with its message — ``templates/403.html`` for a page,
+    a toast for htmx (``brain.middleware.NotPermittedToastMiddleware``), ``{"detail": …}``
+    from DRF's exception handler for the API."""
+
+    def decorate(view):
+        @wraps(view)
+        def checked(request, *args, **kwargs):
+            memory = memory_from_request(request)
+            require(request.user, memory, needed)
+            return view(request, *args, memory=memory, **kwargs)
+
+        DECLARED[(view.__module__, view.__name__)] = Permission(needed)
+        return checked
+
+    return decorate
