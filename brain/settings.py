@@ -69,6 +69,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "brain.middleware.HtmxLoginRedirectMiddleware",
+    "brain.middleware.NotPermittedToastMiddleware",
 ]
 
 ROOT_URLCONF = "brain.urls"
@@ -217,6 +218,11 @@ LOGGING = {
 }
 
 BRAIN_ADMIN_USERNAME = env_str("BRAIN_ADMIN_USERNAME", "admin")
+
+# What a signed-in person may do in a memory where nobody granted them anything
+# (knowledge/access.py): none, read, teach (the default: a household member tells brain
+# things) or curate.
+BRAIN_DEFAULT_PERMISSION = env_str("BRAIN_DEFAULT_PERMISSION", "teach")
 
 # A consolidation pass rewrites the whole document plus the voice distillate; past this many
 # seconds it stops and writes nothing. Each model call gets the time that is left.
