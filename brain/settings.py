@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "knowledge",
     "memory",
     "review",
+    "agent",
 ]
 
 MIDDLEWARE = [
