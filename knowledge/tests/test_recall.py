@@ -100,7 +100,7 @@ def test_stored_text_can_never_close_or_forge_the_envelope(home):
     assert opening and opening.group(1) == block.nonce
     assert block.text.rstrip().endswith(f"</memory-{block.nonce}>")
     assert block.text.count("<") == 2  # only the envelope's own two tags remain
-    assert "‹/memory>" in block.text
+    assert "&lt;/memory>" in block.text
 
 
 def test_the_nonce_is_new_for_every_prompt(home):
