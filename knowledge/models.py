@@ -8,10 +8,16 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.db.models.functions import Length
+from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
 MEMORY_MAX_KB_RANGE = (1, 64)
+# The core is loaded first into every memory block and counted against its budget: 1,000
+# characters is about 250 tokens, under half of the 600-token block a session starts with, so
+# whatever the core says the larger part of the block is still left to what was learned.
+CORE_MAX_CHARS = 1000
 
 
 class MemoryQuerySet(models.QuerySet):
@@ -47,6 +53,14 @@ class Memory(models.Model):
     memory_injection = models.BooleanField(
         default=True, help_text="Off keeps learning but stops memory being given to prompts."
     )
+    core = models.TextField(
+        blank=True,
+        default="",
+        max_length=CORE_MAX_CHARS,
+        help_text="Pinned: loaded first into every memory block an agent is given, and counted "
+        "against its budget. Who the agent works for and the standing rules, in a few lines "
+        f"(at most {CORE_MAX_CHARS:,} characters).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = MemoryQuerySet.as_manager()
@@ -60,6 +74,10 @@ class Memory(models.Model):
                     memory_max_kb__lte=MEMORY_MAX_KB_RANGE[1],
                 ),
                 name="memory_max_kb_in_range",
+            ),
+            models.CheckConstraint(
+                condition=LessThanOrEqual(Length("core"), CORE_MAX_CHARS),
+                name="memory_core_is_small",
             ),
         ]
 
@@ -267,6 +285,9 @@ class Fact(models.Model):
         FILED = "filed"
         FORGOTTEN = "forgotten"
         EXPIRED = "expired"
+        # Decay or pruning took it out of use (agent/actions.py); its validity is closed, so
+        # what was believed before then is still answerable.
+        RETIRED = "retired"
 
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="facts")
     # Names the fact across installs: an export's entries and links are matched by it.
@@ -385,6 +406,14 @@ class Observation(models.Model):
         Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="observations"
     )
     outcome = models.BooleanField(null=True, blank=True)
+    episode = models.ForeignKey(
+        "Episode",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="observations",
+        help_text="The episode this observation was distilled from, when it came from one.",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -502,3 +531,135 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} may {self.get_permission_display()} {self.memory}"
+
+
+# Agent memory: episodes and procedures -------------------------------------------------------
+# They live here, beside the facts, because the layers that read them are here: the write gate
+# compares a new statement with the episodes still waiting to be distilled, explain cites the
+# episodes a belief came from, and context() shows procedures. The actions that write them are
+# in the agent app (agent/actions.py), above memory, because distilling goes through
+# memory.actions.learn.
+
+
+class EpisodeQuerySet(models.QuerySet):
+    def for_memory(self, memory: Memory) -> EpisodeQuerySet:
+        return self.filter(memory=memory)
+
+    def pending(self) -> EpisodeQuerySet:
+        """Waiting for the sleep pass: not yet distilled (a restatement of a waiting episode is
+        distilled with it, so it never waits on its own)."""
+        return self.filter(distilled_at__isnull=True)
+
+    def in_time_order(self) -> EpisodeQuerySet:
+        return self.order_by("occurred_at", "pk")
+
+
+class Episode(models.Model):
+    """One thing an agent saw happen, as it told it, with its outcome and when it happened.
+
+    Append-only and immutable: nothing changes its words, outcome or time, and nothing deletes
+    it. The sleep pass distils waiting episodes into beliefs through the write gate; each
+    belief's observations point back at the episodes it came from. ``distilled_at`` is set once,
+    by a conditional update, when that happened.
+    """
+
+    class Outcome(models.TextChoices):
+        OK = "ok"
+        FAIL = "fail"
+        UNKNOWN = "unknown"
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="episodes")
+    text = models.TextField()
+    normalized = models.TextField(help_text="The text as statements.normalise() reads it.")
+    outcome = models.CharField(max_length=8, choices=Outcome.choices)
+    occurred_at = models.DateTimeField(default=timezone.now)
+    recorded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    recorded_by_name = models.CharField(max_length=150, blank=True)
+    restates = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="restatements",
+        help_text="A waiting episode that already said this; it is distilled with that one.",
+    )
+    distilled_at = models.DateTimeField(null=True, blank=True)
+    embedding = VectorField(dimensions=384, null=True, blank=True)
+    embedder = models.CharField(max_length=40, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = EpisodeQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(outcome__in=["ok", "fail", "unknown"]),
+                name="episode_outcome_is_ok_fail_or_unknown",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["memory", "occurred_at"], name="episode_memory_time"),
+            models.Index(
+                fields=["memory", "occurred_at"],
+                condition=models.Q(distilled_at__isnull=True),
+                name="episode_pending",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.text} ({self.outcome})"
+
+    @property
+    def outcome_as_bool(self) -> bool | None:
+        """The outcome as facts carry it: True worked, False failed, None not known."""
+        return {"ok": True, "fail": False}.get(self.outcome)
+
+
+class ProcedureQuerySet(models.QuerySet):
+    def for_memory(self, memory: Memory) -> ProcedureQuerySet:
+        return self.filter(memory=memory)
+
+
+class Procedure(models.Model):
+    """A sequence of actions that achieved a task, scored by how often it worked: confidence is
+    the success rate, Laplace-smoothed as a fact's is (knowledge.actions.record_outcome)."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="procedures")
+    task = models.CharField(max_length=300, help_text="What it achieves.")
+    steps = ArrayField(models.CharField(max_length=500))
+    normalized = models.TextField(help_text="Task and steps as statements.normalise() reads them.")
+    text = models.TextField(help_text="Task and steps in one line, as context() shows it.")
+    successes = models.PositiveIntegerField(default=0)
+    failures = models.PositiveIntegerField(default=0)
+    confidence = models.FloatField(default=0.5)
+    recorded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    recorded_by_name = models.CharField(max_length=150, blank=True)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("text", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    last_run_at = models.DateTimeField(default=timezone.now)
+
+    objects = ProcedureQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["memory", "normalized"], name="one_procedure_per_way"),
+            models.CheckConstraint(
+                condition=models.Q(confidence__gte=0, confidence__lte=1),
+                name="procedure_confidence_is_a_probability",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(steps__len__gte=1), name="procedure_has_steps"
+            ),
+        ]
+        indexes = [GinIndex(fields=["search_vector"], name="procedure_search_vector")]
+
+    def __str__(self) -> str:
+        return self.text
