@@ -202,6 +202,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Long-term memory a person can read, correct and trust.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # DRF views are exempt from LoginRequiredMiddleware (they answer 401/403 themselves), and
+    # the schema view allows anyone by default: it asks for a sign-in or a token like the API.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     # Confidence and severity share the words high/medium/low: name each enum once.
     "ENUM_NAME_OVERRIDES": {
         "ConfidenceEnum": "memory.models.Confidence",
