@@ -87,6 +87,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "brain.context_processors.navigation",
+                "knowledge.access.context",
             ],
         },
     },

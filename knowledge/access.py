@@ -122,28 +122,55 @@ def memory_from_request(request: HttpRequest) -> Memory:
         raise Http404("There is no memory with that slug.") from None
 
 
-# (module, function name) of every view that declares its permission: a test walks the URLs and
-# checks each one is here, so a new endpoint cannot forget to ask.
-DECLARED: dict[tuple[str, str], Permission] = {}
+# (module, function name) → {HTTP method or "*": permission} of every view that declares what it
+# needs: a test walks the URLs and checks each one is here, so a new endpoint cannot forget.
+DECLARED: dict[tuple[str, str], dict[str, Permission]] = {}
 
 
-def requires(needed: Permission):
+def requires(needed: Permission, /, of=None, **by_method: Permission):
     """A view decorator for plain Django views and DRF ``@api_view`` functions alike (placed
     under ``@api_view``, so a token has signed the person in): resolve the request's memory,
-    check ``needed``, and pass the memory to the view as ``memory=``.
+    check ``needed`` (or ``by_method[request.method]``, e.g. ``PUT=Permission.CURATE``), and
+    pass the memory to the view as ``memory=``. The person's permission stays on the request
+    for ``context`` (pages offer only the buttons the person may use). ``of(request, **kwargs)``
+    names the memory instead where the URL's object decides it (a source page opened from a
+    link that carries no ``?memory=``).
 
     A refusal is ``NotPermitted``: a 403 with its message — ``templates/403.html`` for a page,
     a toast for htmx (``brain.middleware.NotPermittedToastMiddleware``), ``{"detail": …}``
     from DRF's exception handler for the API."""
+    needs = {"*": Permission(needed)} | {m: Permission(p) for m, p in by_method.items()}
 
     def decorate(view):
         @wraps(view)
         def checked(request, *args, **kwargs):
-            memory = memory_from_request(request)
-            require(request.user, memory, needed)
+            memory = of(request, **kwargs) if of else memory_from_request(request)
+            request.permission = require(
+                request.user, memory, needs.get(request.method, needs["*"])
+            )
             return view(request, *args, memory=memory, **kwargs)
 
-        DECLARED[(view.__module__, view.__name__)] = Permission(needed)
+        DECLARED[(view.__module__, view.__name__)] = needs
         return checked
 
     return decorate
+
+
+class _May:
+    """``may.teach``, ``may.curate``… in templates: what the person may do here."""
+
+    def __init__(self, has: Permission):
+        self.has = has
+
+    def __getattr__(self, name: str) -> bool:
+        try:
+            return self.has >= Permission[name.upper()]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def context(request: HttpRequest) -> dict:
+    """A context processor: ``may`` for a view that declared its permission (nothing
+    otherwise, so a template offers no action it cannot vouch for)."""
+    has = getattr(request, "permission", None)
+    return {"may": _May(has)} if has is not None else {}

@@ -11,23 +11,15 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view
 from rest_framework.exceptions import NotFound
-from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from brain import inputs
 from brain.db import retry
-from knowledge import actions, listing, provenance, retrieval
-from knowledge.models import Fact, Memory
+from knowledge import access, actions, listing, provenance, retrieval
+from knowledge.models import Fact, Memory, Permission
 from knowledge.subjects import UnknownSubject
-
-
-def memory_for(request: Request) -> Memory:
-    """The memory named by ``?memory=`` (default: the default memory), or 404."""
-    try:
-        return Memory.objects.by_slug(request.query_params.get("memory", ""))
-    except Memory.DoesNotExist:
-        raise NotFound("There is no memory with that slug.") from None
 
 
 def bad_request(message: str) -> Response:
@@ -68,10 +60,8 @@ def exception_handler(error: Exception, context: dict) -> Response | None:
     return drf_exception_handler(error, context)
 
 
-def readable_fact(request: Request, pk: int) -> Fact:
-    fact = (
-        Fact.objects.for_memory(memory_for(request)).readable_by(request.user).filter(pk=pk).first()
-    )
+def readable_fact(request: Request, memory: Memory, pk: int) -> Fact:
+    fact = Fact.objects.for_memory(memory).readable_by(request.user).filter(pk=pk).first()
     if fact is None:
         raise NotFound(f"There is no fact #{pk} you can read.")
     return fact
@@ -113,7 +103,7 @@ class FactSerializer(serializers.ModelSerializer):
         ]
 
 
-class FactPages(CursorPagination):
+class FactPages(inputs.CursorPages):  # a forged cursor is a 400
     page_size = 50
     max_page_size = 200
     page_size_query_param = "page_size"
@@ -141,11 +131,12 @@ FILTER_PARAMETERS = [
 
 @extend_schema(parameters=FILTER_PARAMETERS, responses={200: FactSerializer(many=True)})
 @api_view(["GET"])
-def fact_list(request: Request) -> Response:
+@access.requires(Permission.READ)
+def fact_list(request: Request, memory: Memory) -> Response:
     """Every fact, one page at a time (cursor pagination: follow ``next``)."""
     try:
         facts = listing.facts_for(
-            memory_for(request), request.user, listing.FactFilters.from_params(request.query_params)
+            memory, request.user, listing.FactFilters.from_params(request.query_params)
         )
     except listing.BadFilter as problem:
         return bad_request(str(problem))
@@ -156,9 +147,10 @@ def fact_list(request: Request) -> Response:
 
 @extend_schema(responses={200: dict})
 @api_view(["GET"])
-def fact_explain(request: Request, pk: int) -> Response:
+@access.requires(Permission.READ)
+def fact_explain(request: Request, pk: int, memory: Memory) -> Response:
     """Why brain thinks it: who taught it, when, from where, what it replaced, its outcomes."""
-    return Response(provenance.explain(readable_fact(request, pk)))
+    return Response(provenance.explain(readable_fact(request, memory, pk)))
 
 
 class OutcomeSerializer(serializers.Serializer):
@@ -167,12 +159,13 @@ class OutcomeSerializer(serializers.Serializer):
 
 @extend_schema(request=OutcomeSerializer, responses={200: FactSerializer})
 @api_view(["POST"])
-def fact_outcome(request: Request, pk: int) -> Response:
+@access.requires(Permission.TEACH)
+def fact_outcome(request: Request, pk: int, memory: Memory) -> Response:
     """Report whether acting on a fact worked: the only thing that moves its confidence."""
     form = OutcomeSerializer(data=request.data)
     form.is_valid(raise_exception=True)
     fact = actions.record_outcome(
-        fact=readable_fact(request, pk), success=form.validated_data["success"]
+        fact=readable_fact(request, memory, pk), success=form.validated_data["success"]
     )
     return Response(FactSerializer(fact).data)
 
@@ -187,13 +180,14 @@ class ContextSerializer(serializers.Serializer):
 
 @extend_schema(request=ContextSerializer, responses={200: dict})
 @api_view(["POST"])
-def context(request: Request) -> Response:
+@access.requires(Permission.READ)
+def context(request: Request, memory: Memory) -> Response:
     """The memory block a run is given for this question and these subjects."""
     form = ContextSerializer(data=request.data)
     form.is_valid(raise_exception=True)
     try:
         block = retrieval.context(
-            memory=memory_for(request), reader=request.user, **form.validated_data
+            memory=memory, reader=request.user, **form.validated_data
         )
     except (retrieval.BadBudget, UnknownSubject) as problem:
         return bad_request(str(problem))

@@ -5,14 +5,15 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from knowledge.models import Fact, Memory, Source
+from knowledge import access
+from knowledge.models import Fact, Memory, Permission, Source
 
 SOURCES_PER_PAGE = 50
 
 
 @require_GET
-def sources(request: HttpRequest) -> HttpResponse:
-    memory = Memory.objects.default()
+@access.requires(Permission.READ)
+def sources(request: HttpRequest, memory: Memory) -> HttpResponse:
     readable = Fact.objects.for_memory(memory).readable_by(request.user)
     listed = (
         Source.objects.filter(memory=memory, facts__in=readable)
@@ -23,10 +24,15 @@ def sources(request: HttpRequest) -> HttpResponse:
     return render(request, "knowledge/sources.html", {"page": page})
 
 
+def _memory_of_source(request: HttpRequest, pk: int) -> Memory:
+    return get_object_or_404(Source.objects.select_related("memory"), pk=pk).memory
+
+
 @require_GET
-def source(request: HttpRequest, pk: int) -> HttpResponse:
+@access.requires(Permission.READ, of=_memory_of_source)
+def source(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """A source is shown to a reader only through the facts they may read from it."""
-    item = get_object_or_404(Source, pk=pk)
+    item = get_object_or_404(Source, pk=pk, memory=memory)
     facts = (
         Fact.objects.filter(source=item)
         .readable_by(request.user)

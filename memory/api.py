@@ -16,9 +16,9 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from knowledge import access, gate
 from knowledge import api as knowledge_api
-from knowledge import gate
-from knowledge.models import Conflict, Memory
+from knowledge.models import Conflict, Memory, Permission
 from knowledge.subjects import UnknownSubject
 from memory import actions, portable
 from memory.models import (
@@ -29,9 +29,6 @@ from memory.models import (
     InboxItem,
     Origin,
 )
-
-_memory = knowledge_api.memory_for
-
 
 _bad_request = knowledge_api.invalid
 _conflict = knowledge_api.conflict
@@ -115,9 +112,9 @@ def _document_json(memory: Memory) -> dict:
 
 @extend_schema(responses={200: dict})
 @api_view(["GET", "PUT"])
-def document(request: Request) -> Response:
+@access.requires(Permission.READ, PUT=Permission.CURATE)
+def document(request: Request, memory: Memory) -> Response:
     """The memory document; PUT saves your edit (with the generation you read)."""
-    memory = _memory(request)
     if request.method == "PUT":
         form = DocumentSerializer(data=request.data)
         form.is_valid(raise_exception=True)
@@ -159,23 +156,16 @@ class AddMemorySerializer(serializers.Serializer):
 
 @extend_schema(request=AddMemorySerializer, responses={201: dict, 200: dict})
 @api_view(["POST"])
-def add_memory(request: Request) -> Response:
-    """Queue a fact (the add_memory service). From a signed-in session only administrators may;
-    an automation's token may."""
-    if request.auth is None and not request.user.is_staff:
-        return Response(
-            {
-                "detail": "Only administrators may add to memory when signed in; "
-                "automations use an API token."
-            },
-            status=status.HTTP_403_FORBIDDEN,
-        )
+@access.requires(Permission.TEACH)
+def add_memory(request: Request, memory: Memory) -> Response:
+    """Queue a fact (the add_memory service): anyone who may teach this memory, signed in or
+    with their token."""
     form = AddMemorySerializer(data=request.data)
     form.is_valid(raise_exception=True)
     data = form.validated_data
     try:
         learned = actions.learn(
-            memory=_memory(request),
+            memory=memory,
             text=data["fact"],
             origin=Origin.API,
             confidence=data["confidence"],
@@ -201,9 +191,10 @@ def add_memory(request: Request) -> Response:
 
 @extend_schema(request=None, responses={200: dict})
 @api_view(["POST"])
-def forget_fact(request: Request, pk: int) -> Response:
+@access.requires(Permission.CURATE)
+def forget_fact(request: Request, pk: int, memory: Memory) -> Response:
     """Forget a fact everywhere it is used (its document line goes at the next filing)."""
-    fact = knowledge_api.readable_fact(request, pk)
+    fact = knowledge_api.readable_fact(request, memory, pk)
     return Response(
         {"fact": fact.pk, "detail": actions.forget(fact=fact, by=request.user, origin=Origin.API)}
     )
@@ -211,10 +202,10 @@ def forget_fact(request: Request, pk: int) -> Response:
 
 @extend_schema(responses={200: dict})
 @api_view(["GET"])
-def voice(request: Request) -> Response:
+@access.requires(Permission.READ)
+def voice(request: Request, memory: Memory) -> Response:
     """The voice distillate (at most 2 KB) a voice assistant splices into its prompt; empty
     while memory_injection is off."""
-    memory = _memory(request)
     return Response(
         {
             "memory": memory.slug,
@@ -229,9 +220,9 @@ def voice(request: Request) -> Response:
     responses={200: InboxItemSerializer(many=True), 201: InboxItemSerializer},
 )
 @api_view(["GET", "POST"])
-def inbox(request: Request) -> Response:
+@access.requires(Permission.READ, POST=Permission.TEACH)
+def inbox(request: Request, memory: Memory) -> Response:
     """What waits to be filed; POST queues a fact."""
-    memory = _memory(request)
     if request.method == "POST":
         form = NewInboxItemSerializer(data=request.data)
         form.is_valid(raise_exception=True)
@@ -248,9 +239,10 @@ def inbox(request: Request) -> Response:
 
 @extend_schema(responses={204: None})
 @api_view(["DELETE"])
-def inbox_item(request: Request, pk: int) -> Response:
+@access.requires(Permission.CURATE)
+def inbox_item(request: Request, pk: int, memory: Memory) -> Response:
     """Drop a queued item: it leaves the queue and the document is not touched."""
-    item = get_object_or_404(InboxItem, pk=pk, memory=_memory(request))
+    item = get_object_or_404(InboxItem, pk=pk, memory=memory)
     if not actions.drop_inbox_item(item=item, by=request.user):
         return _conflict(f"Item #{pk} is no longer waiting (it is {item.state}).")
     return Response(status=status.HTTP_204_NO_CONTENT)
@@ -258,9 +250,9 @@ def inbox_item(request: Request, pk: int) -> Response:
 
 @extend_schema(request=None, responses={202: RunSerializer, 409: dict})
 @api_view(["POST"])
-def consolidate(request: Request) -> Response:
+@access.requires(Permission.CURATE)
+def consolidate(request: Request, memory: Memory) -> Response:
     """Start a pass now; it runs in the background. Poll the run for its outcome."""
-    memory = _memory(request)
     try:
         started = actions.request_consolidation(
             memory=memory, by=request.user, trigger=ConsolidationRun.Trigger.API
@@ -274,30 +266,33 @@ def consolidate(request: Request) -> Response:
 
 @extend_schema(responses={200: RunSerializer})
 @api_view(["GET"])
-def run(request: Request, pk: int) -> Response:
+@access.requires(Permission.READ)
+def run(request: Request, pk: int, memory: Memory) -> Response:
     return Response(
-        RunSerializer(get_object_or_404(ConsolidationRun, pk=pk, memory=_memory(request))).data
+        RunSerializer(get_object_or_404(ConsolidationRun, pk=pk, memory=memory)).data
     )
 
 
 @extend_schema(responses={200: ChangeSerializer(many=True)})
 @api_view(["GET"])
-def changes(request: Request) -> Response:
+@access.requires(Permission.READ)
+def changes(request: Request, memory: Memory) -> Response:
     """The change log, newest first (``?limit=``, at most 500)."""
     try:
         limit = min(max(int(request.query_params.get("limit", 50)), 1), 500)
     except ValueError:
         return Response({"detail": "limit must be a whole number from 1 to 500."}, status=400)
-    rows = Change.objects.for_memory(_memory(request)).newest_first()[:limit]
+    rows = Change.objects.for_memory(memory).newest_first()[:limit]
     return Response(ChangeSerializer(rows, many=True).data)
 
 
 @extend_schema(request=None, responses={200: ChangeSerializer, 409: dict})
 @api_view(["POST"])
-def undo(request: Request, number: int) -> Response:
+@access.requires(Permission.CURATE)
+def undo(request: Request, number: int, memory: Memory) -> Response:
     """Revert exactly change ``number``; the undo is itself logged."""
     try:
-        change = actions.undo_change(memory=_memory(request), number=number, by=request.user)
+        change = actions.undo_change(memory=memory, number=number, by=request.user)
     except actions.CannotUndo as why:
         return _conflict(str(why))
     except ValidationError as error:
@@ -307,9 +302,9 @@ def undo(request: Request, number: int) -> Response:
 
 @extend_schema(responses={200: dict})
 @api_view(["GET"])
-def export(request: Request) -> HttpResponse:
+@access.requires(Permission.CURATE)
+def export(request: Request, memory: Memory) -> HttpResponse:
     """Everything learned, as the file `brain memory import` reads."""
-    memory = _memory(request)
     stamp = timezone.localtime().strftime("%Y%m%d-%H%M")
     response = HttpResponse(portable.export_json(memory), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="brain-{memory.slug}-{stamp}.json"'
@@ -341,19 +336,21 @@ class SettleSerializer(serializers.Serializer):
 
 @extend_schema(responses={200: ConflictSerializer(many=True)})
 @api_view(["GET"])
-def conflicts(request: Request) -> Response:
+@access.requires(Permission.READ)
+def conflicts(request: Request, memory: Memory) -> Response:
     """What waits to be settled: pairs of statements that may not both be true, both still
     believed, newest first."""
-    rows = Conflict.objects.for_memory(_memory(request)).readable_by(request.user).to_settle()
+    rows = Conflict.objects.for_memory(memory).readable_by(request.user).to_settle()
     return Response(ConflictSerializer(rows, many=True).data)
 
 
 @extend_schema(request=SettleSerializer, responses={200: ConflictSerializer, 409: dict})
 @api_view(["POST"])
-def settle(request: Request, pk: int) -> Response:
+@access.requires(Permission.CURATE)
+def settle(request: Request, pk: int, memory: Memory) -> Response:
     """Keep the new statement, the old one, or both. Settled already: a 409 saying how."""
     conflict = get_object_or_404(
-        Conflict.objects.for_memory(_memory(request)).readable_by(request.user), pk=pk
+        Conflict.objects.for_memory(memory).readable_by(request.user), pk=pk
     )
     form = SettleSerializer(data=request.data)
     form.is_valid(raise_exception=True)

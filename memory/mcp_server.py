@@ -8,30 +8,38 @@ gate judges.
 Hazards: stdout is the protocol, so nothing here prints (Django's logging goes to stderr). The
 ORM is synchronous and the SDK runs tools inside an event loop, so every tool body runs through
 ``sync_to_async(thread_sensitive=True)``: one thread, one database connection, treated like a
-request (stale connections are closed before and after). Bad input comes back as a tool error
-whose text names the problem; the server keeps serving.
+request (stale connections are closed before and after). Every tool goes through
+``tool_errors``: its text arguments are checked by ``brain.inputs.clean`` (a NUL or an unpaired
+surrogate is refused naming the argument, or dropped from a search), and every error comes back
+as a tool error whose text names the problem, never a traceback; the server keeps serving.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import logging
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypedDict
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import close_old_connections
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from brain import inputs
+from brain.db import retry
+from knowledge import access, provenance, retrieval
 from knowledge import actions as knowledge_actions
-from knowledge import provenance, retrieval
 from knowledge.gate import BadVerdict
-from knowledge.models import Fact, Memory
+from knowledge.models import Fact, Memory, Permission
 from knowledge.subjects import UnknownSubject
 from memory import actions
 from memory.models import InboxItem, Origin
+
+logger = logging.getLogger(__name__)
 
 MAX_K = 50
 
@@ -101,10 +109,15 @@ class Serving:
         self.memory_id = memory.pk
         self.user_id = user.pk if user is not None else None
 
-    def memory(self) -> Memory:
+    def memory(self, needed: Permission = Permission.READ) -> Memory:
+        """The memory, once the person may do ``needed`` in it (knowledge/access.py)."""
         memory = Memory.objects.filter(pk=self.memory_id).first()
         if memory is None:
             raise ToolError("The memory this server was started for no longer exists.")
+        try:
+            access.require(self.reader(), memory, needed)
+        except access.NotPermitted as refused:
+            raise ToolError(str(refused)) from None
         return memory
 
     def reader(self):
@@ -128,20 +141,64 @@ class Serving:
 
 
 def _as_request[T](work: Callable[..., T], /, *args: Any) -> T:
-    """Run one tool body as Django runs a request, turning refusals into tool errors."""
+    """Run one tool body as Django runs a request."""
     close_old_connections()
     try:
         return work(*args)
-    except ValidationError as error:
-        raise ToolError(" ".join(error.messages)) from None
-    except (BadVerdict, UnknownSubject, retrieval.BadBudget) as error:
-        raise ToolError(str(error)) from None
     finally:
         close_old_connections()
 
 
 async def _orm[T](work: Callable[..., T], /, *args: Any) -> T:
     return await sync_to_async(_as_request, thread_sensitive=True)(work, *args)
+
+
+# What a refusal says, by the kind of error that refused.
+_REFUSALS: tuple[type[BaseException], ...] = (
+    BadVerdict,
+    UnknownSubject,
+    retrieval.BadBudget,
+    PermissionDenied,  # knowledge.access.NotPermitted: its message says what is needed
+)
+
+
+def tool_errors[**P, T](tool: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """The wrapper every MCP tool goes through (put it under ``@server.tool()``).
+
+    Text arguments are checked first (``brain.inputs.clean``, by argument name), then every
+    error becomes a ``ToolError`` the agent can read: refusals keep their own message, a lost
+    lock race says to send it again, and anything unexpected names the tool and the error's
+    kind and is logged on one line (the traceback only at DEBUG). The SDK would otherwise answer
+    a bare "Error executing tool" and log a traceback."""
+    name = tool.__name__
+
+    @functools.wraps(tool)
+    async def checked(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            kwargs = {key: inputs.clean(key, value) for key, value in kwargs.items()}
+            return await tool(*args, **kwargs)
+        except ToolError:
+            raise
+        except inputs.BadInput as bad:
+            raise ToolError(bad.message) from None
+        except ValidationError as error:
+            raise ToolError(" ".join(error.messages)) from None
+        except _REFUSALS as error:
+            raise ToolError(str(error)) from None
+        except Exception as error:
+            if retry.is_retryable(error):
+                raise ToolError(
+                    "Other writes were saving at the same moment and this one could not get "
+                    "its turn; nothing was saved. Send it again in a moment."
+                ) from None
+            logger.error("%s failed: %s: %s", name, type(error).__name__, error)
+            logger.debug("%s failed", name, exc_info=True)
+            raise ToolError(
+                f"{name} could not finish: brain hit an unexpected error "
+                f"({type(error).__name__}). The server keeps serving; its log says more."
+            ) from None
+
+    return checked
 
 
 def _found(fact: Fact) -> FoundFact:
@@ -181,7 +238,7 @@ def write(
     confidence: str,
 ) -> Written:
     learned = actions.learn(
-        memory=serving.memory(),
+        memory=serving.memory(Permission.TEACH),
         text=content,
         origin=Origin.API,
         confidence=confidence,
@@ -202,6 +259,7 @@ def write(
 
 
 def outcome(serving: Serving, fact_id: int, success: bool) -> OutcomeRecorded:
+    serving.memory(Permission.TEACH)
     fact = serving.fact(fact_id)
     updated = knowledge_actions.record_outcome(fact=fact, success=success)
     return OutcomeRecorded(
@@ -243,6 +301,7 @@ def build_server(memory: Memory, user=None) -> MCPServer:
     server = MCPServer("brain", instructions=INSTRUCTIONS)
 
     @server.tool()
+    @tool_errors
     async def memory_search(
         query: str, k: Annotated[int, Field(ge=1, le=MAX_K)] = 3
     ) -> SearchResult:
@@ -251,12 +310,14 @@ def build_server(memory: Memory, user=None) -> MCPServer:
         return await _orm(search, serving, query, k)
 
     @server.tool()
+    @tool_errors
     async def memory_context(goal: str, token_budget: int = 600) -> ContextBlock:
         """The memory block for what you are about to do: what has gone wrong before, then
         what is known, each line with its [id], within token_budget (50 to 32,000)."""
         return await _orm(context, serving, goal, token_budget)
 
     @server.tool()
+    @tool_errors
     async def memory_write(
         content: str,
         outcome: bool | None = None,
@@ -272,12 +333,14 @@ def build_server(memory: Memory, user=None) -> MCPServer:
         return await _orm(write, serving, content, outcome, verdict, target, confidence)
 
     @server.tool()
+    @tool_errors
     async def memory_outcome(fact_id: int, success: bool) -> OutcomeRecorded:
         """Report whether acting on fact [fact_id] worked. Only outcomes you observed: that a
         fact was relevant is not evidence that it was true."""
         return await _orm(outcome, serving, fact_id, success)
 
     @server.tool()
+    @tool_errors
     async def memory_explain(fact_id: int) -> dict[str, Any]:
         """Why brain believes fact [fact_id]: who taught it, when, through which channel and
         source, what it replaced or was replaced by, its outcomes, and whether it still
@@ -285,6 +348,7 @@ def build_server(memory: Memory, user=None) -> MCPServer:
         return await _orm(explain, serving, fact_id)
 
     @server.tool()
+    @tool_errors
     async def memory_status() -> Status:
         """How much is known: live facts, candidates waiting to be filed, the last learned."""
         return await _orm(status, serving)

@@ -17,8 +17,8 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import trigger_client_event
 
-from knowledge import listing
-from knowledge.models import Conflict, Fact, Memory
+from knowledge import access, listing
+from knowledge.models import Conflict, Fact, Memory, Permission
 from knowledge.subjects import UnknownSubject
 from memory import actions, brief, consolidator, measurements
 from memory.models import Brief, Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
@@ -43,14 +43,6 @@ SORTS = [
 ]
 WORKER_GRACE_S = 120  # an unclaimed pass this old means no worker is picking it up
 CHANGED = "memoryChanged"
-
-
-def _memory(request: HttpRequest) -> Memory:
-    return (
-        get_object_or_404(Memory, slug=request.GET.get("memory"))
-        if request.GET.get("memory")
-        else Memory.objects.default()
-    )
 
 
 def _partial(
@@ -184,8 +176,8 @@ def _measures_context(memory: Memory) -> dict:
 
 @require_GET
 @vary_on_headers("HX-Request")
-def knowledge(request: HttpRequest) -> HttpResponse:
-    memory = _memory(request)
+@access.requires(Permission.READ)
+def knowledge(request: HttpRequest, memory: Memory) -> HttpResponse:
     context = {**_full_context(request, memory), **_document_context(memory)}
     if request.GET.get("edit"):  # ✎ Edit markdown without JavaScript
         context.update(
@@ -197,21 +189,23 @@ def knowledge(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def measures(request: HttpRequest) -> HttpResponse:
-    return _partial(request, "measures", _measures_context(_memory(request)))
+@access.requires(Permission.READ)
+def measures(request: HttpRequest, memory: Memory) -> HttpResponse:
+    return _partial(request, "measures", _measures_context(memory))
 
 
 # The document --------------------------------------------------------------------------------
 
 
 @require_GET
-def document(request: HttpRequest) -> HttpResponse:
-    return _partial(request, "document", _document_context(_memory(request)))
+@access.requires(Permission.READ)
+def document(request: HttpRequest, memory: Memory) -> HttpResponse:
+    return _partial(request, "document", _document_context(memory))
 
 
 @require_GET
-def document_editor(request: HttpRequest) -> HttpResponse:
-    memory = _memory(request)
+@access.requires(Permission.CURATE)
+def document_editor(request: HttpRequest, memory: Memory) -> HttpResponse:
     revision = DocumentRevision.objects.current(memory)
     return _partial(
         request,
@@ -226,8 +220,8 @@ def document_editor(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-def save_document(request: HttpRequest) -> HttpResponse:
-    memory = _memory(request)
+@access.requires(Permission.CURATE)
+def save_document(request: HttpRequest, memory: Memory) -> HttpResponse:
     text = request.POST.get("text", "")
     try:
         base = int(request.POST.get("base_generation", ""))
@@ -279,8 +273,8 @@ def _full_context(request: HttpRequest, memory: Memory) -> dict:
 
 
 @require_POST
-def teach(request: HttpRequest) -> HttpResponse:
-    memory = _memory(request)
+@access.requires(Permission.TEACH)
+def teach(request: HttpRequest, memory: Memory) -> HttpResponse:
     text = request.POST.get("text", "")
     try:
         learned = actions.learn(memory=memory, text=text, origin=Origin.TYPED, by=request.user)
@@ -301,8 +295,8 @@ def teach(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-def drop_item(request: HttpRequest, pk: int) -> HttpResponse:
-    memory = _memory(request)
+@access.requires(Permission.CURATE)
+def drop_item(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     item = get_object_or_404(InboxItem, pk=pk, memory=memory)
     dropped = actions.drop_inbox_item(item=item, by=request.user)
     note = (
@@ -316,13 +310,14 @@ def drop_item(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_GET
-def waiting(request: HttpRequest) -> HttpResponse:
-    return _partial(request, "waiting", _waiting_context(_memory(request)))
+@access.requires(Permission.READ)
+def waiting(request: HttpRequest, memory: Memory) -> HttpResponse:
+    return _partial(request, "waiting", _waiting_context(memory))
 
 
 @require_POST
-def file_now(request: HttpRequest) -> HttpResponse:
-    memory = _memory(request)
+@access.requires(Permission.CURATE)
+def file_now(request: HttpRequest, memory: Memory) -> HttpResponse:
     try:
         started = actions.request_consolidation(
             memory=memory, by=request.user, trigger=ConsolidationRun.Trigger.MANUAL
@@ -344,8 +339,9 @@ def file_now(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def banner(request: HttpRequest, pk: int) -> HttpResponse:
-    run = get_object_or_404(ConsolidationRun, pk=pk, memory=_memory(request))
+@access.requires(Permission.READ)
+def banner(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
+    run = get_object_or_404(ConsolidationRun, pk=pk, memory=memory)
     # The pass landed: everything it touched refreshes itself.
     return _partial(
         request, "banner", _banner_context(run), event=None if run.is_running else CHANGED
@@ -356,9 +352,9 @@ def banner(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_GET
-def facts(request: HttpRequest) -> HttpResponse:
+@access.requires(Permission.READ)
+def facts(request: HttpRequest, memory: Memory) -> HttpResponse:
     """The list (a filter changed) or, with ``page`` > 1, only the next rows (Show more)."""
-    memory = _memory(request)
     context = _facts_context(request, memory)
     if not request.htmx:
         return redirect(f"{reverse('memory:knowledge')}?{context['query']}#facts")
@@ -370,8 +366,8 @@ def facts(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-def forget_fact(request: HttpRequest, pk: int) -> HttpResponse:
-    memory = _memory(request)
+@access.requires(Permission.CURATE)
+def forget_fact(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     fact = get_object_or_404(Fact.objects.for_memory(memory).readable_by(request.user), pk=pk)
     message = actions.forget(fact=fact, by=request.user)
     if not request.htmx:
@@ -381,8 +377,8 @@ def forget_fact(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_POST
-def restore_fact(request: HttpRequest, pk: int) -> HttpResponse:
-    memory = _memory(request)
+@access.requires(Permission.CURATE)
+def restore_fact(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     fact = get_object_or_404(Fact.objects.for_memory(memory).readable_by(request.user), pk=pk)
     try:
         actions.restore(fact=fact, by=request.user)
@@ -404,13 +400,14 @@ def restore_fact(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_GET
-def to_settle(request: HttpRequest) -> HttpResponse:
-    return _partial(request, "to-settle", _to_settle_context(request, _memory(request)))
+@access.requires(Permission.READ)
+def to_settle(request: HttpRequest, memory: Memory) -> HttpResponse:
+    return _partial(request, "to-settle", _to_settle_context(request, memory))
 
 
 @require_POST
-def settle(request: HttpRequest, pk: int) -> HttpResponse:
-    memory = _memory(request)
+@access.requires(Permission.CURATE)
+def settle(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     conflict = get_object_or_404(
         Conflict.objects.for_memory(memory).readable_by(request.user), pk=pk
     )
@@ -442,13 +439,14 @@ def _knowledge_url(request: HttpRequest) -> str:
 
 
 @require_GET
-def changes(request: HttpRequest) -> HttpResponse:
-    return _partial(request, "changes", _changes_context(_memory(request)))
+@access.requires(Permission.READ)
+def changes(request: HttpRequest, memory: Memory) -> HttpResponse:
+    return _partial(request, "changes", _changes_context(memory))
 
 
 @require_POST
-def undo(request: HttpRequest, number: int) -> HttpResponse:
-    memory = _memory(request)
+@access.requires(Permission.CURATE)
+def undo(request: HttpRequest, number: int, memory: Memory) -> HttpResponse:
     try:
         change = actions.undo_change(memory=memory, number=number, by=request.user)
         note = (f"Undone: {change.summary.removeprefix('Undid ')}", "success")

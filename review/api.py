@@ -16,13 +16,13 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view
 from rest_framework.exceptions import NotFound
-from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from brain import inputs
+from knowledge import access
 from knowledge import api as knowledge_api
-from knowledge.api import memory_for
-from knowledge.models import Memory
+from knowledge.models import Memory, Permission
 from review import actions
 from review import status as review_status
 from review.models import Event, Finding, Guess, Rule, Severity
@@ -102,12 +102,12 @@ class RaisedSerializer(serializers.Serializer):
     responses={200: RaisedSerializer, 201: RaisedSerializer},
 )
 @api_view(["GET", "POST"])
-def findings(request: Request) -> Response:
+@access.requires(Permission.READ, POST=Permission.TEACH)
+def findings(request: Request, memory: Memory) -> Response:
     """Open findings in review order (high-stakes first); POST is a house check reporting one.
 
     201: a new finding. 200: raised again (already open, or back after a fix, saying how long
     it stayed away) or not raised because a rule keeps it quiet (saying which)."""
-    memory = memory_for(request)
     if request.method == "GET":
         rows = Finding.objects.for_memory(memory).open().in_review_order().select_related("subject")
         return Response(FindingSerializer(rows, many=True).data)
@@ -194,10 +194,11 @@ class NotAProblemSerializer(serializers.Serializer):
 
 @extend_schema(request=NotAProblemSerializer, responses={201: RuleSerializer, 409: dict})
 @api_view(["POST"])
-def not_a_problem(request: Request, pk: int) -> Response:
+@access.requires(Permission.CURATE)
+def not_a_problem(request: Request, pk: int, memory: Memory) -> Response:
     """The check was wrong here: a rule it reads on its next pass. A rule for the room or
     everywhere must be sent with ``confirm: true``; without it the answer is a 409."""
-    finding = _finding(memory_for(request), pk)
+    finding = _finding(memory, pk)
     form = NotAProblemSerializer(data=request.data)
     form.is_valid(raise_exception=True)
     data = form.validated_data
@@ -223,9 +224,10 @@ class FixedSerializer(serializers.Serializer):
 
 @extend_schema(request=FixedSerializer, responses={200: FindingSerializer, 409: dict})
 @api_view(["POST"])
-def fixed(request: Request, pk: int) -> Response:
+@access.requires(Permission.TEACH)
+def fixed(request: Request, pk: int, memory: Memory) -> Response:
     """I've already fixed it, Got it, or a finished to-do: quiet only while it stays fixed."""
-    finding = _finding(memory_for(request), pk)
+    finding = _finding(memory, pk)
     form = FixedSerializer(data=request.data)
     form.is_valid(raise_exception=True)
     try:
@@ -242,10 +244,11 @@ def fixed(request: Request, pk: int) -> Response:
 
 @extend_schema(responses={200: RuleSerializer(many=True)})
 @api_view(["GET"])
-def rules(request: Request) -> Response:
+@access.requires(Permission.READ)
+def rules(request: Request, memory: Memory) -> Response:
     """Rules you set that are in force, newest first."""
     rows = (
-        Rule.objects.for_memory(memory_for(request))
+        Rule.objects.for_memory(memory)
         .active()
         .select_related("subject", "room")
         .order_by("-created_at", "-pk")
@@ -255,9 +258,10 @@ def rules(request: Request) -> Response:
 
 @extend_schema(responses={204: None, 409: dict})
 @api_view(["DELETE"])
-def rule(request: Request, pk: int) -> Response:
+@access.requires(Permission.CURATE)
+def rule(request: Request, pk: int, memory: Memory) -> Response:
     """Let brain raise it again: the rule goes, and its finding may be raised again."""
-    found = Rule.objects.for_memory(memory_for(request)).filter(pk=pk).first()
+    found = Rule.objects.for_memory(memory).filter(pk=pk).first()
     if found is None:
         raise NotFound(f"There is no rule #{pk}.")
     if found.removed_at is not None:
@@ -279,10 +283,11 @@ class GuessSerializer(serializers.ModelSerializer):
 
 @extend_schema(responses={200: GuessSerializer(many=True)})
 @api_view(["GET"])
-def guesses(request: Request) -> Response:
+@access.requires(Permission.READ)
+def guesses(request: Request, memory: Memory) -> Response:
     """Open guesses, waiting on a yes or a no, the oldest offered first."""
     rows = (
-        Guess.objects.for_memory(memory_for(request))
+        Guess.objects.for_memory(memory)
         .open()
         .select_related("subject")
         .order_by("offered_at", "pk")
@@ -310,11 +315,12 @@ class AnsweredSerializer(serializers.Serializer):
 
 @extend_schema(request=AnswerSerializer, responses={200: AnsweredSerializer, 409: dict})
 @api_view(["POST"])
-def answer(request: Request, pk: int) -> Response:
+@access.requires(Permission.TEACH)
+def answer(request: Request, pk: int, memory: Memory) -> Response:
     """Answer a guess (the brain.answer_question service): a yes is filed as known, a no closes
     it for good and keeps the rest of the answer as a correction. When two people answer at
     once, one wins and the other gets a 409 naming who answered."""
-    guess = _guess(memory_for(request), pk)
+    guess = _guess(memory, pk)
     form = AnswerSerializer(data=request.data)
     form.is_valid(raise_exception=True)
     try:
@@ -340,9 +346,10 @@ def answer(request: Request, pk: int) -> Response:
 
 @extend_schema(request=None, responses={200: GuessSerializer, 409: dict})
 @api_view(["POST"])
-def dismiss(request: Request, pk: int) -> Response:
+@access.requires(Permission.TEACH)
+def dismiss(request: Request, pk: int, memory: Memory) -> Response:
     """Not now: the guess sleeps, off every screen and not counted, and comes back later."""
-    guess = _guess(memory_for(request), pk)
+    guess = _guess(memory, pk)
     try:
         slept = actions.dismiss_guess(guess=guess, by=request.user)
     except actions.Refused as refused:
@@ -355,10 +362,11 @@ def dismiss(request: Request, pk: int) -> Response:
 
 @extend_schema(responses={200: dict})
 @api_view(["GET"])
-def sensors(request: Request) -> Response:
+@access.requires(Permission.READ)
+def sensors(request: Request, memory: Memory) -> Response:
     """The four sensors, as pushed to Home Assistant: memory_waiting_on_you, memory_facts_learned,
     memory_last_learned and findings_open_findings, each with its state and attributes."""
-    return Response(review_status.sensors(memory_for(request)))
+    return Response(review_status.sensors(memory))
 
 
 class EventSerializer(serializers.ModelSerializer):
@@ -367,7 +375,7 @@ class EventSerializer(serializers.ModelSerializer):
         fields = ["id", "kind", "text", "data", "created_at", "pushed_at"]
 
 
-class TimelinePages(CursorPagination):
+class TimelinePages(inputs.CursorPages):  # a forged cursor is a 400
     page_size = 50
     max_page_size = 200
     page_size_query_param = "page_size"
@@ -376,9 +384,10 @@ class TimelinePages(CursorPagination):
 
 @extend_schema(responses={200: EventSerializer(many=True)})
 @api_view(["GET"])
-def timeline(request: Request) -> Response:
+@access.requires(Permission.READ)
+def timeline(request: Request, memory: Memory) -> Response:
     """brain_learned and brain_finding events, newest first (cursor pagination: follow
     ``next``)."""
     pages = TimelinePages()
-    page = pages.paginate_queryset(Event.objects.for_memory(memory_for(request)), request)
+    page = pages.paginate_queryset(Event.objects.for_memory(memory), request)
     return pages.get_paginated_response(EventSerializer(page, many=True).data)

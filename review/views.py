@@ -21,7 +21,8 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import trigger_client_event
 
-from knowledge.models import Memory, Subject
+from knowledge import access
+from knowledge.models import Memory, Permission, Subject
 from review import actions, counts, deep_review
 from review.models import DeepReview, Event, Finding, Guess, Rule, Severity
 
@@ -39,10 +40,6 @@ UNDO_FOR = timedelta(days=1)  # a rule this new offers Undo; an older one, Let b
 NOT_SENT_BY_THIS_PAGE = "That request wasn't one this page sends. Reload the page and try again."
 
 Toast = tuple[str, str]
-
-
-def _memory() -> Memory:
-    return Memory.objects.default()
 
 
 def _finding(memory: Memory, pk: int) -> Finding:
@@ -215,26 +212,29 @@ def _message(error: ValidationError) -> str:
 
 @require_GET
 @vary_on_headers("HX-Request")
-def findings(request: HttpRequest) -> HttpResponse:
-    memory = _memory()
+@access.requires(Permission.READ)
+def findings(request: HttpRequest, memory: Memory) -> HttpResponse:
     if request.htmx:  # Cancel on the wide-rule question: the list as it is
         return render(request, f"{PAGE}#findings-list", _list_context(memory))
     return _page(request, memory)
 
 
 @require_GET
-def badge(request: HttpRequest) -> HttpResponse:
+@access.requires(Permission.READ)
+def badge(request: HttpRequest, memory: Memory) -> HttpResponse:
     return render(request, f"{PAGE}#badge", {"count": counts.badge(request)})
 
 
 @require_GET
-def rules(request: HttpRequest) -> HttpResponse:
-    return render(request, f"{PAGE}#rules", _rules_context(_memory()))
+@access.requires(Permission.READ)
+def rules(request: HttpRequest, memory: Memory) -> HttpResponse:
+    return render(request, f"{PAGE}#rules", _rules_context(memory))
 
 
 @require_GET
-def timeline(request: HttpRequest) -> HttpResponse:
-    events = Event.objects.for_memory(_memory()).order_by("-created_at", "-pk")
+@access.requires(Permission.READ)
+def timeline(request: HttpRequest, memory: Memory) -> HttpResponse:
+    events = Event.objects.for_memory(memory).order_by("-created_at", "-pk")
     page = Paginator(events, EVENTS_PER_PAGE).get_page(request.GET.get("page"))
     return render(request, "review/timeline.html", {"page": page})
 
@@ -243,8 +243,8 @@ def timeline(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-def not_a_problem(request: HttpRequest, pk: int) -> HttpResponse:
-    memory = _memory()
+@access.requires(Permission.CURATE)
+def not_a_problem(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     finding = _finding(memory, pk)
     form = {
         "reason": request.POST.get("reason", "").strip()[: actions.MAX_REASON],
@@ -297,9 +297,9 @@ SETTLED_NOTES = {
 
 
 @require_POST
-def mark_fixed(request: HttpRequest, pk: int) -> HttpResponse:
+@access.requires(Permission.TEACH)
+def mark_fixed(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """I've already fixed it, Got it, and Done on a to-do: quiet only while it stays fixed."""
-    memory = _memory()
     finding = _finding(memory, pk)
     how = request.POST.get("how", "")
     if how not in Finding.Settled.values:
@@ -315,9 +315,9 @@ def mark_fixed(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_POST
-def answer_guess(request: HttpRequest, pk: int) -> HttpResponse:
+@access.requires(Permission.TEACH)
+def answer_guess(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """✓ Yes or ✕ No; two people answering at once: the second is told who won."""
-    memory = _memory()
     guess = _guess(memory, pk)
     answer = request.POST.get("answer", "")
     reason = request.POST.get("reason", "").strip()[: actions.MAX_REASON]
@@ -334,8 +334,8 @@ def answer_guess(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_POST
-def dismiss_guess(request: HttpRequest, pk: int) -> HttpResponse:
-    memory = _memory()
+@access.requires(Permission.TEACH)
+def dismiss_guess(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     guess = _guess(memory, pk)
     try:
         actions.dismiss_guess(guess=guess, by=request.user)
@@ -350,9 +350,9 @@ def dismiss_guess(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_POST
-def remove_rule(request: HttpRequest, pk: int) -> HttpResponse:
+@access.requires(Permission.CURATE)
+def remove_rule(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """Undo / Let brain raise it again."""
-    memory = _memory()
     rule = get_object_or_404(Rule.objects.select_related("subject", "room"), pk=pk, memory=memory)
     described = rule.describe().removeprefix("Not raised: ")
     if rule.removed_at is None:
@@ -375,8 +375,9 @@ DEEP_REVIEW = "review/deep_review.html"
 
 
 @require_POST
-def start_deep_review(request: HttpRequest) -> HttpResponse:
-    review = deep_review.start(memory=_memory(), by=request.user)
+@access.requires(Permission.CURATE)
+def start_deep_review(request: HttpRequest, memory: Memory) -> HttpResponse:
+    review = deep_review.start(memory=memory, by=request.user)
     if not request.htmx:
         messages.info(request, "Deep review started: what it finds arrives on the Findings tab.")
         return redirect("memory:knowledge")
@@ -384,8 +385,9 @@ def start_deep_review(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def deep_review_status(request: HttpRequest, pk: int) -> HttpResponse:
-    review = get_object_or_404(DeepReview, pk=pk, memory=_memory())
+@access.requires(Permission.READ)
+def deep_review_status(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
+    review = get_object_or_404(DeepReview, pk=pk, memory=memory)
     response = render(request, f"{DEEP_REVIEW}#status", {"review": review})
     if review.state != DeepReview.State.RUNNING:
         response = trigger_client_event(response, "findingsChanged")

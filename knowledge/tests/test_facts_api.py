@@ -5,7 +5,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.authtoken.models import Token
 
-from knowledge.models import Fact
+from knowledge.models import Fact, Membership, Permission
 from memory.actions import learn
 
 
@@ -45,7 +45,8 @@ def test_saying_it_again_is_200_with_more_support_not_a_new_row(api, home):
     assert Fact.objects.count() == 1
 
 
-def test_a_signed_in_person_who_is_not_an_administrator_may_not_add(client, alice, home):
+def test_a_person_who_may_only_read_may_not_add_and_is_told_why(client, alice, home):
+    Membership.objects.create(memory=home, user=alice, permission=Permission.READ)
     client.force_login(alice)
 
     response = client.post(
@@ -53,7 +54,8 @@ def test_a_signed_in_person_who_is_not_an_administrator_may_not_add(client, alic
     )
 
     assert response.status_code == 403
-    assert "Only administrators" in response.json()["detail"]
+    assert "permission to teach" in response.json()["detail"]
+    assert not Fact.objects.exists()
 
 
 def test_an_automation_with_a_token_may_add(client, alice, home):

@@ -10,7 +10,7 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from knowledge.models import Fact, Memory, Subject
+from knowledge.models import Fact, Membership, Memory, Permission, Subject
 from memory import actions as memory_actions
 from memory.models import InboxItem, Origin
 from review import actions
@@ -39,6 +39,8 @@ def hall_motion(home, hallway) -> Subject:
 
 @pytest.fixture
 def api(client, alice, home):
+    """Alice, whom the administrator lets curate this memory (set rules, mark findings)."""
+    Membership.objects.create(memory=home, user=alice, permission=Permission.CURATE)
     client.force_login(alice)
     return client
 

@@ -30,8 +30,8 @@ class Command(BaseCommand):
             "--user",
             metavar="USERNAME",
             default="",
-            help="record the agent's writes as taught by this person, and read as them "
-            "(default: no person; the agent reads the whole memory)",
+            help="act as this person: writes are taught by them, and the agent may read and "
+            "teach only what they may (default: no person; the agent administers the memory)",
         )
 
     def handle(self, *args, memory: str, user: str, **options) -> None:

@@ -12,11 +12,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from knowledge.models import Conflict, Fact, Memory
+from knowledge import access
+from knowledge.models import Conflict, Fact, Memory, Permission
 from memory import actions, consolidator, portable
 from memory.models import (
     Change,
@@ -26,6 +28,24 @@ from memory.models import (
     InboxItem,
     Origin,
 )
+
+# What each verb needs (knowledge/access.py), checked before it runs.
+NEEDS = {
+    "list": Permission.READ,
+    "inbox": Permission.READ,
+    "hypotheses": Permission.READ,
+    "conflicts": Permission.READ,
+    "log": Permission.READ,
+    "add": Permission.TEACH,
+    "forget": Permission.CURATE,
+    "settle": Permission.CURATE,
+    "consolidate": Permission.CURATE,
+    "undo": Permission.CURATE,
+    "edit": Permission.CURATE,
+    "clear": Permission.CURATE,
+    "export": Permission.CURATE,
+    "import": Permission.ADMINISTER,
+}
 
 
 class Command(BaseCommand):
@@ -37,6 +57,14 @@ class Command(BaseCommand):
             metavar="SLUG",
             default="",
             help="which memory (default: the default one, usually 'home')",
+        )
+        parser.add_argument(
+            "--as",
+            dest="person",
+            metavar="USERNAME",
+            default="",
+            help="act as this person, with what they may do (default: the operator at this "
+            "terminal, who administers every memory)",
         )
         verbs = parser.add_subparsers(dest="verb", required=True, metavar="COMMAND")
         verbs.add_parser("list", help="what it knows: the memory document")
@@ -74,17 +102,25 @@ class Command(BaseCommand):
             help="replace a non-empty document with the imported one",
         )
 
-    def handle(self, *args, verb: str, memory: str, **options) -> None:
+    def handle(self, *args, verb: str, memory: str, person: str, **options) -> None:
         try:
             self.memory = Memory.objects.by_slug(memory)
         except Memory.DoesNotExist:
             raise CommandError(f"There is no memory called {memory!r}.") from None
+        self.person = None
+        if person:
+            try:
+                self.person = get_user_model().objects.get_by_natural_key(person)
+            except get_user_model().DoesNotExist:
+                raise CommandError(f"There is no user called {person!r}.") from None
         handler = getattr(self, f"do_{verb}")
         try:
+            access.require(self.person, self.memory, NEEDS[verb])
             handler(**options)
         except ValidationError as error:
             raise CommandError(" ".join(error.messages)) from None
         except (
+            access.NotPermitted,
             actions.DocumentChanged,
             actions.LearningOff,
             actions.CannotUndo,
@@ -98,13 +134,21 @@ class Command(BaseCommand):
 
     def do_add(self, *, text: str, confidence: str, **_) -> None:
         learned = actions.learn(
-            memory=self.memory, text=text, origin=Origin.TERMINAL, confidence=confidence
+            memory=self.memory,
+            text=text,
+            origin=Origin.TERMINAL,
+            confidence=confidence,
+            by=self.person,
         )
         self.stdout.write(learned.message)
 
     def do_forget(self, *, text: str, **_) -> None:
         item = actions.add_to_inbox(
-            memory=self.memory, text=text, origin=Origin.TERMINAL, action=InboxItem.Action.FORGET
+            memory=self.memory,
+            text=text,
+            origin=Origin.TERMINAL,
+            action=InboxItem.Action.FORGET,
+            by=self.person,
         )
         self.stdout.write(f"Queued #{item.pk} for removal: {item.text}")
 
@@ -141,11 +185,15 @@ class Command(BaseCommand):
         conflict = Conflict.objects.for_memory(self.memory).filter(pk=number).first()
         if conflict is None:
             raise CommandError(f"There is no conflict #{number} in {self.memory.name}.")
-        self.stdout.write(actions.settle_conflict(conflict=conflict, keep=keep).message)
+        settled = actions.settle_conflict(conflict=conflict, keep=keep, by=self.person)
+        self.stdout.write(settled.message)
 
     def do_consolidate(self, *, background: bool, **_) -> None:
         request = actions.request_consolidation(
-            memory=self.memory, trigger=ConsolidationRun.Trigger.CLI, send=background
+            memory=self.memory,
+            trigger=ConsolidationRun.Trigger.CLI,
+            by=self.person,
+            send=background,
         )
         if not request.started:
             raise CommandError(
@@ -175,7 +223,7 @@ class Command(BaseCommand):
             self.stdout.write(f"#{change.number}  {when}  {change.summary}{by}{undone}")
 
     def do_undo(self, *, number: int, **_) -> None:
-        undo = actions.undo_change(memory=self.memory, number=number)
+        undo = actions.undo_change(memory=self.memory, number=number, by=self.person)
         self.stdout.write(f"#{undo.number}  {undo.summary}")
 
     def do_edit(self, **_) -> None:
@@ -198,7 +246,10 @@ class Command(BaseCommand):
             )
         try:
             changes = actions.save_user_edit(
-                memory=self.memory, text=path.read_text(), base_generation=current.generation
+                memory=self.memory,
+                text=path.read_text(),
+                base_generation=current.generation,
+                by=self.person,
             )
         except (ValidationError, actions.DocumentChanged) as error:
             message = " ".join(error.messages) if isinstance(error, ValidationError) else error
@@ -214,7 +265,7 @@ class Command(BaseCommand):
                 "This forgets the whole memory document; run it again with "
                 "--confirm (the old document stays as a revision)."
             )
-        change = actions.clear_memory(memory=self.memory)
+        change = actions.clear_memory(memory=self.memory, by=self.person)
         self.stdout.write(
             f"#{change.number}  {change.summary}"
             if change
