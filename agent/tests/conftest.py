@@ -1,0 +1,8 @@
+import pytest
+
+from knowledge.models import Memory
+
+
+@pytest.fixture
+def home(db) -> Memory:
+    return Memory.objects.default()
