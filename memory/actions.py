@@ -1,8 +1,28 @@
-"""Writes to the memory document and its queue. Every surface (web, CLI, API, tasks) calls these.
+"""Writes to the memory document and its queue. Every surface (web, CLI, API, MCP, tasks)
+calls these.
 
 The document has one commit point, ``write_document``: under a short row lock on the memory it
 checks that the document is still at the generation the writer read, then writes the next
 revision and its change rows. Nothing holds a lock or a transaction across a model call.
+
+One rule for a person's change while a pass is filing (web, API, MCP and CLI alike): the
+person's change applies at once, and the pass gives way. A person is never refused, and never
+kept waiting, because the machine is busy.
+
+- Undo, clear and forget read the document under its lock (``_lock_document``), so they apply
+  to the document as it is when they commit, whatever a pass filed a moment before. An undo is
+  refused (``CannotUndo``) only when the lines it would revert have moved on.
+- An edit names the revision it was made on. Made on an older one (a pass filed while the person
+  was typing), it is merged line by line with what changed since (``document.merge``); it is
+  refused with the document as it is now (``DocumentChanged``: a 409, or the merge view) only
+  when both changed the same or neighbouring lines — a conflict in the person's own text, which
+  only they can settle.
+- A pass composed from the document it read. At its commit ``write_document`` finds the
+  document moved on and writes nothing: the items it read stay waiting, the run is settled as
+  failed with the reason, and a new pass is asked for at once (``consolidator._retry_later``),
+  which composes from the person's version. Nothing is lost either way.
+- A forget or a drop of an item the pass read makes its commit write nothing too (the item is
+  no longer pending), and the next pass files the rest without it.
 """
 
 from __future__ import annotations
@@ -437,6 +457,19 @@ def current_revision(memory: Memory) -> DocumentRevision:
     return DocumentRevision.objects.current(memory)
 
 
+def _lock_document(memory: Memory) -> DocumentRevision:
+    """Take the document's lock (until the transaction ends) and read where it is now.
+
+    NO KEY UPDATE: writers of the document still queue here, but the foreign-key checks of a
+    fact taught meanwhile (KEY SHARE on this row, at its commit) do not wait on it — that
+    teaching may hold a fact row this commit is about to update. Read after the lock, the
+    revision is the one the write builds on: a pass that committed while this writer waited is
+    in it.
+    """
+    Memory.objects.select_for_update(no_key=True).filter(pk=memory.pk).first()
+    return current_revision(memory)
+
+
 def write_document(
     *,
     memory: Memory,
@@ -457,11 +490,7 @@ def write_document(
     and an import log one change each. ``filed``: the fact ids whose candidates this write
     files. Must be called inside ``transaction.atomic``.
     """
-    # NO KEY UPDATE: writers of the document still queue here, but the foreign-key checks of a
-    # fact taught meanwhile (KEY SHARE on this row, at its commit) do not wait on it — that
-    # teaching may hold a fact row this commit is about to update.
-    Memory.objects.select_for_update(no_key=True).filter(pk=memory.pk).first()
-    current = current_revision(memory)
+    current = _lock_document(memory)
     if current.generation != expected_generation:
         raise DocumentChanged(current)
     revision = DocumentRevision.objects.create(
@@ -524,18 +553,24 @@ def check_fits(memory: Memory, text: str) -> None:
 
 @retry_transaction
 def save_user_edit(*, memory: Memory, text: str, base_generation: int, by=None) -> list[Change]:
-    """Store a person's edit of the document. Your edits are the source of truth; the
-    consolidator merges around them. Returns the change logged (none if nothing changed)."""
+    """Store a person's edit of the document, made on revision ``base_generation``. Your edits
+    are the source of truth; the consolidator merges around them. An edit of an older revision
+    is merged with what changed since; raises DocumentChanged (nothing saved) when both changed
+    the same lines. Returns the change logged (none if nothing changed)."""
     text = text.replace("\r\n", "\n")
     if text and not text.endswith("\n"):
         text += "\n"
     check_fits(memory, text)
     with transaction.atomic():
-        if current_revision(memory).text == text:
+        current = _lock_document(memory)
+        if current.generation != base_generation:
+            text = _merged_with_since(memory, current, base_generation, text)
+            check_fits(memory, text)
+        if current.text == text:
             return []
         _, changes = write_document(
             memory=memory,
-            expected_generation=base_generation,
+            expected_generation=current.generation,
             text=text,
             kind=DocumentRevision.Kind.EDIT,
             by=by,
@@ -543,12 +578,33 @@ def save_user_edit(*, memory: Memory, text: str, base_generation: int, by=None) 
     return changes
 
 
+def _merged_with_since(
+    memory: Memory, current: DocumentRevision, base_generation: int, text: str
+) -> str:
+    """An edit made on revision ``base_generation``, with what changed since folded in; or
+    DocumentChanged when the same lines changed on both sides (or that revision never was)."""
+    if base_generation == 0:
+        base = document.TEMPLATE
+    else:
+        base = (
+            DocumentRevision.objects.filter(memory=memory, generation=base_generation)
+            .values_list("text", flat=True)
+            .first()
+        )
+    if base is None or base_generation > current.generation:
+        raise DocumentChanged(current)
+    try:
+        return document.merge(base, text, current.text)
+    except document.CannotApply:
+        raise DocumentChanged(current) from None
+
+
 @retry_transaction
 def clear_memory(*, memory: Memory, by=None) -> Change | None:
     """Reset the document to the empty template. The old one stays as a revision (like
     memory.md.bak) and the change can be undone."""
     with transaction.atomic():
-        current = current_revision(memory)
+        current = _lock_document(memory)
         if current.text == document.TEMPLATE:
             return None
         _, changes = write_document(
@@ -570,13 +626,13 @@ def undo_change(*, memory: Memory, number: int, by=None) -> Change:
     Raises CannotUndo explaining why when the lines it touched have moved on.
     """
     with transaction.atomic():
+        current = _lock_document(memory)  # first: the same lock order as a pass's commit
         change = Change.objects.for_memory(memory).select_for_update().filter(number=number).first()
         if change is None:
             raise CannotUndo(f"There is no change #{number} in the log of {memory.name}.")
         if change.undone_by_id:
             undone_by = Change.objects.get(pk=change.undone_by_id)
             raise CannotUndo(f"Change #{number} was already undone by change #{undone_by.number}.")
-        current = current_revision(memory)
         inverse = [op.inverse() for op in reversed(change.line_operations)]
         try:
             text = document.apply(current.text, inverse)

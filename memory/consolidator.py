@@ -382,8 +382,8 @@ def _write(
             except actions.DocumentChanged:
                 _retry_later(
                     run,
-                    "The document was edited while the pass ran; nothing was "
-                    "written, and a new pass has been asked for.",
+                    "The document was edited while the pass ran (an edit, an undo or a "
+                    "clear); nothing was written, and a new pass has been asked for.",
                 )
                 return
         else:

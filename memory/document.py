@@ -3,6 +3,8 @@ change is applied or reverted by line without re-serialising anything else.
 
 A change is a list of line operations. Each operation names the section it sits in and the
 line before it, so it can be replayed (or reverted) on a document that has moved on since.
+Two versions made from the same one merge by line (``merge``) unless they changed the same or
+neighbouring lines: a person's edit of a document a pass filed into meanwhile.
 """
 
 from __future__ import annotations
@@ -153,6 +155,42 @@ def _add(lines: list[str], operation: Operation) -> None:
     if operation.section and not is_heading(operation.line):
         lines.extend(["", heading, ""] if lines else [heading, ""])
     lines.append(operation.line)
+
+
+def merge(base: str, mine: str, theirs: str) -> str:
+    """``mine`` and ``theirs``, two versions made from ``base``, as one document: both sets of
+    line changes, each where it was made. Raise CannotApply when they changed the same lines or
+    lines next to each other (which one should win is for a person to say, not for a diff).
+    The same change made on both sides is taken once."""
+    base_lines = base.splitlines()
+    mine_hunks = _hunks(base_lines, mine.splitlines())
+    their_hunks = _hunks(base_lines, theirs.splitlines())
+    for start, end, lines in mine_hunks:
+        for other_start, other_end, other_lines in their_hunks:
+            if (start, end, lines) == (other_start, other_end, other_lines):
+                continue
+            if start <= other_end and other_start <= end:
+                changed = base_lines[start:end] or base_lines[max(start - 1, 0) : start + 1]
+                near = next((line for line in changed if line.strip()), "the same place")
+                raise CannotApply(f"both versions changed the lines at “{quote(near)}”")
+    merged: list[str] = []
+    at = 0
+    for start, end, lines in sorted(set(mine_hunks) | set(their_hunks)):
+        merged.extend(base_lines[at:start])
+        merged.extend(lines)
+        at = end
+    merged.extend(base_lines[at:])
+    return "\n".join(merged) + ("\n" if merged else "")
+
+
+def _hunks(base: list[str], other: list[str]) -> list[tuple[int, int, tuple[str, ...]]]:
+    """What ``other`` changed in ``base``: (start, end, the lines instead) per changed run."""
+    matcher = difflib.SequenceMatcher(None, base, other, autojunk=False)
+    return [
+        (i1, i2, tuple(other[j1:j2]))
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        if tag != "equal"
+    ]
 
 
 def quote(line: str) -> str:
