@@ -69,6 +69,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Bad input is a 4xx naming the field, before any view runs (brain/inputs.py).
+    "brain.inputs.InputMiddleware",
     "brain.middleware.HtmxLoginRedirectMiddleware",
     "brain.middleware.NotPermittedToastMiddleware",
 ]
@@ -197,6 +199,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "knowledge.api.exception_handler",
+    # JSON within brain's limits (size, depth) and cleaned of what cannot be stored.
+    "DEFAULT_PARSER_CLASSES": [
+        "brain.inputs.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "brain API",
