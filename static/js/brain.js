@@ -25,6 +25,13 @@
     });
   }
 
+  // A banner (a finished pass's outcome) goes when its ✕ is pressed. No inline handlers: the
+  // Content-Security-Policy forbids them.
+  document.addEventListener("click", function (event) {
+    var close = event.target.closest && event.target.closest(".banner [data-dismiss]");
+    if (close) close.closest(".banner").remove();
+  });
+
   document.addEventListener("DOMContentLoaded", function () { wireToasts(document); wireExpiring(document); });
   document.addEventListener("htmx:load", function () { wireToasts(document); wireExpiring(document); });
 
