@@ -4,10 +4,14 @@ library only, so a hook process never starts Django.
 Why a lean entry point that asks the running server: SessionStart runs as a whole new process
 before every session's first turn, and the target is under 300 ms at p50 with 100k live facts.
 Measured on the 2-core reference machine, ``django.setup()`` alone takes about 600 ms and
-loading MiniLM about 300 ms more, before a single query; ``python -I -S`` with ``json`` and
-``urllib`` starts in about 50 ms. The server (`make run`) already holds the model, warm
-database connections and the read rules, so the hook sends one request with a token and prints
-the block it gets back (`make bench`: the hook against brainmem's CLI, `agent/bench.py`).
+loading MiniLM about 300 ms more, before a single query. The server (`make run`) already holds
+the model, warm database connections and the read rules, so the hook sends it one request with a
+token and prints the block it gets back. The hook itself imports only what it must: ``python -I
+-S`` with ``json`` and ``socket`` starts in about 30 ms, where ``http.client`` (its email header
+parser) or ``urllib.request`` add 40 to 70 ms under load, and ``dataclasses`` 10 ms; so the one
+HTTP/1.1 exchange is written out here (a request, ``Connection: close``, a body read to the end,
+chunked or not). `make bench` times the hook as a whole process against brainmem's CLI
+(``agent/bench.py``).
 
 Rules:
 - The goal comes from the JSON payload Claude Code writes on stdin: its ``goal`` field, else
@@ -36,11 +40,10 @@ import json
 import os
 import re
 import select
+import socket
 import sys
-import urllib.error
+import time
 import urllib.parse
-import urllib.request
-from dataclasses import dataclass
 
 TIMEOUT = 2.0  # seconds: see the module docstring
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -60,13 +63,12 @@ class ServerError(Exception):
         self.status = status
 
 
-@dataclass(frozen=True)
 class Connection:
-    url: str
-    token: str
-    memory: str = ""
-    budget: int = DEFAULT_BUDGET
-    timeout: float = TIMEOUT
+    """Where the server is, with which token, which memory and budget."""
+
+    def __init__(self, url: str, token: str = "", memory: str = "", budget: int = DEFAULT_BUDGET):
+        self.url, self.token, self.memory, self.budget = url, token, memory, budget
+        self.timeout = TIMEOUT
 
     @classmethod
     def from_file(cls, path: str) -> Connection:
@@ -92,42 +94,41 @@ class Connection:
 
 
 class Client:
-    """JSON over HTTP to brain's API with a token. Every failure is a ServerError."""
+    """JSON over HTTP to brain's API with a token. Every failure is a ServerError. No proxy
+    settings are read from the environment: a proxy cannot reach a server on loopback."""
 
     def __init__(self, connection: Connection):
         self.connection = connection
         self.base = connection.url.rstrip("/")
-        handlers = []
-        host = urllib.parse.urlsplit(self.base).hostname or ""
-        if host in {"127.0.0.1", "localhost", "::1"}:
-            handlers.append(urllib.request.ProxyHandler({}))  # a proxy cannot reach loopback
-        self.opener = urllib.request.build_opener(*handlers)
+        parts = urllib.parse.urlsplit(self.base)
+        if parts.scheme not in {"http", "https"} or not parts.hostname:
+            raise ServerError(f"{connection.url!r} is not a server URL (http://host:port).")
+        self.parts = parts
 
     def call(self, method: str, path: str, body: dict | None = None, **query) -> dict:
         if self.connection.memory:
             query.setdefault("memory", self.connection.memory)
-        url = self.base + path
+        target = self.parts.path.rstrip("/") + path
         if query:
-            url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v != ""})
-        headers = {"Accept": "application/json"}
+            target += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v != ""})
+        headers = {"Host": self.parts.netloc, "Accept": "application/json"}
         if self.connection.token:
             headers["Authorization"] = f"Token {self.connection.token}"
-        data = None
+        data = b""
         if body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
-        request = urllib.request.Request(url, data=data, headers=headers, method=method)
         try:
-            with self.opener.open(request, timeout=self.connection.timeout) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as error:
-            raise ServerError(_refusal(error), error.code) from None
-        except (urllib.error.URLError, OSError) as error:
-            reason = getattr(error, "reason", error)
+            status, reason, raw = _exchange(
+                self.parts, method, target, headers, data, self.connection.timeout
+            )
+        except (OSError, ValueError) as error:
             raise ServerError(
-                f"Cannot reach brain at {self.base} ({_plain(reason)}): is it running "
+                f"Cannot reach brain at {self.base} ({_plain(error)}): is it running "
                 "(make run), and is the URL right?"
             ) from None
+        if status >= 400:
+            raise ServerError(_refusal(status, reason, raw), status)
         try:
             answer = json.loads(raw or b"{}")
         except ValueError:
@@ -135,15 +136,72 @@ class Client:
         return answer if isinstance(answer, dict) else {"results": answer}
 
 
-def _plain(reason) -> str:
-    text = getattr(reason, "strerror", None) or str(reason)
-    return text.rstrip(".") or type(reason).__name__
+def _exchange(parts, method, target, headers, data, timeout) -> tuple[int, str, bytes]:
+    """One HTTP/1.1 request and its whole answer: (status, reason, body). The whole exchange,
+    not each read, is bounded by ``timeout``. Raises OSError (TimeoutError), ValueError (not
+    HTTP)."""
+    deadline = time.monotonic() + timeout
+    secure = parts.scheme == "https"
+    sock = socket.create_connection(
+        (parts.hostname, parts.port or (443 if secure else 80)), timeout
+    )
+    if secure:
+        import ssl  # only for https: it is the slowest import there is
+
+        sock = ssl.create_default_context().wrap_socket(sock, server_hostname=parts.hostname)
+    with sock:
+        lines = [f"{method} {target} HTTP/1.1", "Connection: close", f"Content-Length: {len(data)}"]
+        lines += [f"{name}: {value}" for name, value in headers.items()]
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data)
+        received = []
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no answer in time")
+            sock.settimeout(left)
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            received.append(chunk)
+    head, _, body = b"".join(received).partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    version, status, *reason = status_line.split(" ", 2)
+    if not version.startswith("HTTP/") or not status.isdigit():
+        raise ValueError("not an HTTP answer")
+    fields = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        fields[name.strip().lower()] = value.strip()
+    if fields.get("transfer-encoding", "").lower() == "chunked":
+        body = _dechunk(body)
+    elif fields.get("content-length", "").isdigit():
+        body = body[: int(fields["content-length"])]
+    return int(status), reason[0] if reason else "", body
 
 
-def _refusal(error: urllib.error.HTTPError) -> str:
+def _dechunk(body: bytes) -> bytes:
+    out, rest = [], body
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line.split(b";")[0].strip() or b"0", 16)
+        if size == 0:
+            break
+        out.append(rest[:size])
+        rest = rest[size + 2 :]
+    return b"".join(out)
+
+
+def _plain(error) -> str:
+    if isinstance(error, TimeoutError):
+        return "no answer in time"
+    text = getattr(error, "strerror", None) or str(error)
+    return text.rstrip(".") or type(error).__name__
+
+
+def _refusal(status: int, reason: str, raw: bytes) -> str:
     try:
-        detail = json.loads(error.read() or b"{}")
-    except (ValueError, OSError):
+        detail = json.loads(raw or b"{}")
+    except ValueError:
         detail = {}
     if isinstance(detail, dict) and detail.get("detail"):
         message = str(detail["detail"])
@@ -153,8 +211,8 @@ def _refusal(error: urllib.error.HTTPError) -> str:
             for field, problems in detail.items()
         )
     else:
-        message = f"the server answered {error.code} {error.reason}"
-    if error.code == 401:
+        message = f"the server answered {status} {reason}".strip()
+    if status == 401:
         message += " (check the token: --token or BRAIN_TOKEN)"
     return " ".join(message.split())
 

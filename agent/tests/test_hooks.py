@@ -169,17 +169,16 @@ def test_the_block_is_printed_for_the_working_folder_in_the_payload(
 
 def test_the_goal_comes_from_stdin_never_from_the_command_line(live_server, home, token, tmp_path):
     """Claude Code passes no arguments: a hook that read its goal from argv would always get
-    none. With room for one line, the payload's goal decides which."""
+    none. The payload's goal decides what leads the block; words after the command do not."""
     loft = learn(home, "The loft hatch sticks in winter")
     cellar = learn(home, "The cellar pump fails after heavy rain")
-    connection = write_connection(tmp_path, live_server.url, token, budget=90)
+    connection = write_connection(tmp_path, live_server.url, token)
+    command = hook_command("session-start", connection, "loft", "hatch")
 
-    about_cellar = run_hook(
-        hook_command("session-start", connection, "loft", "hatch"),
-        payload(goal="cellar pump after heavy rain"),
-    )
-    no_payload = run_hook(hook_command("session-start", connection, "loft", "hatch"), "")
+    about_cellar = run_hook(command, payload(goal="cellar pump after heavy rain"))
+    no_payload = run_hook(command, "")
 
-    assert f"[{cellar.pk}]" in about_cellar.stdout
-    assert f"[{loft.pk}]" not in about_cellar.stdout
+    lines = [line for line in about_cellar.stdout.splitlines() if line.startswith("- [")]
+    assert lines[0].startswith(f"- [{cellar.pk}] ")
+    assert f"- [{loft.pk}] " not in lines[0]
     assert (no_payload.returncode, no_payload.stdout) == (0, "")
