@@ -309,6 +309,7 @@ BRAIN_BENCHMARKS = [
     "knowledge.bench.intake_through_the_gate",
     "memory.bench.knowledge_tab_at_scale",
     "bench.gate_quality.gate_quality",
+    "agent.bench.session_start_hook",
 ]
 
 # --- Embeddings (knowledge/embedding.py) -----------------------------------------------------

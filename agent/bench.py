@@ -1,0 +1,328 @@
+"""The SessionStart hook as a whole process (registered in settings.BRAIN_BENCHMARKS), side by
+side with brainmem 0.3.0's `brainmem context` over the same facts.
+
+What is timed is what a person waits for before a session's first turn: from spawning the hook
+command exactly as `brain agent install` writes it (through ``/bin/sh``, the payload on stdin)
+to its exit with the block printed. Ours asks a running server (`manage.py runserver`, as `make
+run` serves) holding 100k live facts: the synthetic household of the recall benchmark
+(``knowledge.bench.generate_household``), in a memory of its own. brainmem is installed from
+PyPI into a venv of its own under var/ (never a dependency of brain), its SQLite store loaded
+with the same texts, confidences and support; it embeds with its default hash embedder and scans
+every live vector per query, as shipped. Both get the same goals, interleaved round by round,
+so load on the machine hits both alike. A third row is the floor any Python hook pays:
+``python -I -S -c pass``.
+
+Target: p50 under 300 ms at 100k live facts (the issue's; a person notices a pause past about
+a third of a second). ``BRAIN_BENCH_HOOK_FACTS`` sets a smaller size while developing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+from agent import hooks, install
+from brain import embedded
+from brain.testing import database_url
+from knowledge import bench as knowledge_bench
+from knowledge.models import Fact
+
+FACTS = int(os.environ.get("BRAIN_BENCH_HOOK_FACTS", "100000"))
+ROUNDS = 30
+TARGET_MS = 300
+BUDGET = 600
+BRAINMEM = "brainmem==0.3.0"
+BRAINMEM_VENV = embedded.VAR_DIR / "bench-brainmem"
+SERVER_START_TIMEOUT = 120  # seconds: migrations are not run, but the first import is slow
+
+# Run inside brainmem's venv: its own schema and embedder, rows written in one transaction.
+BRAINMEM_LOADER = """
+import json, sys, time
+import brainmem
+rows = json.load(open(sys.argv[1]))
+memory = brainmem.Memory(sys.argv[2])
+now = time.time()
+values = []
+for start in range(0, len(rows), 5000):
+    chunk = rows[start:start + 5000]
+    vectors = memory.emb.embed([text for text, _, _ in chunk])
+    for (text, confidence, support), vector in zip(chunk, vectors):
+        values.append((brainmem._subject(text), text, confidence, support, now, now, now,
+                       "fact", "[]", vector.astype("float32").tobytes()))
+memory.db.executemany(
+    "INSERT INTO facts (subject, proposition, confidence, support, created_at, valid_from,"
+    " last_used, valence, provenance, embedding) VALUES (?,?,?,?,?,?,?,?,?,?)", values)
+memory.db.commit()
+print(memory.db.execute("SELECT count(*) FROM facts WHERE valid_to IS NULL").fetchone()[0])
+"""
+
+
+def _size(count: int) -> str:
+    return f"{count // 1000}k" if count >= 1000 else str(count)
+
+
+def _ms(seconds: list[float]) -> tuple[float, float]:
+    return statistics.median(seconds) * 1000, statistics.quantiles(seconds, n=20)[-1] * 1000
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _timed_process(command, *, stdin: str = "", env: dict | None = None, shell=False):
+    started = time.perf_counter()
+    ran = subprocess.run(
+        command, shell=shell, input=stdin, capture_output=True, text=True, env=env, timeout=60
+    )
+    return time.perf_counter() - started, ran
+
+
+class Server:
+    """`manage.py runserver` on a free loopback port, as `make run` serves brain."""
+
+    def __init__(self):
+        self.url = f"http://127.0.0.1:{_free_port()}"
+        self.process = None
+
+    def __enter__(self) -> Server:
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                str(Path(settings.BASE_DIR) / "manage.py"),
+                "runserver",
+                self.url.removeprefix("http://"),
+                "--noreload",
+                "--skip-checks",
+            ],
+            cwd=settings.BASE_DIR,
+            env={**os.environ, "DATABASE_URL": database_url(connection.settings_dict)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + SERVER_START_TIMEOUT
+        while time.monotonic() < deadline:
+            try:  # any answer will do: a refused sign-in is an answer (healthz waits on Valkey)
+                with urllib.request.urlopen(f"{self.url}/api/context", timeout=2):
+                    return self
+            except urllib.error.HTTPError:
+                return self
+            except OSError:
+                if self.process.poll() is not None:
+                    break
+                time.sleep(0.5)
+        self.__exit__()
+        raise RuntimeError(f"runserver did not answer at {self.url}")
+
+    def __exit__(self, *_) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+def brainmem_cli() -> tuple[Path | None, str]:
+    """brainmem's CLI in its own venv under var/, installed from PyPI on first use; or None
+    and why not."""
+    cli = BRAINMEM_VENV / "bin" / "brainmem"
+    if cli.exists():
+        return cli, ""
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "venv", str(BRAINMEM_VENV)],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        pip = subprocess.run(
+            [str(BRAINMEM_VENV / "bin" / "pip"), "install", "--quiet", BRAINMEM],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        return None, f"a venv for it could not be made ({error})"
+    if pip.returncode != 0 or not cli.exists():
+        said = (pip.stderr.strip().splitlines() or ["no output"])[-1]
+        return None, f"`pip install {BRAINMEM}` failed (PyPI unreachable?): {said}"
+    return cli, ""
+
+
+def _load_brainmem(cli: Path, rows: list, folder: Path) -> Path:
+    data, store = folder / "facts.json", folder / "brainmem.db"
+    data.write_text(json.dumps(rows))
+    python = cli.parent / "python"
+    loaded = subprocess.run(
+        [str(python), "-c", BRAINMEM_LOADER, str(data), str(store)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=True,
+    )
+    assert int(loaded.stdout.strip()) == len(rows), loaded.stdout
+    return store
+
+
+def _payload(goal: str, cwd: str) -> str:
+    return json.dumps(
+        {
+            "session_id": "bench",
+            "transcript_path": "/dev/null",
+            "cwd": cwd,
+            "permission_mode": "default",
+            "hook_event_name": "SessionStart",
+            "source": "startup",
+            "goal": goal,
+        }
+    )
+
+
+def session_start_hook() -> str:
+    """Our SessionStart hook and brainmem's `context` as whole processes at FACTS live facts."""
+    from django.contrib.auth import get_user_model
+    from rest_framework.authtoken.models import Token
+
+    slug = f"bench-hook-{_size(FACTS).lower()}"
+    load_before = os.getloadavg()[0]
+    knowledge_bench.delete_household(slug)  # left by a run that was killed
+    user, _ = get_user_model().objects.get_or_create(username="bench", defaults={"is_staff": True})
+    token, made_token = Token.objects.get_or_create(user=user)
+    cli, why_not = brainmem_cli()
+    try:
+        household = knowledge_bench.generate_household(slug=slug, count=FACTS)
+        goals = knowledge_bench.questions(household, seed=11).texts[:ROUNDS]
+        live = Fact.objects.for_memory(household.memory).live().count()
+        with tempfile.TemporaryDirectory(prefix="brain-bench-hook-") as folder:
+            folder = Path(folder)
+            store = None
+            if cli is not None:
+                rows = list(
+                    Fact.objects.for_memory(household.memory)
+                    .live()
+                    .values_list("text", "confidence", "support")
+                )
+                store = _load_brainmem(cli, rows, folder)
+            with Server() as server:
+                figures = _measure(server, token.key, slug, goals, folder, cli, store)
+    finally:
+        knowledge_bench.delete_household(slug)
+        if made_token:
+            token.delete()
+    return _markdown(figures, live, why_not, load_before)
+
+
+def _measure(server, token, slug, goals, folder, cli, store) -> dict:
+    connection_file = folder / "connection.json"
+    connection_file.write_text(
+        json.dumps({"url": server.url, "token": token, "memory": slug, "budget": BUDGET})
+    )
+    wiring = install.Wiring(
+        python=os.path.abspath(sys.executable),
+        hooks_script=str(Path(hooks.__file__).resolve()),
+        brain="",
+        url=server.url,
+        token=token,
+        memory=slug,
+    )
+    command = wiring.hook_command("SessionStart", connection_file)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(folder)}
+    theirs_env = {**env, "BRAINMEM_DB": str(store)} if store else env
+    cwd = str(folder)
+    # Warm up: the server loads its embedder on the first question, brainmem's pages come in.
+    for goal in goals[:3]:
+        _timed_process(command, stdin=_payload(goal, cwd), env=env, shell=True)
+        if cli is not None:
+            _timed_process([str(cli), "context", goal, "--budget", str(BUDGET)], env=theirs_env)
+    client = hooks.Client(hooks.Connection(url=server.url, token=token, memory=slug))
+    ours, theirs, floor, answer = [], [], [], []
+    printed = {"ours": 0, "theirs": 0}
+    for goal in goals:
+        seconds, ran = _timed_process(command, stdin=_payload(goal, cwd), env=env, shell=True)
+        ours.append(seconds)
+        printed["ours"] += "- [" in ran.stdout
+        if cli is not None:
+            seconds, ran = _timed_process(
+                [str(cli), "context", goal, "--budget", str(BUDGET)], env=theirs_env
+            )
+            if ran.returncode != 0:
+                raise RuntimeError(f"brainmem context failed: {ran.stderr.strip()[-300:]}")
+            theirs.append(seconds)
+            printed["theirs"] += "- [" in ran.stdout
+        floor.append(_timed_process([sys.executable, "-I", "-S", "-c", "pass"], env=env)[0])
+        started = time.perf_counter()
+        client.call("POST", hooks.CONTEXT_PATH, {"question": goal, "token_budget": BUDGET})
+        answer.append(time.perf_counter() - started)
+    return {
+        "answer": _ms(answer),
+        "ours": _ms(ours),
+        "theirs": _ms(theirs) if theirs else None,
+        "floor": _ms(floor),
+        "printed": printed,
+        "rounds": len(goals),
+    }
+
+
+def _markdown(figures: dict, live: int, why_not: str, load_before: float) -> str:
+    ours, theirs, floor = figures["ours"], figures["theirs"], figures["floor"]
+    answer = figures["answer"]
+    rounds, printed = figures["rounds"], figures["printed"]
+    size = _size(live)
+    lines = [
+        f"## The SessionStart hook at {size} live facts, against brainmem 0.3.0\n",
+        "Wall time of the whole hook process, from spawn to exit, as Claude Code runs it: the "
+        "command `brain agent install` writes, through `/bin/sh`, the SessionStart payload on "
+        f"stdin with a goal, budget {BUDGET} tokens. Ours is the lean hook (`agent/hooks.py`: "
+        "`python -I -S`, standard library only) asking a running `manage.py runserver` with a "
+        f"token; the memory holds {live:,} live facts (the synthetic household of the recall "
+        "benchmark; the server embeds each goal with "
+        f"`{settings.BRAIN_EMBEDDER}`). brainmem is `{BRAINMEM}` from PyPI in its own venv "
+        "under var/, its `brainmem context GOAL --budget "
+        f"{BUDGET}` over a SQLite store loaded with the same texts, confidences and support "
+        "(its default hash embedder, a scan of every live vector per query). The same "
+        f"{rounds} goals for both, interleaved, after 3 warm-up runs each. A ratio above 1 "
+        "means ours is faster (brainmem p50 ÷ ours p50).\n",
+        "| process | p50 / p95 | blocks printed | vs brainmem |",
+        "|---|---:|---:|---:|",
+        f"| brain SessionStart hook → server | {ours[0]:.0f} / {ours[1]:.0f} ms | "
+        f"{printed['ours']} of {rounds} | "
+        + (f"{theirs[0] / ours[0]:.1f}× |" if theirs else "— |"),
+    ]
+    if theirs:
+        lines.append(
+            f"| brainmem 0.3.0 `brainmem context` | {theirs[0]:.0f} / {theirs[1]:.0f} ms | "
+            f"{printed['theirs']} of {rounds} | 1.0× |"
+        )
+    lines.append(
+        f"| in ours: the server's answer (one request from a running client) | "
+        f"{answer[0]:.0f} / {answer[1]:.0f} ms | — | — |"
+    )
+    lines.append(f"| floor: `python -I -S -c pass` | {floor[0]:.0f} / {floor[1]:.0f} ms | — | — |")
+    lines.append("")
+    if why_not:
+        lines.append(f"brainmem was not measured: {why_not}. Ours is reported alone.\n")
+    cores, load_after = os.cpu_count() or 1, os.getloadavg()[0]
+    lines.append(
+        f"Load average (1 min) on this machine's {cores} cores: {load_before:.1f} when this "
+        f"benchmark started, {load_after:.1f} when it ended.\n"
+    )
+    met = "met" if ours[0] < TARGET_MS else "**not met**"
+    lines.append(
+        f"Target: the hook under {TARGET_MS} ms at p50 with {size} live facts — "
+        f"{ours[0]:.0f} ms, {met}.\n"
+    )
+    return "\n".join(lines)

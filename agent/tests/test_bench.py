@@ -1,0 +1,24 @@
+"""The SessionStart hook benchmark measures a hook that prints the block, not one that stays
+silent (a benchmark of silence would look fast)."""
+
+import pytest
+
+from agent import bench
+from knowledge.models import Memory
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_hook_benchmark_times_hooks_that_print_the_block(monkeypatch):
+    monkeypatch.setattr(bench, "FACTS", 500)
+    monkeypatch.setattr(bench, "ROUNDS", 4)
+    monkeypatch.setattr(bench, "brainmem_cli", lambda: (None, "not installed for this test"))
+
+    section = bench.session_start_hook()
+
+    assert section.startswith("## The SessionStart hook at 500 live facts, against brainmem")
+    assert "| brain SessionStart hook → server |" in section
+    assert "| 4 of 4 |" in section
+    assert (
+        "brainmem was not measured: not installed for this test. Ours is reported alone." in section
+    )
+    assert not Memory.objects.filter(slug__startswith="bench-hook").exists()
