@@ -68,15 +68,18 @@ _TAG_AFTER_BRACKET = re.compile(
 _CANDIDATE = re.compile(f"[{re.escape(OPENING + _OPENING_FORMS)}]")
 
 
+def _draws_nothing(ch: str) -> bool:
+    category = unicodedata.category(ch)
+    return ch in _BLANK or category in ("Cf", "Mn", "Me") or (category == "Cc" and not ch.isspace())
+
+
 @functools.lru_cache(maxsize=4096)
 def _seen(ch: str) -> str:
-    """One character as a reader sees it: NFKC, or nothing if it draws nothing."""
-    if ch in _BLANK:
+    """One character as a reader sees it: NFKC, without what draws nothing (``¸`` is a space
+    and a combining cedilla after NFKC, so it reads as a space)."""
+    if _draws_nothing(ch):
         return ""
-    category = unicodedata.category(ch)
-    if category in ("Cf", "Mn", "Me") or (category == "Cc" and not ch.isspace()):
-        return ""
-    return unicodedata.normalize("NFKC", ch)
+    return "".join(c for c in unicodedata.normalize("NFKC", ch) if not _draws_nothing(c))
 
 
 def _escaped(ch: str) -> str:
