@@ -8,6 +8,20 @@ items it read marked filed — only if the document is still at the generation i
 leaves the document untouched and the queue pending, and the run row names the reason.
 
 Safe to run twice: a second delivery of the same message finds the row claimed and exits.
+
+A pass that did not finish its work always leads to another while items wait:
+
+- lost (its process died, or its lease ran out): whoever notices — the redelivered message, a
+  request, the sweep — marks it failed, and the redelivery and the sweep ask for a new pass;
+- beaten by a person's write or a lock race: it asks for a new pass itself (``_retry_later``);
+- failed or timed out in its own work (a model outage, a bug): the sweep asks again.
+
+The sweep (every 2 minutes on beat) asks whenever a learning memory has items waiting, no pass
+running, and its last pass failed — once the pause for the failures in a row has passed
+(``retry_pause``): none after one failure (a lost worker or a race is a one-off), then 2, 4, 8
+… minutes up to an hour, because a failure that repeats is an outage, and every try may cost a
+model call. A pass that did its work (filed, kept the queue, refused an answer) leaves the rest
+for the daily pass or early filing, which the sweep also re-checks in case its request was lost.
 """
 
 from __future__ import annotations
@@ -57,6 +71,9 @@ UNCHANGED_ANSWER = re.compile(
 )
 RESEND_AFTER = timedelta(seconds=60)  # an unclaimed run's start message is sent again after this
 REASON_MAX_CHARS = 400  # a failure reason is read on the runs list: the message and where, no dump
+FIRST_RETRY_PAUSE = timedelta(minutes=2)  # the sweep's interval: the second try is the next sweep
+MAX_RETRY_PAUSE = timedelta(hours=1)  # an outage is still retried hourly, a few calls a day at most
+UNFINISHED = (ConsolidationRun.State.FAILED, ConsolidationRun.State.TIMED_OUT)
 
 
 class OverCap(ComposerError):
@@ -91,7 +108,9 @@ def execute(run_id: int) -> None:
     if run is None or not run.is_running:
         return
     if not _claim(run):
-        settle_lost_runs(memory=run.memory)  # a redelivery after its worker died settles it
+        # A redelivery after its worker process died: settle the pass, and start another.
+        if settle_lost_runs(memory=run.memory):
+            restart_if_due(run.memory)
         return
     deadline = time.monotonic() + deadline_seconds()
     try:
@@ -525,11 +544,49 @@ def settle_lost_runs(*, memory: Memory | None = None) -> list[ConsolidationRun]:
     return lost
 
 
+def retry_pause(failures: int) -> timedelta:
+    """How long after the last of ``failures`` unfinished passes in a row to try again."""
+    if failures <= 1:
+        return timedelta(0)
+    return min(FIRST_RETRY_PAUSE * 2 ** (failures - 2), MAX_RETRY_PAUSE)
+
+
+def _failures_in_a_row(memory: Memory) -> tuple[int, ConsolidationRun | None]:
+    """The unfinished passes at the head of the memory's history, and the newest pass."""
+    # Enough rows to reach MAX_RETRY_PAUSE; a longer run of failures waits as long.
+    recent = list(ConsolidationRun.objects.filter(memory=memory).order_by("-started_at", "-pk")[:9])
+    failures = 0
+    for run in recent:
+        if run.state not in UNFINISHED:
+            break
+        failures += 1
+    return failures, (recent[0] if recent else None)
+
+
+def restart_if_due(memory: Memory) -> None:
+    """Ask for a pass when items wait, none runs, and the last one did not finish its work (after
+    the pause its failures in a row call for), or when enough wait for early filing."""
+    if not memory.learning:
+        return
+    waiting = InboxItem.objects.for_memory(memory).pending().count()
+    if not waiting or ConsolidationRun.objects.running().filter(memory=memory).exists():
+        return
+    failures, last = _failures_in_a_row(memory)
+    if failures:
+        finished = last.finished_at or last.started_at
+        if timezone.now() - finished >= retry_pause(failures):
+            actions.request_if_learning(memory, ConsolidationRun.Trigger.SWEEP)
+    elif waiting >= actions.EARLY_FILING_AT:
+        actions.request_if_learning(memory, ConsolidationRun.Trigger.EARLY)
+
+
 def sweep() -> None:
-    """Restart passes that died, and re-send start messages nobody picked up."""
-    for run in settle_lost_runs():
-        if InboxItem.objects.for_memory(run.memory).pending().exists():
-            actions.request_if_learning(run.memory, ConsolidationRun.Trigger.SWEEP)
+    """Settle passes that died, ask again for every pass that did not finish its work, and
+    re-send start messages nobody picked up."""
+    settle_lost_runs()
+    waiting = InboxItem.objects.pending().values("memory_id")
+    for memory in Memory.objects.filter(learning=True, pk__in=waiting):
+        restart_if_due(memory)
     stale = timezone.now() - RESEND_AFTER
     for run in ConsolidationRun.objects.running().filter(
         claimed_at__isnull=True, started_at__lt=stale

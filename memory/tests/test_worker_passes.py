@@ -117,7 +117,8 @@ def test_a_worker_killed_mid_pass_writes_nothing_and_the_pass_is_marked_failed(h
         stub_json(
             {"decision": "write", "reason": "filed", "document": FILED_DOCUMENT, "voice": ""},
             hang_s=60,
-        )
+        ),
+        stub_json({"decision": "keep", "reason": "Nothing new."}),
     )
     actions.add_to_inbox(memory=home, text="The loft is warm.", origin=Origin.VOICE)
 
@@ -133,5 +134,5 @@ def test_a_worker_killed_mid_pass_writes_nothing_and_the_pass_is_marked_failed(h
     assert lost.reason.startswith("The pass was lost: the worker running it stopped")
     assert not DocumentRevision.objects.filter(memory=home).exists()
     assert InboxItem.objects.pending().count() == 1
-    again = actions.request_consolidation(memory=home, trigger="manual", send=False)
-    assert again.started
+    restarted = ConsolidationRun.objects.exclude(pk=request.run.pk).get()
+    assert restarted.trigger == ConsolidationRun.Trigger.SWEEP  # a new pass was asked for
