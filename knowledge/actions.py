@@ -5,17 +5,19 @@ the exception: they are purged thirty days after it went, as the household asked
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cached_property
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, Value
+from django.db.models.functions import Greatest
 from django.dispatch import Signal
 from django.utils import timezone
 
 from knowledge import kinds, statements
-from knowledge.models import Conflict, Fact, Memory, Observation, Source, Subject
+from knowledge.models import Conflict, Episode, Fact, Memory, Observation, Source, Subject
 
 CONFIDENCE = {"high": 0.8, "medium": 0.6, "low": 0.4}
 PRIOR_WEIGHT = 2  # the taught confidence counts as this many observed outcomes
@@ -39,10 +41,20 @@ def file_fact(
     outcome: bool | None = None,
     embedding: list[float] | None = None,
     embedder: str = "",
+    evidence: Sequence[Episode] = (),
+    stated: bool | None = None,
 ) -> Fact:
-    """A new fact row, queued (its candidate waits in the inbox). Announces ``brain_learned``."""
+    """A new fact row, queued (its candidate waits in the inbox). Announces ``brain_learned``.
+
+    ``evidence``: episodes that said it (it was distilled from them, or they were waiting to
+    be). Each is cited by an observation of its own (when it happened, its words, its
+    outcome); the fact is valid from the first observation, not from the moment it was
+    written, and its support counts them. ``stated``: ``text`` was said now as well (by
+    default only when there is no evidence).
+    """
     now = timezone.now()
     prior = CONFIDENCE[confidence]
+    seen = _observed(evidence, stated=not evidence if stated is None else stated, now=now)
     fact = Fact.objects.create(
         memory=memory,
         text=text,
@@ -56,7 +68,8 @@ def file_fact(
         source=source,
         confidence=prior,
         prior=prior,
-        valid_from=now,
+        support=len(seen),
+        valid_from=min(seen[0][0], now),
         expires_at=kinds.expiry_for(kind, now),
         subject_removed=any(not subject.present for subject in subjects),
         embedding=embedding,
@@ -65,16 +78,9 @@ def file_fact(
     )
     if subjects:
         fact.subjects.set(subjects)
-    observe(
-        fact=fact,
-        kind=Observation.Kind.TAUGHT,
-        text=text,
-        by=by,
-        channel=channel,
-        source=source,
-        outcome=outcome,
-        when=now,
-    )
+    for index, (when, episode) in enumerate(seen):
+        kind = Observation.Kind.TAUGHT if index == 0 else Observation.Kind.RESTATED
+        _observe_one(fact, kind, when, episode, text, by, channel, source, outcome)
     transaction.on_commit(lambda: brain_learned.send(sender=Fact, fact=fact, memory=memory))
     return fact
 
@@ -89,8 +95,10 @@ def observe(
     source: Source | None = None,
     outcome: bool | None = None,
     when: datetime | None = None,
+    episode: Episode | None = None,
 ) -> Observation:
-    """Record one time the fact was said: who, when, through what, from where."""
+    """Record one time the fact was said: who, when, through what, from where (and from which
+    episode, when it was distilled from one)."""
     return Observation.objects.create(
         fact=fact,
         kind=kind,
@@ -100,7 +108,46 @@ def observe(
         channel=channel,
         source=source,
         outcome=outcome,
+        episode=episode,
         created_at=when or timezone.now(),
+    )
+
+
+def _observed(
+    evidence: Sequence[Episode], *, stated: bool, now: datetime
+) -> list[tuple[datetime, Episode | None]]:
+    """Every time a statement was seen, oldest first: each episode, and now when it was stated
+    now (``None`` in place of an episode)."""
+    seen = [(episode.occurred_at, episode) for episode in evidence]
+    seen += [(now, None)] if stated or not seen else []
+    return sorted(seen, key=lambda pair: (pair[0], pair[1].pk if pair[1] else 0))
+
+
+def _observe_one(fact, kind, when, episode, text, by, channel, source, outcome) -> None:
+    """The statement said now (``episode`` None), or one episode, in its own words, time,
+    teller and outcome."""
+    if episode is None:
+        observe(
+            fact=fact,
+            kind=kind,
+            text=text,
+            by=by,
+            channel=channel,
+            source=source,
+            outcome=outcome,
+            when=when,
+        )
+        return
+    observe(
+        fact=fact,
+        kind=kind,
+        text=episode.text,
+        by=episode.recorded_by,
+        channel=channel,
+        source=source,
+        outcome=episode.outcome_as_bool,
+        when=when,
+        episode=episode,
     )
 
 
@@ -112,19 +159,21 @@ def strengthen(
     channel: str,
     source: Source | None = None,
     outcome: bool | None = None,
+    evidence: Sequence[Episode] = (),
+    stated: bool | None = None,
 ) -> Fact:
     """The same thing said again: more support and an observation of its own (who, when,
-    where), never more confidence (that takes outcomes) and never a new teacher."""
-    Fact.objects.filter(pk=fact.pk).update(support=F("support") + 1)
-    observe(
-        fact=fact,
-        kind=Observation.Kind.RESTATED,
-        text=text,
-        by=by,
-        channel=channel,
-        source=source,
-        outcome=outcome,
+    where), never more confidence (that takes outcomes) and never a new teacher. Said in
+    ``evidence`` (episodes): one observation, and one more support, for each; ``stated`` as
+    for ``file_fact``."""
+    seen = _observed(
+        evidence, stated=not evidence if stated is None else stated, now=timezone.now()
     )
+    Fact.objects.filter(pk=fact.pk).update(support=F("support") + len(seen))
+    for when, episode in seen:
+        _observe_one(
+            fact, Observation.Kind.RESTATED, when, episode, text, by, channel, source, outcome
+        )
     fact.refresh_from_db(fields=["support"])
     return fact
 
@@ -142,9 +191,10 @@ def open_conflict(*, old: Fact, new: Fact, reason: str) -> Conflict:
 
 def supersede(*, old: Fact, new: Fact) -> None:
     """Close ``old``'s validity and link it to what replaced it. Nothing is deleted, so "what
-    did it believe on date D" stays answerable."""
+    did it believe on date D" stays answerable. (A replacement distilled from episodes older
+    than ``old`` closes it when it began, never before.)"""
     Fact.objects.filter(pk=old.pk, valid_to__isnull=True).update(
-        valid_to=new.valid_from, superseded_by=new
+        valid_to=Greatest(Value(new.valid_from), F("valid_from")), superseded_by=new
     )
 
 

@@ -15,6 +15,14 @@ slot. Different subjects that share a template are novel, whatever their numbers
   live, and open a ``Conflict`` that a person settles. The gate never retires a fact it is not
   sure is replaced.
 
+A failure is its own class: a statement reported as failed is never merged with, and never
+retires, one believed to work (nor the other way round) — whatever the relation, it is stored
+beside it ("different_outcome"), so the lesson and the success both stay live.
+
+Episodes still waiting for the sleep pass are compared too (``pending_twins``): one that says
+the same, with the same class of outcome, is the same observation made earlier, so a duplicate
+is caught before any sleep pass has run.
+
 Statements that differ by a "not" are never "same" (``statements.compare`` guarantees it, and
 meaning is consulted only when nothing in the words tells them apart). The offline judge is the
 default; the caller (an agent) may pass its own verdict and target; with
@@ -35,7 +43,7 @@ from pgvector.django import CosineDistance
 from brain import llm
 from knowledge import search, statements
 from knowledge.embedding import get_embedder
-from knowledge.models import Fact, Memory
+from knowledge.models import Episode, Fact, Memory
 
 logger = logging.getLogger(__name__)
 
@@ -203,14 +211,66 @@ def from_agent(
 
 def _with_outcome(judgement: Judgement, outcome: bool | None) -> Judgement:
     """A restatement with a different outcome is the most informative event a belief can have:
-    it is stored, not merged."""
-    if judgement.verdict != "same" or judgement.target is None or outcome is None:
+    it is stored, not merged. And a failure never replaces a success, nor a success a
+    failure: both stay live, each in its own class."""
+    if judgement.target is None or outcome is None:
         return judgement
     target = judgement.target
     failed_before = target.valence == Fact.Valence.FAILURE
-    if outcome is failed_before:  # it worked where it failed, or failed where it was believed
-        return Judgement("different_outcome", target, "said before, with a different outcome")
+    if judgement.verdict == "same":
+        if outcome is failed_before:  # it worked where it failed, or failed where it was believed
+            return Judgement("different_outcome", target, "said before, with a different outcome")
+        return judgement
+    if judgement.verdict in ("contradiction", "refinement", "conflict") and (
+        (outcome is False) != failed_before
+    ):
+        return Judgement(
+            "different_outcome", target, "a failure and a success are kept apart, both live"
+        )
     return judgement
+
+
+def pending_twins(
+    memory: Memory,
+    text: str,
+    *,
+    outcome: bool | None,
+    embedding: list[float] | None,
+    speaker: str = "",
+    exclude: list[int] = (),
+) -> list[Episode]:
+    """The episodes still waiting for the sleep pass that say what ``text`` says, with the
+    same class of outcome (failed, or not): the same words, or the nearest vectors that
+    ``relate`` judges the same."""
+    same_class = ["fail"] if outcome is False else ["ok", "unknown"]
+    waiting = (
+        Episode.objects.for_memory(memory)
+        .pending()
+        .filter(outcome__in=same_class)
+        .exclude(pk__in=list(exclude))
+        .defer("embedding")
+    )
+    near: dict[int, tuple[Episode, float | None]] = {
+        episode.pk: (episode, None)
+        for episode in waiting.filter(normalized=statements.normalise(text))[:NEIGHBOURS]
+    }
+    if embedding is not None:
+        closest = (
+            waiting.filter(embedder=get_embedder().name)
+            .exclude(embedding=None)
+            .annotate(distance=CosineDistance("embedding", embedding))
+            .order_by("distance")[:NEIGHBOURS]
+        )
+        for episode in closest:
+            near.setdefault(episode.pk, (episode, 1.0 - episode.distance))
+    new = Said(text, speaker)
+    twins = [
+        episode
+        for episode, closeness in near.values()
+        if relate(Said(episode.text, episode.recorded_by_name), new, closeness=closeness).verdict
+        == "same"
+    ]
+    return sorted(twins, key=lambda episode: (episode.occurred_at, episode.pk))
 
 
 # Relating two statements ---------------------------------------------------------------------

@@ -11,8 +11,12 @@ def _when(value) -> str | None:
 
 def explain(fact: Fact) -> dict:
     """Who taught it, when, through what, from which source; every later time it was said
-    again (by whom, when, from where); what it replaced and what replaced it; its outcomes;
-    and whether it is still believed, with the reason when it is not."""
+    again (by whom, when, from where); the episodes it was distilled from; what it replaced
+    and what replaced it; its outcomes; and whether it is still believed, with the reason when
+    it is not."""
+    observations = list(
+        fact.observations.select_related("source", "episode").order_by("created_at", "pk")
+    )
     chain = []
     older = fact.supersedes.order_by("-valid_from").first()
     while older is not None and len(chain) < 50:
@@ -67,10 +71,19 @@ def explain(fact: Fact) -> dict:
                 "source": {"id": observation.source_id, "title": observation.source.title}
                 if observation.source_id
                 else None,
+                "episode": observation.episode_id,
             }
-            for observation in fact.observations.select_related("source").order_by(
-                "created_at", "pk"
-            )
+            for observation in observations
+        ],
+        "episodes": [
+            {
+                "id": observation.episode.pk,
+                "text": observation.episode.text,
+                "outcome": observation.episode.outcome,
+                "occurred_at": _when(observation.episode.occurred_at),
+            }
+            for observation in observations
+            if observation.episode_id
         ],
         "confidence": fact.confidence,
         "taught_with_confidence": fact.prior,
@@ -107,6 +120,9 @@ def _why_not(fact: Fact) -> str | None:
         return f"forgotten: {fact.forgotten_reason}" if fact.forgotten_reason else "forgotten"
     if fact.status == Fact.Status.EXPIRED:
         return f"expired on {fact.expires_at:%Y-%m-%d}"
+    if fact.status == Fact.Status.RETIRED:
+        when = f"retired on {fact.valid_to:%Y-%m-%d}" if fact.valid_to else "retired"
+        return f"{when}: {fact.forgotten_reason}" if fact.forgotten_reason else when
     if fact.subject_removed:
         return "it is about something the house no longer has"
     return None

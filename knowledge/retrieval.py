@@ -7,6 +7,19 @@ first, under their own heading, so under pressure the expensive lessons are the 
 Each block is ordered as a V (best at the head and the tail, where a model reads best), each
 line carries ``[id]`` for outcome reports, and the whole is wrapped in a nonce envelope.
 
+The memory's core (who the agent works for, standing rules) is loaded before anything else,
+under its own heading, and counted against the budget. Procedures that match the question come
+after the facts under their own heading (``[p<id>]`` lines, ranked by success like facts); they
+are fitted after the failures and before the facts, but may take at most PROCEDURE_SHARE of the
+budget: a way of doing the task that worked is the most directly useful line an agent can get,
+and a quarter still leaves most of the block to what is known.
+
+Diversity (``diversify``): candidates are re-ranked by maximal marginal relevance, where only a
+near-identical line (cosine of the embeddings at least NEAR_IDENTICAL, in the same class) counts
+as redundant, so the relevance order — subjects first, proven use, fused ranks — stands
+everywhere else. ``retrieve`` returns that order; ``context()`` does not spend a slot on a line
+nearly identical to one it already holds.
+
 Never included: the inbox, guesses, the change log, expired, forgotten or superseded facts,
 facts about removed entities, or anything the reader may not read (``readable_by``).
 """
@@ -17,9 +30,11 @@ import math
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from knowledge import envelope, search
 from knowledge.embedding import get_embedder
-from knowledge.models import Fact, Memory, Subject
+from knowledge.models import Fact, Memory, Procedure, Subject
 from knowledge.subjects import mentioned_in, resolve
 
 MIN_BUDGET = 50  # below this not one line and its envelope fit
@@ -27,6 +42,20 @@ MAX_BUDGET = 32_000
 SUBJECT_SHARE = 0.4
 PER_SOURCE = 40  # candidates read from each of: subjects, full text, vectors
 RRF_K = 60  # reciprocal-rank fusion constant
+PROCEDURE_SHARE = 0.25  # of the budget, at most, for procedures (see the module docstring)
+PROCEDURES_READ = 20  # procedures matching a question that are ranked for a block
+# Cosine at or above which two lines say nearly the same words. Measured on pairs that differ
+# by a word ("… at 03:00." / "… at 03:00 UTC."): 0.98 with the hash embedder, 0.99 with MiniLM;
+# templated lines about different things ("reading 1 was logged…" / "reading 2 …") reach 0.93
+# and 0.95, and paraphrases 0.93 (MiniLM): those stay, as the gate keeps them apart too.
+NEAR_IDENTICAL = 0.97
+MMR_LAMBDA = 0.5  # relevance against redundancy: a near-identical line drops about half the list
+MMR_WINDOW = 80  # candidates re-ranked; a 600-token block holds about 25 lines
+
+CORE_HEADING = "## Core"
+FAILURES_HEADING = "## What has gone wrong before"
+FACTS_HEADING = "## What I know"
+PROCEDURES_HEADING = "## How it was done before"
 
 
 class BadBudget(ValueError):
@@ -39,6 +68,7 @@ class Context:
     fact_ids: list[int] = field(default_factory=list)
     nonce: str = ""
     tokens: int = 0
+    procedure_ids: list[int] = field(default_factory=list)
 
 
 def tokens(text: str) -> int:
@@ -50,10 +80,10 @@ PROVEN_AFTER = 5  # successes at which a fact counts as fully proven in use
 UTILITY_WEIGHT = 0.002  # in the fused ranking, about eight ranks between unproven and proven
 
 
-def utility(fact: Fact) -> float:
-    """How much a fact has earned its place: 0.7 × confidence + 0.3 × proven use (successes
-    reported for it, up to PROVEN_AFTER). Repetition is not evidence: a fact said ten times
-    and never acted on ranks below one that worked 9 times out of 9."""
+def utility(fact: Fact | Procedure) -> float:
+    """How much a fact (or a procedure) has earned its place: 0.7 × confidence + 0.3 × proven
+    use (successes reported for it, up to PROVEN_AFTER). Repetition is not evidence: a fact said
+    ten times and never acted on ranks below one that worked 9 times out of 9."""
     return 0.7 * fact.confidence + 0.3 * min(1.0, fact.successes / PROVEN_AFTER)
 
 
@@ -67,6 +97,16 @@ def _line(fact: Fact) -> str:
         lesson = _AVOID.sub("", fact.text)  # taught as "Avoid: X": one label, not two
         return f"- [{fact.pk}] Avoid: {lesson}  ({trust}, n={fact.support})"
     return f"- [{fact.pk}] {fact.text}  (conf {fact.confidence:.2f}, n={fact.support})"
+
+
+def _procedure_line(procedure: Procedure) -> str:
+    tried = procedure.successes + procedure.failures
+    score = (
+        f"worked {procedure.successes} of {tried}, conf {procedure.confidence:.2f}"
+        if tried
+        else "not yet tried"
+    )
+    return f"- [p{procedure.pk}] {procedure.text}  ({score})"
 
 
 def v_order(items: list) -> list:
@@ -133,22 +173,34 @@ def context(
         return Context("")
     in_play = resolve(memory, list(subjects))
     in_play += [s for s in mentioned_in(memory, question) if s not in in_play]
-    candidates = ranked_facts(memory, question=question, subjects=in_play, reader=reader)
+    candidates, near_identical = diversify(
+        ranked_facts(memory, question=question, subjects=in_play, reader=reader)
+    )
+    procedures = procedures_for(memory, question)
+    core = [line.strip() for line in memory.core.splitlines() if line.strip()]
     about = subject_ids(candidates)
     nonce = envelope.new_nonce()
-    overhead = tokens(
-        envelope.wrap(
-            "## What has gone wrong before\n## What I know", nonce=nonce, memory_slug=memory.slug
-        )
-    )
+    headings = [FAILURES_HEADING, FACTS_HEADING]
+    headings += [CORE_HEADING] if core else []
+    headings += [PROCEDURES_HEADING] if procedures else []
+    overhead = tokens(envelope.wrap("\n".join(headings), nonce=nonce, memory_slug=memory.slug))
     left = token_budget - overhead
+    # The core first, always, and within the budget like everything else.
+    core_lines = []
+    for line in core:
+        cost = tokens(line) + 1
+        if cost > left:
+            break
+        core_lines.append(line)
+        left -= cost
     share = max(1, int(token_budget * SUBJECT_SHARE))
     spent_on: dict[int, int] = {}
     chosen: dict[str, list[Fact]] = {Fact.Valence.FAILURE: [], Fact.Valence.FACT: []}
-    # Failures are fitted first: under pressure they are the last thing dropped.
-    for valence in (Fact.Valence.FAILURE, Fact.Valence.FACT):
+
+    def fit(valence: str) -> None:
+        nonlocal left
         for fact in candidates:
-            if fact.valence != valence:
+            if fact.valence != valence or fact.pk in near_identical:
                 continue
             cost = tokens(_line(fact)) + 1
             fact_subjects = about[fact.pk]
@@ -158,22 +210,92 @@ def context(
             left -= cost
             for pk in fact_subjects:
                 spent_on[pk] = spent_on.get(pk, 0) + cost
-    if not any(chosen.values()):
+
+    # Failures are fitted first: under pressure they are the last thing dropped.
+    fit(Fact.Valence.FAILURE)
+    chosen_procedures = []
+    allowance = min(left, int(token_budget * PROCEDURE_SHARE))
+    for procedure in procedures:
+        cost = tokens(_procedure_line(procedure)) + 1
+        if cost <= allowance:
+            chosen_procedures.append(procedure)
+            allowance -= cost
+            left -= cost
+    fit(Fact.Valence.FACT)
+    if not core_lines and not chosen_procedures and not any(chosen.values()):
         return Context("", nonce=nonce)
     blocks = []
+    if core_lines:
+        blocks.append(CORE_HEADING + "\n" + "\n".join(core_lines))
     if chosen[Fact.Valence.FAILURE]:
         lines = [_line(f) for f in v_order(chosen[Fact.Valence.FAILURE])]
-        blocks.append("## What has gone wrong before\n" + "\n".join(lines))
+        blocks.append(FAILURES_HEADING + "\n" + "\n".join(lines))
     if chosen[Fact.Valence.FACT]:
         lines = [_line(f) for f in v_order(chosen[Fact.Valence.FACT])]
-        blocks.append("## What I know\n" + "\n".join(lines))
+        blocks.append(FACTS_HEADING + "\n" + "\n".join(lines))
+    if chosen_procedures:
+        lines = [_procedure_line(p) for p in chosen_procedures]
+        blocks.append(PROCEDURES_HEADING + "\n" + "\n".join(lines))
     text = envelope.wrap("\n\n".join(blocks), nonce=nonce, memory_slug=memory.slug)
     ids = [f.pk for f in chosen[Fact.Valence.FAILURE] + chosen[Fact.Valence.FACT]]
-    return Context(text, ids, nonce, tokens(text))
+    return Context(text, ids, nonce, tokens(text), [p.pk for p in chosen_procedures])
+
+
+def procedures_for(memory: Memory, question: str) -> list[Procedure]:
+    """The procedures worth showing for ``question``, most useful first: those sharing words
+    with it (full text over the task and its steps), or with no question the most proven."""
+    procedures = Procedure.objects.for_memory(memory)
+    if question.strip():
+        found = search.text_matches(procedures, question, PROCEDURES_READ)
+    else:
+        found = list(procedures.order_by("-confidence", "-pk")[:PROCEDURES_READ])
+    return sorted(found, key=lambda procedure: (utility(procedure), procedure.pk), reverse=True)
 
 
 def retrieve(*, memory: Memory, question: str, reader=None, k: int = 3) -> list[Fact]:
-    """The k best facts for a question (the agent's search), best first."""
-    return ranked_facts(
+    """The k best facts for a question (the agent's search), best first, a near-identical
+    line behind the others (``diversify``)."""
+    ranked = ranked_facts(
         memory, question=question, subjects=mentioned_in(memory, question), reader=reader
-    )[:k]
+    )
+    return diversify(ranked)[0][:k]
+
+
+def diversify(facts: list[Fact]) -> tuple[list[Fact], set[int]]:
+    """``facts`` (best first) re-ranked by maximal marginal relevance, and the ids of those
+    nearly identical to a fact placed before them (see the module docstring).
+
+    Relevance is the rank given (1 for the first, falling evenly); redundancy is the highest
+    cosine to a fact already placed in the same class (a failure is never redundant with a
+    success), counted only from NEAR_IDENTICAL. Only the first MMR_WINDOW are re-ranked."""
+    window, rest = facts[:MMR_WINDOW], facts[MMR_WINDOW:]
+    if len(window) < 2:
+        return facts, set()
+    vectors = dict(
+        Fact.objects.filter(pk__in=[fact.pk for fact in window], embedder=get_embedder().name)
+        .exclude(embedding=None)
+        .values_list("pk", "embedding")
+    )
+    if len(vectors) < 2:
+        return facts, set()
+    have = [index for index, fact in enumerate(window) if fact.pk in vectors]
+    matrix = np.array([vectors[window[index].pk] for index in have], dtype=np.float32)
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    cosines = np.zeros((len(window), len(window)), dtype=np.float32)
+    cosines[np.ix_(have, have)] = matrix @ matrix.T
+    classes = np.array([fact.valence for fact in window])
+    cosines[classes[:, None] != classes[None, :]] = 0.0
+    redundancy = np.where(cosines >= NEAR_IDENTICAL, cosines, 0.0)
+    relevance = 1.0 - np.arange(len(window)) / len(window)
+    worst = np.zeros(len(window))  # each candidate's highest redundancy with those placed
+    left = list(range(len(window)))
+    order: list[int] = []
+    near: set[int] = set()
+    while left:
+        scores = MMR_LAMBDA * relevance[left] - (1 - MMR_LAMBDA) * worst[left]
+        chosen = left.pop(int(np.argmax(scores)))
+        if worst[chosen] > 0:
+            near.add(window[chosen].pk)
+        order.append(chosen)
+        worst = np.maximum(worst, redundancy[chosen])
+    return [window[index] for index in order] + rest, near

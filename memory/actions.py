@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -39,9 +40,10 @@ from django.utils import timezone
 
 from brain.db.retry import retry_transaction
 from knowledge import actions as knowledge_actions
+from knowledge import episodes as knowledge_episodes
 from knowledge import gate, kinds, statements
 from knowledge.embedding import get_embedder
-from knowledge.models import Conflict, Fact, Memory, Source
+from knowledge.models import Conflict, Episode, Fact, Memory, Source
 from knowledge.secret_filter import secret_in
 from knowledge.subjects import mentioned_in
 from knowledge.subjects import resolve as resolve_subjects
@@ -159,9 +161,21 @@ class Learned:
     superseded: Fact | None = None
     conflict: Conflict | None = None
     earlier: Fact | None = None  # different_outcome: the fact said before
+    caught: tuple[Episode, ...] = ()  # waiting episodes that said the same, distilled into it
 
     @property
     def message(self) -> str:
+        return self._message + self._caught_note
+
+    @property
+    def _caught_note(self) -> str:
+        if not self.caught:
+            return ""
+        ids = " and ".join(f"#{episode.pk}" for episode in self.caught)
+        return f" Episode {ids}, waiting to be distilled, said the same: the fact cites it."
+
+    @property
+    def _message(self) -> str:
         if self.verdict == "same":
             return (
                 f"Already known (fact #{self.fact.pk}, now said {self.fact.support} times); "
@@ -202,9 +216,15 @@ def learn(
     target: int | None = None,
     source: Source | None = None,
     kind: str | None = None,
+    evidence: Sequence[Episode] = (),
 ) -> Learned:
     """Teach brain one statement, from any surface: the secret filter, the write gate, then a
     fact row (queued) and its inbox item — or, when it is already known, more support.
+
+    ``evidence``: the episodes the statement was distilled from (the sleep pass, an agent's
+    own distillation, ``memory_write``); the fact cites each and is valid from the first. The
+    caller claims them. Episodes still waiting that say the same (``gate.pending_twins``) are
+    claimed here and cited too, so a duplicate is caught before any sleep pass has run.
 
     Raises ValidationError (empty, too long, a secret), UnknownSubject, or gate.BadVerdict.
     Two identical statements taught at the same moment make one fact with support 2.
@@ -230,9 +250,19 @@ def learn(
         )
     else:
         judgement = gate.judge(memory, text, outcome=outcome, embedding=embedding, speaker=speaker)
+    twins = gate.pending_twins(
+        memory,
+        text,
+        outcome=outcome,
+        embedding=embedding,
+        speaker=speaker,
+        exclude=[episode.pk for episode in evidence],
+    )
     with transaction.atomic():
         normalized = statements.normalise(text)
         _lock(memory, normalized)
+        caught = knowledge_episodes.claim(twins)
+        cited = [*evidence, *knowledge_episodes.with_restatements(caught)]
         if judgement.verdict == "novel":
             twin = _twin(memory, normalized, text, speaker)
             if twin is not None:  # taught a moment ago by someone else
@@ -247,8 +277,10 @@ def learn(
                 channel=_channel(origin),
                 source=source,
                 outcome=outcome,
+                evidence=cited,
+                stated=not evidence,
             )
-            return Learned("same", fact, None, judgement.reason)
+            return Learned("same", fact, None, judgement.reason, caught=tuple(caught))
         fact = knowledge_actions.file_fact(
             memory=memory,
             text=text,
@@ -261,6 +293,8 @@ def learn(
             outcome=outcome,
             embedding=embedding,
             embedder=embedder.name,
+            evidence=cited,
+            stated=not evidence,
         )
         superseded = conflict = earlier = None
         if judgement.verdict in ("contradiction", "refinement"):
@@ -281,7 +315,16 @@ def learn(
             fact=fact,
             outcome=outcome,
         )
-    return Learned(judgement.verdict, fact, item, judgement.reason, superseded, conflict, earlier)
+    return Learned(
+        judgement.verdict,
+        fact,
+        item,
+        judgement.reason,
+        superseded,
+        conflict,
+        earlier,
+        caught=tuple(caught),
+    )
 
 
 def _twin(memory: Memory, normalized: str, text: str, speaker: str) -> Fact | None:

@@ -39,7 +39,7 @@ def test_an_episode_is_recorded_over_http_and_waits(client, home, token):
     assert body["episode"]["id"] == episode.pk
     assert body["episode"]["outcome"] == "ok"
     assert body["episode"]["recorded_by"] == "alice"
-    assert body["detail"].startswith(f"Recorded episode #{episode.pk} (ok)")
+    assert body["message"].startswith(f"Recorded episode #{episode.pk} (ok)")
     waiting = _get(client, token, "/api/episodes/?pending=1").json()
     assert [e["id"] for e in waiting["episodes"]] == [episode.pk]
 
@@ -63,7 +63,7 @@ def test_a_duplicate_episode_over_http_says_so(client, home, token):
 
     first = Episode.objects.order_by("pk").first()
     assert again["episode"]["restates"] == first.pk
-    assert f"episode #{first.pk}" in again["detail"]
+    assert f"episode #{first.pk}" in again["message"]
 
 
 def test_the_agent_distils_over_http_and_unknown_ids_are_refused(client, home, token):
@@ -85,7 +85,7 @@ def test_the_agent_distils_over_http_and_unknown_ids_are_refused(client, home, t
     assert refused.status_code == 400
     assert refused.json()["detail"] == "No waiting episode #424242 in Home: nothing was distilled."
     assert done.status_code == 200
-    assert done.json()["detail"] == "Distilled 1 episode into 1 new belief."
+    assert done.json()["message"] == "Distilled 1 episode into 1 new belief."
     assert Fact.objects.get().valence == "failure"
 
 
@@ -95,7 +95,7 @@ def test_the_sleep_pass_runs_now_when_asked_to_wait(client, home, token):
     response = _post(client, token, "/api/agent/sleep", {"wait": True})
 
     assert response.status_code == 200
-    assert response.json()["detail"].startswith("Distilled 1 episode into 1 new belief.")
+    assert response.json()["message"].startswith("Distilled 1 episode into 1 new belief.")
     assert Fact.objects.get().text == "Deploys take 20 minutes."
 
 
@@ -110,7 +110,7 @@ def test_the_sleep_pass_is_queued_when_the_caller_does_not_wait(
 
     assert response.status_code == 202
     assert sent == [home.pk]
-    assert response.json()["detail"] == "The sleep pass runs in the background."
+    assert response.json()["message"] == "The sleep pass runs in the background."
 
 
 def test_decay_and_prune_have_their_own_addresses(client, home, token):
@@ -118,7 +118,7 @@ def test_decay_and_prune_have_their_own_addresses(client, home, token):
     pruned = _post(client, token, "/api/agent/prune", {"keep": 5})
     bad = _post(client, token, "/api/agent/prune", {"keep": 0})
 
-    assert decayed.json()["detail"] == "Nothing has gone stale."
+    assert decayed.json()["message"] == "Nothing has gone stale."
     assert pruned.json()["retired"] == []
     assert bad.status_code == 400
 

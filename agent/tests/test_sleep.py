@@ -263,7 +263,9 @@ def test_distil_learns_the_agent_s_propositions_citing_its_episodes(home):
     one = actions.encode(
         memory=home, text="deploy hung, VPN was down", outcome="fail", occurred_at=seen
     ).episode
-    two = actions.encode(memory=home, text="VPN down again, deploy hung", outcome="fail").episode
+    two = actions.encode(
+        memory=home, text="the nightly deploy timed out while the VPN reconnected", outcome="fail"
+    ).episode
 
     distilled = actions.distil(
         memory=home,
