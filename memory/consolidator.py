@@ -117,6 +117,9 @@ def execute(run_id: int) -> None:
         _pass(run, deadline)
     except (ComposerTimeout, SoftTimeLimitExceeded):
         _finish(run, ConsolidationRun.State.TIMED_OUT, _timeout_reason())
+    except ComposerError as error:  # the model is out or said no: its own words are the reason
+        logger.warning("consolidation pass %s failed: %s", run.pk, _failure_reason(error))
+        _finish(run, ConsolidationRun.State.FAILED, _failure_reason(error))
     except Exception as error:
         logger.exception("consolidation pass %s failed", run.pk)
         if retry.is_retryable(error):  # a lock race: nothing was written, the next pass may win

@@ -5,6 +5,7 @@ Every refusal is one line on stderr and a non-zero exit; nothing is half-written
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import subprocess
@@ -188,7 +189,7 @@ class Command(BaseCommand):
         settled = actions.settle_conflict(conflict=conflict, keep=keep, by=self.person)
         self.stdout.write(settled.message)
 
-    def do_consolidate(self, *, background: bool, **_) -> None:
+    def do_consolidate(self, *, background: bool, verbosity: int = 1, **_) -> None:
         request = actions.request_consolidation(
             memory=self.memory,
             trigger=ConsolidationRun.Trigger.CLI,
@@ -203,7 +204,14 @@ class Command(BaseCommand):
         if background:
             self.stdout.write(f"Pass #{request.run.pk} handed to the worker.")
             return
-        consolidator.execute(request.run.pk)
+        if verbosity < 2:
+            # The outcome is the one line printed below. The pass's log (each model call, a
+            # failure's traceback) is for the worker's log; -v 2 shows it here too.
+            logging.disable(logging.CRITICAL)
+        try:
+            consolidator.execute(request.run.pk)
+        finally:
+            logging.disable(logging.NOTSET)
         run = ConsolidationRun.objects.get(pk=request.run.pk)
         if run.state != ConsolidationRun.State.FILED:
             raise CommandError(run.outcome)
