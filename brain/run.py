@@ -1,23 +1,60 @@
 """`make run`: the embedded servers, migrations, an admin account, then web, worker and beat.
 
-Their output is interleaved and labelled (honcho). Ctrl-C stops the three processes and then the
-embedded servers, cleanly. A second `make run` while one runs says so and exits without touching
-anything. Every refusal is one line naming the problem and the fix, with a non-zero exit.
+- The web process is gunicorn (brain/gunicorn_conf.py) with DJANGO_DEBUG=0, and runserver with
+  debug on (it reloads on every code change, which is what a developer wants). Either serves
+  plain HTTP on 127.0.0.1, so with DJANGO_DEBUG=0 the TLS redirect, HSTS and Secure cookies are
+  off unless DJANGO_SECURE_SSL_REDIRECT, DJANGO_SECURE_HSTS_SECONDS or DJANGO_SECURE_COOKIES say
+  otherwise: a browser never sends a Secure cookie back over http, so no one could sign in.
+- The three processes run under ``Supervisor``: their output interleaved and labelled; a process
+  that exits is started again, after a pause that doubles with each quick crash; after
+  GIVE_UP_AFTER quick crashes in a row, everything stops with one line saying which. Ctrl-C or
+  SIGTERM stops the three cleanly and then the embedded servers.
+- The port check binds with SO_REUSEADDR, as gunicorn and runserver do: a port whose last
+  connections wait in TIME_WAIT (a server just stopped) is free to serve on, a port something
+  listens on is not.
+- Every refusal is one line naming the problem and the fix, with a non-zero exit; a second
+  `make run` while one runs says so and touches nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import importlib.util
 import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from brain import embedded
 
 BASE_DIR = embedded.BASE_DIR
 HOST = "127.0.0.1"
+
+# A process that dies this soon after starting failed at start-up (a bad setting, a missing
+# service), which will happen again; gunicorn and the worker are ready within ~10 s.
+QUICK_CRASH_S = 30.0
+# Five quick crashes with pauses of 1, 2, 4 and 8 s between them: 15 s, long enough to ride out
+# a database or broker restart, short enough to report a broken setting within a minute.
+GIVE_UP_AFTER = 5
+FIRST_BACKOFF_S = 1.0
+MAX_BACKOFF_S = 30.0
+# On stop: gunicorn's graceful timeout (10 s) and a margin. A worker still busy after that is
+# killed; its task is redelivered (acks_late), so nothing is lost, only redone.
+STOP_GRACE_S = 15.0
+
+# make run serves plain HTTP on loopback: production's TLS-only settings would lock people out.
+PLAIN_HTTP_ON_LOOPBACK = {
+    "DJANGO_SECURE_SSL_REDIRECT": "0",
+    "DJANGO_SECURE_HSTS_SECONDS": "0",
+    "DJANGO_SECURE_COOKIES": "0",
+}
 
 
 class CannotStart(Exception):
@@ -25,22 +62,30 @@ class CannotStart(Exception):
 
 
 def main() -> int:
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop as Ctrl-C does
     port = _port()
+    started: list = []
+    lock = None
     try:
         _check_var_writable()
+        debug = _check_settings()
         lock = _claim_run_lock()
-        _check_port_free(port)
+        check_port_free(port)
         started = _start_embedded_servers()
+        _manage("migrate", "--noinput")
+        _manage("ensure_admin")
+        if not debug:
+            _manage("collectstatic", "--noinput", "-v", "0")
+        print(f"brain: starting web, worker and beat — open http://{HOST}:{port}", flush=True)
+        supervisor = Supervisor(
+            programs(port, debug=debug),
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            cwd=BASE_DIR,
+        )
+        return supervisor.run_until_signalled()
     except (CannotStart, embedded.EmbeddedServiceError) as problem:
         print(f"brain: {problem}", file=sys.stderr)
         return 1
-    try:
-        _manage("migrate", "--noinput")
-        _manage("ensure_admin")
-        if os.environ.get("DJANGO_DEBUG", "1").lower() in {"0", "false", "no", "off"}:
-            _manage("collectstatic", "--noinput", "-v", "0")
-        print(f"brain: starting web, worker and beat — open http://{HOST}:{port}", flush=True)
-        return _run_processes(port)
     except subprocess.CalledProcessError as failure:
         print(
             f"brain: `{' '.join(failure.cmd[1:])}` failed (exit {failure.returncode}); "
@@ -48,9 +93,30 @@ def main() -> int:
             file=sys.stderr,
         )
         return 1
+    except KeyboardInterrupt:
+        return 130
     finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not skip the stop
+            signal.signal(sig, signal.SIG_IGN)
         _stop_embedded_servers(started)
-        lock.close()
+        if lock is not None:
+            lock.close()
+
+
+def programs(port: int, *, debug: bool) -> list[Program]:
+    """Web, worker and beat, as `make run` starts them (bench/load.py starts the same ones)."""
+    python = sys.executable
+    celery = str(Path(python).with_name("celery"))
+    if debug:
+        web = [python, "manage.py", "runserver", f"{HOST}:{port}"]
+    else:
+        web = [python, "-m", "gunicorn", "--config", "python:brain.gunicorn_conf"]
+        web += ["--bind", f"{HOST}:{port}"]
+    return [
+        Program("web", web),
+        Program("worker", [celery, "-A", "brain", "worker", "--loglevel", "INFO", "-c", "2"]),
+        Program("beat", [celery, "-A", "brain", "beat", "--loglevel", "INFO"]),
+    ]
 
 
 def _port() -> int:
@@ -75,6 +141,31 @@ def _check_var_writable() -> None:
         ) from None
 
 
+def _check_settings() -> bool:
+    """Load the settings once here, so a bad or missing value is one line, not a traceback in
+    each process. Returns DEBUG."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from brain.env import env_bool
+
+    try:
+        if not env_bool("DJANGO_DEBUG", True):
+            for name, value in PLAIN_HTTP_ON_LOOPBACK.items():
+                os.environ.setdefault(name, value)
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brain.settings")
+        from django.conf import settings
+
+        debug = settings.DEBUG
+    except ImproperlyConfigured as problem:
+        raise CannotStart(str(problem)) from None
+    if not debug and importlib.util.find_spec("gunicorn") is None:
+        raise CannotStart(
+            f"gunicorn is not installed in {sys.prefix}: run `make run` (it installs "
+            "requirements.txt), or `pip install -r requirements.txt`."
+        )
+    return debug
+
+
 def _claim_run_lock():
     handle = open(embedded.VAR_DIR / "run.lock", "a+")  # noqa: SIM115 - held until exit
     try:
@@ -94,8 +185,14 @@ def _claim_run_lock():
     return handle
 
 
-def _check_port_free(port: int) -> None:
+def check_port_free(port: int) -> None:
+    """Refuse a port something listens on; accept one that only has connections in TIME_WAIT.
+
+    The probe sets SO_REUSEADDR like the servers that will bind the port: without it a stopped
+    server's TIME_WAIT connections (up to a minute) would refuse an immediate restart.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((HOST, port))
         except OSError:
@@ -128,28 +225,176 @@ def _manage(*args: str) -> None:
     subprocess.run([sys.executable, str(BASE_DIR / "manage.py"), *args], check=True, cwd=BASE_DIR)
 
 
-def _run_processes(port: int) -> int:
-    from honcho.manager import Manager
+# The supervisor ------------------------------------------------------------------------------
 
-    python = sys.executable
-    celery = str(Path(python).with_name("celery"))
-    manager = Manager()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    manager.add_process(
-        "web", f"{python} manage.py runserver {HOST}:{port}", env=env, cwd=str(BASE_DIR)
-    )
-    manager.add_process(
-        "worker",
-        f"{celery} -A brain worker --loglevel INFO --concurrency 2",
-        env=env,
-        cwd=str(BASE_DIR),
-    )
-    manager.add_process(
-        "beat", f"{celery} -A brain beat --loglevel INFO", env=env, cwd=str(BASE_DIR)
-    )
-    manager.loop()
-    # honcho exits non-zero when a process died on its own; Ctrl-C is a clean stop.
-    return 0 if manager.returncode in (0, None, -2, 130) else manager.returncode
+
+@dataclass(frozen=True)
+class Program:
+    name: str
+    argv: list[str]
+
+
+class _Child:
+    """One program and its current process (None while it waits to be started again)."""
+
+    def __init__(self, program: Program):
+        self.program = program
+        self.process: subprocess.Popen | None = None
+        self.started_at = 0.0
+        self.restart_at = 0.0
+        self.quick_crashes = 0
+        self.reader: threading.Thread | None = None
+
+
+class Supervisor:
+    """Runs programs side by side, each in a process group of its own, and starts again the one
+    that exits. Its own lines start with "brain:"; the programs' lines with their name.
+
+    ``stop()`` may be called from a signal handler or another thread; ``run()`` then stops every
+    process (SIGTERM to its group, SIGKILL after ``stop_grace_s``, or at once on a second stop)
+    and returns 0. It returns 1 when a program crashed ``give_up_after`` times in a row, each
+    within ``quick_crash_s`` of starting.
+    """
+
+    def __init__(
+        self,
+        programs: list[Program],
+        *,
+        env: dict,
+        cwd: Path,
+        out: TextIO | None = None,
+        first_backoff_s: float = FIRST_BACKOFF_S,
+        give_up_after: int = GIVE_UP_AFTER,
+        quick_crash_s: float = QUICK_CRASH_S,
+        stop_grace_s: float = STOP_GRACE_S,
+    ):
+        self.children = [_Child(program) for program in programs]
+        self.env, self.cwd = env, cwd
+        self.out = out or sys.stdout
+        self.first_backoff_s, self.give_up_after = first_backoff_s, give_up_after
+        self.quick_crash_s, self.stop_grace_s = quick_crash_s, stop_grace_s
+        self._width = max(len(program.name) for program in programs)
+        self._write_lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._hurry = threading.Event()
+
+    def stop(self) -> None:
+        if self._stopping.is_set():
+            self._hurry.set()
+        self._stopping.set()
+
+    def run_until_signalled(self) -> int:
+        """``run()`` with SIGINT, SIGTERM and SIGHUP meaning stop (twice: stop now)."""
+        previous = {
+            sig: signal.signal(sig, lambda *_: self.stop())
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        }
+        try:
+            return self.run()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def run(self) -> int:
+        try:
+            for child in self.children:
+                self._start(child)
+            while not self._stopping.wait(0.2):
+                for child in self.children:
+                    if child.process is None:
+                        if time.monotonic() >= child.restart_at:
+                            self._start(child)
+                    elif child.process.poll() is not None and not self._exited(child):
+                        return 1
+            return 0
+        finally:
+            self._stop_all()
+
+    def _start(self, child: _Child) -> None:
+        process = subprocess.Popen(
+            child.program.argv,
+            cwd=self.cwd,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own group: signals reach its children too
+        )
+        child.process, child.started_at = process, time.monotonic()
+        child.reader = threading.Thread(target=self._relay, args=(child, process), daemon=True)
+        child.reader.start()
+        self._say(f"{child.program.name} started (pid {process.pid})")
+
+    def _exited(self, child: _Child) -> bool:
+        """Note an exit and schedule the restart; False when it is time to give up."""
+        process, name = child.process, child.program.name
+        _signal_group(process.pid, signal.SIGKILL)  # what it left behind (a pool's children)
+        ran = time.monotonic() - child.started_at
+        child.process = None
+        if ran < self.quick_crash_s:
+            child.quick_crashes += 1
+        else:
+            child.quick_crashes = 0
+        if child.quick_crashes >= self.give_up_after:
+            self._say(
+                f"{name} crashed {child.quick_crashes} times in a row, each within "
+                f"{self.quick_crash_s:g} s of starting; stopping everything (its output above "
+                "says why)."
+            )
+            return False
+        pause = min(self.first_backoff_s * 2 ** max(child.quick_crashes - 1, 0), MAX_BACKOFF_S)
+        child.restart_at = time.monotonic() + pause
+        self._say(
+            f"{name} {_how_it_ended(process.returncode)} after {ran:.0f} s; starting it again "
+            f"in {pause:g} s."
+        )
+        return True
+
+    def _stop_all(self) -> None:
+        running = [child for child in self.children if child.process is not None]
+        if running:
+            self._say(f"stopping {', '.join(child.program.name for child in running)}…")
+        for child in running:
+            _signal_group(child.process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + self.stop_grace_s
+        while any(child.process.poll() is None for child in running):
+            if self._hurry.is_set() or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        for child in running:
+            if child.process.poll() is None:
+                self._say(f"{child.program.name} did not stop in time; killing it")
+            _signal_group(child.process.pid, signal.SIGKILL)
+            child.process.wait()
+        for child in self.children:
+            if child.reader is not None:
+                child.reader.join(timeout=2)
+
+    def _relay(self, child: _Child, process: subprocess.Popen) -> None:
+        label = child.program.name.ljust(self._width)
+        for raw in process.stdout:
+            line = raw.decode(errors="replace").rstrip("\n")
+            self._write(f"{time.strftime('%H:%M:%S')} {label} | {line}")
+        process.stdout.close()
+
+    def _say(self, message: str) -> None:
+        self._write(f"brain: {message}")
+
+    def _write(self, line: str) -> None:
+        with self._write_lock:
+            self.out.write(line + "\n")
+            self.out.flush()
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def _how_it_ended(returncode: int) -> str:
+    if returncode < 0:
+        return f"was killed by {signal.Signals(-returncode).name}"
+    return f"exited with code {returncode}"
 
 
 if __name__ == "__main__":

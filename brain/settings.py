@@ -168,8 +168,21 @@ if not DEBUG:
     SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 31_536_000, minimum=0)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
     SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", True)
-    SESSION_COOKIE_SECURE = True
-    CSRF_COOKIE_SECURE = True
+    # Browsers never send a Secure cookie back over plain http: `make run` (loopback, no TLS)
+    # sets DJANGO_SECURE_COOKIES=0, and the redirect and HSTS off, unless they are set.
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", True)
+    if not ALLOWED_HOSTS:
+        raise ImproperlyConfigured(
+            "DJANGO_ALLOWED_HOSTS is empty: with DJANGO_DEBUG=0 every request would be refused; "
+            "set it to the host names people use, comma-separated."
+        )
+    # Django's own bar for a key (check security.W009): 50 characters, 5 different ones.
+    if len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5:
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY is too weak for DJANGO_DEBUG=0 (Django asks for 50+ characters, "
+            "5+ different): set one from `python -c 'import secrets; "
+            "print(secrets.token_urlsafe(50))'`, or unset it to use var/secret_key."
+        )
 
 # Broker: REDIS_URL when set, else the embedded Valkey under var/valkey.
 BROKER_URL = env_str("REDIS_URL") or embedded.valkey.url(0)

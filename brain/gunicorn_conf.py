@@ -1,0 +1,41 @@
+"""gunicorn's settings for brain's web process: `make run` with DJANGO_DEBUG=0 and the systemd
+unit in docs/DEPLOY.md both start ``gunicorn --config python:brain.gunicorn_conf``.
+
+- Worker processes: BRAIN_WEB_WORKERS, by default 2 × cores + 1 (gunicorn's own rule of thumb)
+  and at most 8. A request is partly CPU (Django, the gate, an embedding) and partly waiting on
+  PostgreSQL, so two processes a core keep every core busy; past 8 each process's memory (Django
+  plus the embedding model, ~250 MB) costs more than the little concurrency it adds, and 8 × 4
+  threads is already more than PostgreSQL can run at once on a small machine.
+- Threads: BRAIN_WEB_THREADS (4) per process, gthread workers. They keep browsers' connections
+  alive and a slow client never holds a whole process, which matters because `make run` serves
+  without a buffering proxy in front. Each thread keeps its own database connection
+  (CONN_MAX_AGE), so workers × threads (20 on two cores) stays well under PostgreSQL's 100.
+- timeout 60 s: a process whose main loop is silent that long is stuck, and replaced. Above the
+  30 s statement timeout, so a slow query ends with its own error, not a killed process.
+- graceful_timeout 10 s: on stop, requests in flight get this long to finish.
+- keepalive 5 s: a browser's next request usually follows within that.
+- backlog 2048 (gunicorn's default, stated here because it matters): connections beyond the
+  busy threads wait in the kernel's queue instead of being reset.
+"""
+
+from __future__ import annotations
+
+import os
+
+from brain.env import env_int, env_str
+
+wsgi_app = "brain.wsgi:application"
+bind = env_str("BRAIN_BIND", "127.0.0.1:8000")
+workers = env_int("BRAIN_WEB_WORKERS", min(2 * (os.cpu_count() or 1) + 1, 8), minimum=1)
+worker_class = "gthread"
+threads = env_int("BRAIN_WEB_THREADS", 4, minimum=1, maximum=64)
+timeout = 60
+graceful_timeout = 10
+keepalive = 5
+backlog = 2048
+accesslog = "-"
+errorlog = "-"
+access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms'
+# No `gunicornc` control socket: brain does not use it, and its default path in $HOME would be
+# shared by every gunicorn of this user (two `make run` checkouts, a benchmark).
+control_socket_disable = True
