@@ -356,3 +356,14 @@ CELERY_BEAT_SCHEDULE["knowledge-reembed"] = {
     "task": "knowledge.tasks.reembed_facts",
     "schedule": 600.0,
 }
+
+# --- Agent memory (agent/) -----------------------------------------------------------------------
+# Tools that apps above memory add to `brain mcp`: functions (server, serving), in this order.
+BRAIN_MCP_TOOLS = ["agent.mcp.register"]
+# The sleep pass for every memory, hourly: distil the episodes agents recorded, then decay and
+# prune. A session's end asks for one at once (the SessionEnd hook); this one catches sessions
+# that ended without it, and keeps decay going in memories no agent is using any more.
+CELERY_BEAT_SCHEDULE["agent-sleep"] = {
+    "task": "agent.tasks.sleep_every_memory",
+    "schedule": 3600.0,
+}

@@ -12,10 +12,12 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("knowledge/", include("memory.urls")),
+    path("knowledge/", include("agent.urls")),
     path("findings/", include("review.urls")),
     path("sources/", include("knowledge.urls")),
     path("api/memory/", include("memory.api_urls")),
     path("api/", include("knowledge.api_urls")),
     path("api/", include("review.api_urls")),
+    path("api/", include("agent.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]

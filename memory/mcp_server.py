@@ -12,6 +12,11 @@ request (stale connections are closed before and after). Every tool goes through
 ``tool_errors``: its text arguments are checked by ``brain.inputs.clean`` (a NUL or an unpaired
 surrogate is refused naming the argument, or dropped from a search), and every error comes back
 as a tool error whose text names the problem, never a traceback; the server keeps serving.
+
+``memory_write`` records what the agent wrote as an episode too (the agent's log), in the same
+transaction as its fact, which cites it. Apps above this one add their tools through
+``settings.BRAIN_MCP_TOOLS``: functions ``(server, serving)`` that register tools under
+``tool_errors`` and run their bodies with ``serving.call``.
 """
 
 from __future__ import annotations
@@ -22,9 +27,11 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypedDict
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import close_old_connections
+from django.db import close_old_connections, transaction
+from django.utils.module_loading import import_string
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
@@ -33,6 +40,7 @@ from brain import inputs
 from brain.db import retry
 from knowledge import access, provenance, retrieval
 from knowledge import actions as knowledge_actions
+from knowledge import episodes as knowledge_episodes
 from knowledge.gate import BadVerdict
 from knowledge.models import Fact, Memory, Permission
 from knowledge.subjects import UnknownSubject
@@ -77,6 +85,7 @@ class Written(TypedDict):
     inbox_item_id: int | None
     support: int
     superseded_fact_id: int | None
+    episode_id: int  # the episode it was recorded as (the fact cites it)
     message: str
 
 
@@ -138,6 +147,11 @@ class Serving:
         if fact is None:
             raise ToolError(f"There is no fact #{fact_id} in {self.memory().name}.")
         return fact
+
+    async def call[T](self, work: Callable[..., T], /, *args: Any) -> T:
+        """Run ``work(self, *args)`` in the ORM's thread, as a request: the body of a tool
+        that an app registers through ``settings.BRAIN_MCP_TOOLS``."""
+        return await _orm(work, self, *args)
 
 
 def _as_request[T](work: Callable[..., T], /, *args: Any) -> T:
@@ -237,13 +251,12 @@ def write(
     target: int | None,
     confidence: str,
 ) -> Written:
-    learned = actions.learn(
-        memory=serving.memory(Permission.TEACH),
-        text=content,
-        origin=Origin.API,
-        confidence=confidence,
+    learned, episode = _learn_as_episode(
+        serving.memory(Permission.TEACH),
+        content=actions.clean_fact_text(content),
         by=serving.reader(),
         outcome=outcome,
+        confidence=confidence,
         verdict=verdict,
         target=target,
     )
@@ -254,8 +267,33 @@ def write(
         inbox_item_id=learned.item.pk if learned.item is not None else None,
         support=learned.fact.support,
         superseded_fact_id=learned.superseded.pk if learned.superseded is not None else None,
+        episode_id=episode.pk,
         message=learned.message,
     )
+
+
+@retry.retry_transaction
+def _learn_as_episode(memory: Memory, *, content: str, by, outcome: bool | None, **teaching):
+    """The statement recorded as an episode and taught through the gate, in one transaction:
+    the fact cites the episode, which needs no sleep pass. Returns (Learned, Episode)."""
+    with transaction.atomic():
+        episode = knowledge_episodes.record(
+            memory=memory,
+            text=content,
+            outcome=knowledge_episodes.outcome_word(outcome),
+            by=by,
+            distilled=True,
+        )
+        learned = actions.learn(
+            memory=memory,
+            text=content,
+            origin=Origin.API,
+            by=by,
+            outcome=outcome,
+            evidence=[episode],
+            **teaching,
+        )
+    return learned, episode
 
 
 def outcome(serving: Serving, fact_id: int, success: bool) -> OutcomeRecorded:
@@ -353,4 +391,6 @@ def build_server(memory: Memory, user=None) -> MCPServer:
         """How much is known: live facts, candidates waiting to be filed, the last learned."""
         return await _orm(status, serving)
 
+    for register in settings.BRAIN_MCP_TOOLS:
+        import_string(register)(server, serving)
     return server
