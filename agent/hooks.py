@@ -212,7 +212,7 @@ def _refusal(status: int, reason: str, raw: bytes) -> str:
         )
     else:
         message = f"the server answered {status} {reason}".strip()
-    if status == 401:
+    if status == 401 or (status == 403 and "token" in message.lower()):
         message += " (check the token: --token or BRAIN_TOKEN)"
     return " ".join(message.split())
 

@@ -182,3 +182,30 @@ def test_the_goal_comes_from_stdin_never_from_the_command_line(live_server, home
     assert lines[0].startswith(f"- [{cellar.pk}] ")
     assert f"- [{loft.pk}] " not in lines[0]
     assert (no_payload.returncode, no_payload.stdout) == (0, "")
+
+
+# SessionEnd ----------------------------------------------------------------------------------
+
+
+def test_the_session_end_hook_hands_the_sleep_pass_to_the_worker(
+    live_server, home, token, tmp_path, monkeypatch
+):
+    """The pass runs on the worker, so quitting Claude Code is not held up by it; here the
+    worker is stood in for by running the task's body at once."""
+    from agent import actions as agent_actions
+
+    asked = []
+
+    def worker(memory_id: int) -> None:
+        asked.append(memory_id)
+        agent_actions.sleep(memory=Memory.objects.get(pk=memory_id))
+
+    monkeypatch.setattr("agent.tasks.sleep.delay", worker)
+    agent_actions.encode(memory=home, text="Deploys take 20 minutes.", outcome="ok")
+    connection = write_connection(tmp_path, live_server.url, token)
+
+    ran = run_hook(hook_command("session-end", connection), payload(hook_event_name="SessionEnd"))
+
+    assert (ran.returncode, ran.stdout, ran.stderr) == (0, "", "")
+    assert asked == [home.pk]
+    assert home.facts.live().filter(text="Deploys take 20 minutes.").exists()

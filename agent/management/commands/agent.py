@@ -298,7 +298,7 @@ class Remote:
         return self.client.call("GET", "/api/agent/stats")["message"]
 
     def consolidate(self, **_) -> str:
-        return self.client.call("POST", hooks.SLEEP_PATH, {})["message"]
+        return self.client.call("POST", hooks.SLEEP_PATH, {"wait": True})["message"]
 
 
 # install and uninstall ------------------------------------------------------------------------
