@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from agent import actions
 from knowledge.models import Membership, Memory, Permission
 
 CORE = "You work for Priya Shah's data team.\nNever push to main without a review."
@@ -74,3 +75,19 @@ def test_the_admin_edits_the_core(client, admin_user, home):
     page = client.get(f"/admin/knowledge/memory/{home.pk}/change/").content.decode()
 
     assert 'name="core"' in page
+
+
+def test_the_admin_lists_episodes_and_procedures_read_only(client, admin_user, home):
+    episode = actions.encode(memory=home, text="Deploys take 20 minutes.", outcome="ok").episode
+    actions.record_procedure(memory=home, task="Deploy", steps=["push"], outcome="ok")
+    client.force_login(admin_user)
+
+    listed = client.get("/admin/knowledge/episode/").content.decode()
+    procedures = client.get("/admin/knowledge/procedure/").content.decode()
+    change = client.post(f"/admin/knowledge/episode/{episode.pk}/change/", {"text": "Changed."})
+
+    assert "Deploys take 20 minutes." in listed
+    assert "Deploy" in procedures
+    assert change.status_code == 403
+    episode.refresh_from_db()
+    assert episode.text == "Deploys take 20 minutes."

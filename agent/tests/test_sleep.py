@@ -11,11 +11,11 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from agent import actions
+from agent import actions, tasks
 from brain.llm.stub import stub_error, stub_json, stub_text
 from knowledge import actions as knowledge_actions
 from knowledge import provenance, retrieval
-from knowledge.models import Episode, Fact
+from knowledge.models import Episode, Fact, Memory
 
 NFS = (
     "The NFS share needs the vers=4 mount option; the default mount hangs for a minute. "
@@ -314,3 +314,22 @@ def test_sleeping_twice_distils_nothing_twice(home):
     assert Fact.objects.get().support == 1
     assert again.distilled.message == "Nothing was waiting to be distilled."
     assert Episode.objects.get().distilled_at is not None
+
+
+def test_the_beat_asks_for_a_sleep_pass_in_every_memory(home, monkeypatch):
+    other = Memory.objects.create(slug="agent", name="Agent")
+    sent = []
+    monkeypatch.setattr("agent.tasks.sleep.delay", sent.append)
+
+    assert tasks.sleep_every_memory() == 2
+    assert sorted(sent) == sorted([home.pk, other.pk])
+
+
+def test_the_background_pass_distils_and_exits_when_its_memory_is_gone(home):
+    actions.encode(memory=home, text="Deploys take 20 minutes.", outcome="ok")
+
+    tasks.sleep(home.pk)
+    tasks.sleep(999_999)
+
+    assert Fact.objects.get().text == "Deploys take 20 minutes."
+    assert actions.pending(memory=home) == []
