@@ -276,12 +276,9 @@ def test_the_installed_session_start_hook_prints_the_block_from_a_live_server(
     ).fact
     project = tmp_path / "billing-service"
     project.mkdir()
-    assert (
-        brain(
-            "--server", live_server.url, "install", "--project", str(project), home=home
-        ).returncode
-        == 0
-    )
+    installed = brain("--server", live_server.url, "install", "--project", str(project), home=home)
+    assert installed.returncode == 0, installed.stderr
+    assert installed.stdout.splitlines()[-1].startswith(f"brain at {live_server.url} answers")
     [command] = commands(read(project / ".claude" / "settings.json"), "SessionStart")
 
     ran = subprocess.run(

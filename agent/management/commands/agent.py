@@ -147,6 +147,8 @@ def _one_line_errors(parser) -> None:
     """A mistyped command is one line naming the problem, as every other refusal is."""
 
     def error(message: str):
+        if not getattr(parser, "called_from_command_line", False):
+            raise CommandError(f"Error: {message}")  # call_command, as Django's parser does
         parser.exit(2, f"{parser.prog}: {message} (see --help)\n")
 
     if isinstance(parser, CommandParser):
@@ -344,6 +346,8 @@ def _reachable(wiring: install.Wiring) -> str:
             "POST", hooks.CONTEXT_PATH, {"question": "", "token_budget": 50}
         )
     except hooks.ServerError as problem:
+        if problem.status:
+            return f"brain at {wiring.url} refused the hooks' request: {problem}"
         return (
             f"Not answering yet: {problem} Until it does, the hooks stay silent and sessions "
             "start as usual."
