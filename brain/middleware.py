@@ -3,9 +3,11 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import resolve_url
+from django.shortcuts import render, resolve_url
 from django.utils.http import urlencode
 from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
+
+from brain.db import retry
 
 
 class HtmxLoginRedirectMiddleware:
@@ -47,3 +49,29 @@ class NotPermittedToastMiddleware:
         return trigger_client_event(
             response, "showToast", {"text": str(exception), "level": "error"}
         )
+
+
+class BusyWriteMiddleware:
+    """A write that lost its lock race on every attempt (``brain.db.retry``) is a 503 saying
+    "busy, nothing saved, send it again", never a 500 — the pages' side of the API's 503
+    (``knowledge.api.exception_handler``), for every view at once. htmx swaps nothing on a 503,
+    so the answer raises a toast; a full page gets ``503.html``. Either way ``Retry-After``."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not retry.is_retryable(exception):
+            return None
+        if getattr(request, "htmx", False):
+            response = HttpResponse(retry.BUSY_MESSAGE, status=503, content_type="text/plain")
+            response = trigger_client_event(
+                response, "showToast", {"text": retry.BUSY_MESSAGE, "level": "warning"}
+            )
+        else:
+            response = render(request, "503.html", {"message": retry.BUSY_MESSAGE}, status=503)
+        response["Retry-After"] = str(retry.BUSY_RETRY_AFTER_S)
+        return response

@@ -75,6 +75,7 @@ MIDDLEWARE = [
     "brain.inputs.InputMiddleware",
     "brain.middleware.HtmxLoginRedirectMiddleware",
     "brain.middleware.NotPermittedToastMiddleware",
+    "brain.middleware.BusyWriteMiddleware",
 ]
 
 ROOT_URLCONF = "brain.urls"

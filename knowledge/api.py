@@ -36,19 +36,13 @@ def conflict(message: str, **extra) -> Response:
     return Response({"detail": message, **extra}, status=status.HTTP_409_CONFLICT)
 
 
-BUSY_RETRY_AFTER_S = 1  # the race's winner commits within milliseconds of the loser's rollback
-
-
 def busy() -> Response:
     """A 503: the write lost a lock race on every attempt. Nothing was saved; sending it again
-    in a moment works."""
+    in a moment works. The pages and the agent say the same (``brain.db.retry.BUSY_MESSAGE``)."""
     return Response(
-        {
-            "detail": "Other writes were saving at the same moment and this one could not get "
-            "its turn; nothing was saved. Send it again in a moment."
-        },
+        {"detail": retry.BUSY_MESSAGE},
         status=status.HTTP_503_SERVICE_UNAVAILABLE,
-        headers={"Retry-After": str(BUSY_RETRY_AFTER_S)},
+        headers={"Retry-After": str(retry.BUSY_RETRY_AFTER_S)},
     )
 
 

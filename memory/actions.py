@@ -9,7 +9,7 @@ One rule for a person's change while a pass is filing (web, API, MCP and CLI ali
 person's change applies at once, and the pass gives way. A person is never refused, and never
 kept waiting, because the machine is busy.
 
-- Undo, clear and forget read the document under its lock (``_lock_document``), so they apply
+- Undo, clear and forget read the document under its lock (``lock_document``), so they apply
   to the document as it is when they commit, whatever a pass filed a moment before. An undo is
   refused (``CannotUndo``) only when the lines it would revert have moved on.
 - An edit names the revision it was made on. Made on an older one (a pass filed while the person
@@ -500,7 +500,7 @@ def current_revision(memory: Memory) -> DocumentRevision:
     return DocumentRevision.objects.current(memory)
 
 
-def _lock_document(memory: Memory) -> DocumentRevision:
+def lock_document(memory: Memory) -> DocumentRevision:
     """Take the document's lock (until the transaction ends) and read where it is now.
 
     NO KEY UPDATE: writers of the document still queue here, but the foreign-key checks of a
@@ -533,7 +533,7 @@ def write_document(
     and an import log one change each. ``filed``: the fact ids whose candidates this write
     files. Must be called inside ``transaction.atomic``.
     """
-    current = _lock_document(memory)
+    current = lock_document(memory)
     if current.generation != expected_generation:
         raise DocumentChanged(current)
     revision = DocumentRevision.objects.create(
@@ -605,7 +605,7 @@ def save_user_edit(*, memory: Memory, text: str, base_generation: int, by=None) 
         text += "\n"
     check_fits(memory, text)
     with transaction.atomic():
-        current = _lock_document(memory)
+        current = lock_document(memory)
         if current.generation != base_generation:
             text = _merged_with_since(memory, current, base_generation, text)
             check_fits(memory, text)
@@ -647,7 +647,7 @@ def clear_memory(*, memory: Memory, by=None) -> Change | None:
     """Reset the document to the empty template. The old one stays as a revision (like
     memory.md.bak) and the change can be undone."""
     with transaction.atomic():
-        current = _lock_document(memory)
+        current = lock_document(memory)
         if current.text == document.TEMPLATE:
             return None
         _, changes = write_document(
@@ -669,7 +669,7 @@ def undo_change(*, memory: Memory, number: int, by=None) -> Change:
     Raises CannotUndo explaining why when the lines it touched have moved on.
     """
     with transaction.atomic():
-        current = _lock_document(memory)  # first: the same lock order as a pass's commit
+        current = lock_document(memory)  # first: the same lock order as a pass's commit
         change = Change.objects.for_memory(memory).select_for_update().filter(number=number).first()
         if change is None:
             raise CannotUndo(f"There is no change #{number} in the log of {memory.name}.")

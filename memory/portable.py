@@ -22,6 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from brain.db.retry import retry_transaction
 from brain.portable import (
     ImportOptions,
     ImportRejected,
@@ -97,6 +98,7 @@ def parse(raw: bytes | str) -> dict:
     return data
 
 
+@retry_transaction
 def import_memory(
     memory: Memory, data: dict, *, replace_memory: bool = False, by=None
 ) -> list[str]:
@@ -135,7 +137,7 @@ class DocumentSection:
 
     def load(self, memory: Memory, data: dict, options: ImportOptions) -> None:
         text = data["text"]
-        current = DocumentRevision.objects.current(memory)
+        current = actions.lock_document(memory)  # a pass filing now commits before, or after
         if text == current.text or document.is_effectively_empty(text):
             options.report.append("Document: unchanged.")
             return
@@ -298,7 +300,7 @@ class ChangeLogSection:
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         fresh = sorted(placed(Change, memory, data), key=lambda placed: placed[0]["number"])
         # Imported history is appended after this log's own changes, in its original order.
-        Memory.objects.select_for_update().filter(pk=memory.pk).first()
+        Memory.objects.select_for_update(no_key=True).filter(pk=memory.pk).first()
         start = (
             Change.objects.for_memory(memory)
             .order_by("-number")

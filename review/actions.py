@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from brain.db.retry import retry_transaction
 from knowledge import statements
 from knowledge.embedding import cosine, get_embedder
 from knowledge.models import Memory, Subject
@@ -76,6 +77,7 @@ class Raised:
     message: str
 
 
+@retry_transaction
 def raise_finding(
     *,
     memory: Memory,
@@ -98,7 +100,7 @@ def raise_finding(
     now = timezone.now()
     with transaction.atomic():
         # One check at a time per memory: two first raises at once make one finding.
-        Memory.objects.select_for_update().filter(pk=memory.pk).first()
+        Memory.objects.select_for_update(no_key=True).filter(pk=memory.pk).first()
         rule = next(
             (
                 r
@@ -290,6 +292,7 @@ def _same_question(
     )
 
 
+@retry_transaction
 def propose_guess(
     *, memory: Memory, text: str, why: str = "", subject: Subject | None = None
 ) -> Proposed:
@@ -300,7 +303,7 @@ def propose_guess(
     embedder = get_embedder()
     vector = embedder.embed_one(text)
     with transaction.atomic():
-        Memory.objects.select_for_update().filter(pk=memory.pk).first()
+        Memory.objects.select_for_update(no_key=True).filter(pk=memory.pk).first()
         for earlier in Guess.objects.for_memory(memory).exclude(state=Guess.State.EXPIRED):
             if _same_question(earlier, text, vector, embedder.name, subject):
                 if earlier.state in (Guess.State.CONFIRMED, Guess.State.REJECTED):
@@ -357,6 +360,7 @@ class Answered:
     message: str
 
 
+@retry_transaction
 def answer_guess(*, guess: Guess, answer: str, by=None, reason: str = "") -> Answered:
     """Yes files it as a plain memory line; no closes it for good and keeps the reason as a
     correction. One person wins when two answer at once; the other is told."""
@@ -367,7 +371,7 @@ def answer_guess(*, guess: Guess, answer: str, by=None, reason: str = "") -> Ans
     reason = reason or re.sub(r"^(yes|no)\b[\s,.:;!-]*", "", answer.strip(), flags=re.I)
     reason = " ".join(reason.split())[:MAX_REASON]
     with transaction.atomic():
-        Memory.objects.select_for_update().filter(pk=guess.memory_id).first()
+        Memory.objects.select_for_update(no_key=True).filter(pk=guess.memory_id).first()
         locked = Guess.objects.select_for_update().get(pk=guess.pk)
         if locked.state not in (Guess.State.OPEN, Guess.State.SLEEPING, Guess.State.WAITING):
             who = f" by {locked.answered_by}" if locked.answered_by else ""
@@ -396,10 +400,11 @@ def answer_guess(*, guess: Guess, answer: str, by=None, reason: str = "") -> Ans
     return Answered(locked, message)
 
 
+@retry_transaction
 def dismiss_guess(*, guess: Guess, by=None) -> Guess:
     """Put it to sleep: off every screen, not counted, back later with a fresh fortnight."""
     with transaction.atomic():
-        Memory.objects.select_for_update().filter(pk=guess.memory_id).first()
+        Memory.objects.select_for_update(no_key=True).filter(pk=guess.memory_id).first()
         locked = Guess.objects.select_for_update().get(pk=guess.pk)
         if locked.state != Guess.State.OPEN:
             raise Refused(f"That guess is {locked.get_state_display()}, not open.")
@@ -416,9 +421,15 @@ def tend_guesses(*, now: datetime | None = None) -> None:
         state=Guess.State.EXPIRED
     )
     for memory in Memory.objects.all():
-        with transaction.atomic():
-            Memory.objects.select_for_update().filter(pk=memory.pk).first()
-            _offer_waiting(memory, now)
+        _fill_slots(memory, now)
+
+
+@retry_transaction
+def _fill_slots(memory: Memory, now: datetime) -> None:
+    """Offer waiting guesses into one memory's free slots, under its lock."""
+    with transaction.atomic():
+        Memory.objects.select_for_update(no_key=True).filter(pk=memory.pk).first()
+        _offer_waiting(memory, now)
 
 
 # The timeline --------------------------------------------------------------------------------

@@ -42,6 +42,14 @@ ATTEMPTS = 4
 FIRST_PAUSE_S = 0.05
 MAX_PAUSE_S = 1.0
 
+# What every surface answers when a write lost on every attempt: the API's 503, the pages' 503
+# and toast (``brain.middleware.BusyWriteMiddleware``), the agent's tool error.
+BUSY_MESSAGE = (
+    "Other writes were saving at the same moment and this one could not get its turn; nothing "
+    "was saved. Send it again in a moment."
+)
+BUSY_RETRY_AFTER_S = 1  # the race's winner commits within milliseconds of the loser's rollback
+
 
 def is_retryable(error: BaseException | None) -> bool:
     """True for a deadlock or a serialisation failure. Django wraps the driver's error; the
