@@ -201,10 +201,7 @@ def tool_errors[**P, T](tool: Callable[P, Awaitable[T]]) -> Callable[P, Awaitabl
             raise ToolError(str(error)) from None
         except Exception as error:
             if retry.is_retryable(error):
-                raise ToolError(
-                    "Other writes were saving at the same moment and this one could not get "
-                    "its turn; nothing was saved. Send it again in a moment."
-                ) from None
+                raise ToolError(retry.BUSY_MESSAGE) from None
             logger.error("%s failed: %s: %s", name, type(error).__name__, error)
             logger.debug("%s failed", name, exc_info=True)
             raise ToolError(
