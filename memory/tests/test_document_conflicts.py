@@ -336,3 +336,22 @@ def test_forgetting_a_fact_a_pass_is_filing_keeps_it_out_of_the_document(
     assert not InboxItem.objects.for_memory(home).pending().exists()
     assert SARAH not in _text(home)
     assert LOFT in _text(home)
+
+
+# Merging two versions of one document ------------------------------------------------------------
+
+
+def test_two_versions_that_made_the_same_change_merge_into_one():
+    base = document.TEMPLATE
+    both = base.replace("## Rooms\n", "## Rooms\n\n- The loft is warm.\n")
+
+    assert document.merge(base, both, both) == both
+
+
+def test_changes_to_neighbouring_lines_are_left_to_a_person():
+    base = "# Memory\n\n## Rooms\n\n- The loft is warm.\n- The cellar is damp.\n"
+    mine = base.replace("- The loft is warm.\n", "- The loft is cold.\n")
+    theirs = base.replace("- The cellar is damp.\n", "- The cellar is dry.\n")
+
+    with pytest.raises(document.CannotApply, match="both versions changed the lines at"):
+        document.merge(base, mine, theirs)
