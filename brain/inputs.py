@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 from django.core.exceptions import (
@@ -50,6 +51,8 @@ from django.core.exceptions import (
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.http.multipartparser import MultiPartParserError
 from django.shortcuts import render
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django_htmx.http import trigger_client_event
 from rest_framework import parsers, status
 from rest_framework.exceptions import APIException, ParseError
@@ -143,6 +146,22 @@ def _clean_query(field_values: QueryDict) -> QueryDict | None:
         return None
     cleaned._mutable = False
     return cleaned
+
+
+def moment(text: str) -> datetime | None:
+    """An aware datetime in UTC from ISO 8601 text (a naive one is in the current time zone),
+    or None when the text names no moment brain can store: not a date and time, an impossible
+    one (month 13), or one whose offset PostgreSQL refuses (past ±15:59) and that does not
+    fit the calendar once converted to UTC."""
+    try:
+        parsed = parse_datetime(text)
+        if parsed is None:
+            return None
+        if timezone.is_naive(parsed):
+            parsed = timezone.make_aware(parsed)
+        return parsed.astimezone(UTC)
+    except (ValueError, OverflowError):
+        return None
 
 
 # JSON ----------------------------------------------------------------------------------------

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from django.db.models import OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce, Lower
-from django.utils.dateparse import parse_datetime
 
+from brain import inputs
 from knowledge.models import Fact, Memory, Subject
 from knowledge.subjects import UnknownSubject, resolve
 
@@ -62,7 +62,7 @@ def facts_for(memory: Memory, reader, filters: FactFilters):
         raise BadFilter(f"Search for at most {MAX_SEARCH_CHARS} characters.")
     facts = Fact.objects.for_memory(memory).readable_by(reader).without_vectors()
     if filters.as_of:
-        when = parse_datetime(filters.as_of)
+        when = inputs.moment(filters.as_of)
         if when is None:
             raise BadFilter(
                 f"as_of must be a date and time like 2026-11-01T09:00Z; got {filters.as_of!r}."

@@ -26,6 +26,7 @@ from memory.rendering import render_markdown
 
 PAGE = "memory/knowledge.html"
 FACTS_PER_PAGE = 50
+MAX_PAGE = 1_000_000  # past every fact a page is empty; the cap keeps its offset a bigint
 CHANGES_SHOWN = 20
 CHIPS = [
     ("", "Everything"),
@@ -112,7 +113,7 @@ def _filters(request: HttpRequest) -> tuple[listing.FactFilters, str, int]:
     elif chip:
         params["subject_kind"] = chip
     try:
-        page = max(1, int(request.GET.get("page", "1")))
+        page = min(max(1, int(request.GET.get("page", "1"))), MAX_PAGE)
     except ValueError:
         page = 1
     return listing.FactFilters.from_params(params), chip, page

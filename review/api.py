@@ -11,7 +11,7 @@ from datetime import datetime, time
 
 from django.core.exceptions import ValidationError
 from django.utils import timezone
-from django.utils.dateparse import parse_date, parse_datetime
+from django.utils.dateparse import parse_date
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view
@@ -177,7 +177,7 @@ class NotAProblemSerializer(serializers.Serializer):
         if value in actions.UNTIL_CHOICES:
             return value
         try:
-            moment = parse_datetime(value)
+            moment = inputs.moment(value)  # in UTC: PostgreSQL refuses offsets past 15:59
             day = None if moment else parse_date(value)
         except ValueError:  # well formed but impossible, like month 13
             moment = day = None

@@ -201,6 +201,46 @@ def test_a_json_body_that_is_not_utf8_is_a_400(signed_in):
     assert response.status_code == 400
 
 
+# Dates and numbers --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("as_of", ["2026-13-45T99:00:00Z", "9999-12-31T23:59:59-23:59"])
+def test_an_as_of_no_calendar_or_database_can_hold_is_a_400_naming_it(signed_in, as_of):
+    response = signed_in.get("/api/facts/?" + urlencode({"as_of": as_of}))
+
+    assert response.status_code == 400
+    assert "as_of" in _detail(response)
+
+
+def test_a_page_number_past_every_fact_shows_no_rows_rather_than_failing(signed_in, gate_fact):
+    huge = str(10**30)
+
+    page = signed_in.get(f"/knowledge/?page={huge}")
+    rows = signed_in.get(f"/knowledge/facts?page={huge}", headers={"HX-Request": "true"})
+
+    assert page.status_code == 200
+    assert rows.status_code == 200 and GATE not in rows.content.decode()
+
+
+def test_a_rule_until_a_moment_the_database_cannot_hold_is_a_400_and_no_rule(signed_in, home):
+    from review import actions as review_actions
+    from review.models import Rule
+
+    finding = review_actions.raise_finding(
+        memory=home, check_id="night_motion", entity_id="", severity="low", text="Motion at 3am"
+    ).finding
+
+    response = signed_in.post(
+        f"/api/findings/{finding.pk}/not-a-problem",
+        {"until": "9999-12-31T23:59:59-23:59"},
+        content_type="application/json",
+    )
+
+    assert response.status_code == 400
+    assert "until" in response.content.decode()
+    assert not Rule.objects.exists()
+
+
 # Cursors -------------------------------------------------------------------------------------
 
 
