@@ -285,8 +285,9 @@ class Fact(models.Model):
         FILED = "filed"
         FORGOTTEN = "forgotten"
         EXPIRED = "expired"
-        # Decay or pruning took it out of use (agent/actions.py); its validity is closed, so
-        # what was believed before then is still answerable.
+        # Decay or pruning took it out of use (agent/forgetting.py), the reason in
+        # forgotten_reason; its validity is closed, so what was believed before then is still
+        # answerable.
         RETIRED = "retired"
 
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="facts")
