@@ -18,10 +18,10 @@ FIND_PYTHON = for c in python3.13 python3.12; do \
 .PHONY: help run test lint format bench demo stop chromium
 
 help:
-	@echo "make run    start brain at http://127.0.0.1:8000 (web, worker, beat)"
+	@echo "make run    start brain at http://127.0.0.1:8000 (web, worker, beat; gunicorn with DJANGO_DEBUG=0)"
 	@echo "make test   run the whole test suite"
 	@echo "make lint   ruff check and format check"
-	@echo "make bench  run the benchmarks and write docs/BENCHMARKS.md"
+	@echo "make bench  run the benchmarks (a 2-minute load test among them) and write docs/BENCHMARKS.md"
 	@echo "make demo   load a realistic demo household into an empty memory"
 	@echo "make stop   stop the embedded PostgreSQL and Valkey if something left them running"
 

@@ -1,15 +1,21 @@
 """gunicorn's settings for brain's web process: `make run` with DJANGO_DEBUG=0 and the systemd
 unit in docs/DEPLOY.md both start ``gunicorn --config python:brain.gunicorn_conf``.
 
-- Worker processes: BRAIN_WEB_WORKERS, by default 2 × cores + 1 (gunicorn's own rule of thumb)
-  and at most 8. A request is partly CPU (Django, the gate, an embedding) and partly waiting on
-  PostgreSQL, so two processes a core keep every core busy; past 8 each process's memory (Django
-  plus the embedding model, ~250 MB) costs more than the little concurrency it adds, and 8 × 4
-  threads is already more than PostgreSQL can run at once on a small machine.
-- Threads: BRAIN_WEB_THREADS (4) per process, gthread workers. They keep browsers' connections
-  alive and a slow client never holds a whole process, which matters because `make run` serves
-  without a buffering proxy in front. Each thread keeps its own database connection
-  (CONN_MAX_AGE), so workers × threads (20 on two cores) stays well under PostgreSQL's 100.
+- Worker processes: BRAIN_WEB_WORKERS, by default one per core plus one, at most 8. A request
+  is mostly Python on the CPU (Django, the gate, an embedding), and the GIL lets one thread of a
+  process run Python at a time: one process a core keeps every core busy, the extra one covers
+  a core whose process is waiting. More only compete for the cores: in `make bench`'s load test
+  on two cores, 3 processes answered 11 writes/s where 5 answered 9, at lower latency. Each
+  process holds Django and the embedding model (~300 MB after that test), hence the cap.
+- Threads: BRAIN_WEB_THREADS (4) per process, gthread workers. Threads overlap the waits on
+  PostgreSQL, keep browsers' connections alive, and a slow client never holds a whole process,
+  which matters because `make run` serves without a buffering proxy in front. Each thread keeps
+  its own database connection (CONN_MAX_AGE): workers × threads (12 on two cores) stays well
+  under PostgreSQL's 100.
+- worker_connections 2 × threads: a process takes no more connections than it can start on
+  soon; the rest wait in the kernel's queue for whichever process frees up first. With
+  gunicorn's default (1000) one busy process hoarded connections while others served theirs,
+  and a few requests waited 17 s behind its queue.
 - timeout 60 s: a process whose main loop is silent that long is stuck, and replaced. Above the
   30 s statement timeout, so a slow query ends with its own error, not a killed process.
 - graceful_timeout 10 s: on stop, requests in flight get this long to finish.
@@ -26,9 +32,10 @@ from brain.env import env_int, env_str
 
 wsgi_app = "brain.wsgi:application"
 bind = env_str("BRAIN_BIND", "127.0.0.1:8000")
-workers = env_int("BRAIN_WEB_WORKERS", min(2 * (os.cpu_count() or 1) + 1, 8), minimum=1)
+workers = env_int("BRAIN_WEB_WORKERS", min((os.cpu_count() or 1) + 1, 8), minimum=1)
 worker_class = "gthread"
 threads = env_int("BRAIN_WEB_THREADS", 4, minimum=1, maximum=64)
+worker_connections = 2 * threads
 timeout = 60
 graceful_timeout = 10
 keepalive = 5

@@ -8,7 +8,9 @@
 - The three processes run under ``Supervisor``: their output interleaved and labelled; a process
   that exits is started again, after a pause that doubles with each quick crash; after
   GIVE_UP_AFTER quick crashes in a row, everything stops with one line saying which. Ctrl-C or
-  SIGTERM stops the three cleanly and then the embedded servers.
+  SIGTERM stops the three cleanly and then the embedded servers; should `make run` itself be
+  killed outright, the kernel stops them (a parent-death signal), so none is left holding the
+  port.
 - The port check binds with SO_REUSEADDR, as gunicorn and runserver do: a port whose last
   connections wait in TIME_WAIT (a server just stopped) is free to serve on, a port something
   listens on is not.
@@ -19,6 +21,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import importlib.util
 import os
@@ -217,7 +220,7 @@ def _start_embedded_servers() -> list:
 
 def _stop_embedded_servers(servers: list) -> None:
     for server in reversed(servers):
-        print(f"brain: stopping {type(server).__name__.removeprefix('Embedded')}…", flush=True)
+        _tell(f"brain: stopping {type(server).__name__.removeprefix('Embedded')}…", sys.stdout)
         server.stop()
 
 
@@ -319,6 +322,7 @@ class Supervisor:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own group: signals reach its children too
+            preexec_fn=_stop_with_parent,
         )
         child.process, child.started_at = process, time.monotonic()
         child.reader = threading.Thread(target=self._relay, args=(child, process), daemon=True)
@@ -382,8 +386,26 @@ class Supervisor:
 
     def _write(self, line: str) -> None:
         with self._write_lock:
-            self.out.write(line + "\n")
-            self.out.flush()
+            _tell(line, self.out)
+
+
+def _tell(line: str, stream: TextIO) -> None:
+    """Write a line; a closed terminal or pipe must not stop the supervising (or the stop)."""
+    with contextlib.suppress(OSError, ValueError):
+        stream.write(line + "\n")
+        stream.flush()
+
+
+_PR_SET_PDEATHSIG = 1
+_prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
+
+
+def _stop_with_parent() -> None:
+    """In a child before it runs its program: SIGTERM when the supervisor dies, even by SIGKILL
+    (Linux), so a killed `make run` leaves no server holding the port. Only a C call here: the
+    child of a threaded parent must not take locks."""
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _signal_group(pid: int, sig: int) -> None:

@@ -324,6 +324,8 @@ BRAIN_BENCHMARKS = [
     "memory.bench.knowledge_tab_at_scale",
     "bench.gate_quality.gate_quality",
     "agent.bench.session_start_hook",
+    # gunicorn and a worker under 50 writers and 5 readers (BRAIN_BENCH_LOAD_SECONDS, 120).
+    "bench.load.production_server_under_load",
 ]
 
 # --- Embeddings (knowledge/embedding.py) -----------------------------------------------------

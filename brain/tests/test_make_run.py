@@ -19,6 +19,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -222,6 +223,45 @@ def test_a_process_that_keeps_crashing_is_given_up_on_in_one_line_and_the_rest_s
         "stopping everything (its output above says why)."
     ]
     assert not embedded.pid_alive(int(steady_pid.read_text()))
+
+
+def _supervisor_in_a_process(tmp_path, **popen) -> tuple[subprocess.Popen, Path]:
+    """A supervisor of one long sleeper, in a process of its own; returns it and where the
+    sleeper writes its pid."""
+    pid_file = tmp_path / "sleeper.pid"
+    sleeper = _python(
+        f"import os, pathlib, time; pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))"
+        "; time.sleep(120)"
+    )
+    script = (
+        "import os, sys; from pathlib import Path; from brain import run; "
+        f"sys.exit(run.Supervisor([run.Program('sleeper', {sleeper!r})], env=dict(os.environ), "
+        "cwd=Path.cwd()).run_until_signalled())"
+    )
+    process = subprocess.Popen([sys.executable, "-c", script], cwd=BASE_DIR, **popen)
+    wait_until(lambda: pid_file.exists() and pid_file.read_text(), timeout=20)
+    return process, pid_file
+
+
+def test_when_the_supervisor_is_killed_outright_its_processes_stop_too(tmp_path):
+    supervisor, pid_file = _supervisor_in_a_process(tmp_path, stdout=subprocess.DEVNULL)
+    sleeper = int(pid_file.read_text())
+
+    supervisor.kill()
+    supervisor.wait(timeout=10)
+
+    wait_until(lambda: not embedded.pid_alive(sleeper), timeout=10, message="left running")
+
+
+def test_a_supervisor_whose_output_was_closed_still_stops_everything(tmp_path):
+    supervisor, pid_file = _supervisor_in_a_process(tmp_path, stdout=subprocess.PIPE)
+    sleeper = int(pid_file.read_text())
+    supervisor.stdout.close()  # the terminal or the pipe it wrote to went away
+
+    supervisor.terminate()
+
+    assert supervisor.wait(timeout=30) == 0
+    assert not embedded.pid_alive(sleeper)
 
 
 # `make run` in production ----------------------------------------------------------------------
