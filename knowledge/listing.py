@@ -70,8 +70,8 @@ def facts_for(memory: Memory, reader, filters: FactFilters):
         facts = facts.as_of(when)
     elif filters.status == "live":
         facts = facts.live()
-    elif filters.status == "superseded":
-        facts = facts.filter(valid_to__isnull=False)
+    elif filters.status == "superseded":  # replaced by another fact (retired ones were not)
+        facts = facts.filter(valid_to__isnull=False).exclude(status=Fact.Status.RETIRED)
     elif filters.status != "all":
         facts = facts.filter(status=filters.status)
     if filters.q:

@@ -163,3 +163,15 @@ def test_the_sleep_pass_decays_and_prunes_too(home):
 
     assert slept.decayed.retired == [stale]
     assert slept.pruned is not None
+
+
+def test_the_facts_list_shows_retired_beliefs_as_retired_not_replaced(client, admin_user, home):
+    stale = _belief(home, "The old build server is called Zephyr.")
+    actions.decay(memory=home)
+    client.force_login(admin_user)
+
+    retired = client.get("/api/facts/?status=retired").json()["results"]
+    replaced = client.get("/api/facts/?status=superseded").json()["results"]
+
+    assert [fact["id"] for fact in retired] == [stale.pk]
+    assert replaced == []
