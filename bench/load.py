@@ -226,6 +226,7 @@ def production_server_under_load() -> str:
     user = get_user_model().objects.create_user(username=slug, is_staff=True)
     token = Token.objects.create(user=user).key
     servers = Servers(port=_free_port(), log=embedded.VAR_DIR / "log" / "bench-load.log")
+    busy_before = os.getloadavg()[0]  # others' work on the machine slows every figure
     try:
         servers.start()
         client = Client(servers.port, token, slug)
@@ -278,6 +279,7 @@ def production_server_under_load() -> str:
             restarts=restarts,
             web_mb=web_mb,
             seconds=seconds,
+            busy_before=busy_before,
         )
     finally:
         _delete(memory, user)
@@ -325,6 +327,7 @@ def _section(
     restarts: int,
     web_mb: list[float],
     seconds: int,
+    busy_before: float,
 ) -> str:
     server_errors = sum(n for status, n in loaded.statuses.items() if status >= 500)
     refused = sum(n for status, n in loaded.statuses.items() if 400 <= status < 500)
@@ -364,7 +367,9 @@ def _section(
         "(context and the facts list, in turn), each request on a new connection, none "
         f"waiting between requests; a client gives up after {TIMEOUT_S} s. Baseline: "
         f"{ALONE} requests of each kind one at a time on the idle server. "
-        f"BRAIN_BENCH_LOAD_SECONDS sets the duration ({seconds} s here).\n\n"
+        f"BRAIN_BENCH_LOAD_SECONDS sets the duration ({seconds} s here). Measured "
+        f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC; the load average before it "
+        f"was {busy_before:.1f} on {os.cpu_count()} cores.\n\n"
         + "\n".join(rows)
         + "\n\n"
         + "\n".join(latency)
