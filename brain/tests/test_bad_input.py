@@ -339,3 +339,63 @@ def test_an_unexpected_error_in_a_tool_is_a_tool_error_naming_the_tool_and_no_tr
     assert "memory_broken" in str(refused.value)
     assert "RuntimeError" in str(refused.value)
     assert all(record.exc_info is None for record in caplog.records if record.levelno >= 30)
+
+
+def _example(schema: dict, text: str):
+    """A value of ``schema`` carrying ``text`` wherever it takes text; None if it takes none."""
+    kinds = [schema, *schema.get("anyOf", [])]
+    if any(kind.get("type") == "string" for kind in kinds):
+        return text
+    for kind in kinds:
+        if kind.get("type") == "array" and kind.get("items", {}).get("type") == "string":
+            return [text]
+    return None
+
+
+def _plain(schema: dict):
+    kinds = {kind.get("type") for kind in [schema, *schema.get("anyOf", [])]}
+    for kind, value in (("integer", 1), ("boolean", True), ("string", "x"), ("array", [])):
+        if kind in kinds:
+            return value
+    return None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_mcp_tool_refuses_a_nul_in_its_text_naming_the_argument_or_drops_it_from_a_search(
+    alice,
+):
+    """Every tool on the server, the ones other apps register included: none may skip
+    ``tool_errors``."""
+    import anyio
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from memory.mcp_server import build_server
+
+    server = build_server(Memory.objects.default(), alice)
+    seen: dict[tuple[str, str], str] = {}
+
+    async def call_every_tool() -> None:
+        for tool in await server.list_tools():
+            schema = tool.input_schema
+            required = {
+                name: _plain(schema["properties"][name]) for name in schema.get("required", [])
+            }
+            for name, argument in schema["properties"].items():
+                value = _example(argument, "The gate\x00code")
+                if value is None:
+                    continue
+                try:
+                    await server.call_tool(tool.name, {**required, name: value})
+                    seen[tool.name, name] = "answered"
+                except ToolError as refused:
+                    seen[tool.name, name] = str(refused)
+
+    anyio.run(call_every_tool)
+
+    assert ("memory_write", "content") in seen
+    for (tool, name), outcome in seen.items():
+        if name in inputs.SEARCH_WORDS:
+            assert "unexpected" not in outcome and "NUL" not in outcome, (tool, outcome)
+        else:
+            assert f"“{name}” contains a NUL" in outcome, (tool, outcome)
+    assert not Fact.objects.exists()

@@ -8,7 +8,7 @@ text goes and text where numbers go, JSON nested past the limit or not JSON at a
 not UTF-8, forged cursors, and a body over the size limit.
 
 One fixed, derandomized profile so CI sees the same inputs every run; ``BRAIN_FUZZ_EXAMPLES``
-(default 10 per route) runs more when hunting. A failure prints the request that caused it.
+(default 8 per route) runs more when hunting. A failure prints the request that caused it.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ pytestmark = pytest.mark.django_db
 
 OUR_APPS = ("brain", "knowledge", "memory", "review", "agent")
 FUZZ = settings(
-    max_examples=int(os.environ.get("BRAIN_FUZZ_EXAMPLES", "10")),
+    max_examples=int(os.environ.get("BRAIN_FUZZ_EXAMPLES", "8")),
     deadline=None,
     derandomize=True,
     database=None,
@@ -357,7 +357,8 @@ def test_generated_input_never_gets_a_5xx_nor_writes_anything_on_a_4xx(client, a
     for route in routes():
         try:
             _fuzz(client, route, world, tables)
-        except Exception as failure:  # reported together below
-            failures.append(f"{route.name} ({route.path}): {failure!r}"[:2000])
+        except Exception as failure:  # reported together below, with the falsifying request
+            notes = "\n".join(getattr(failure, "__notes__", []))
+            failures.append(f"{route.name} ({route.path}): {failure!r}"[:1500] + f"\n{notes}")
 
     assert not failures, "\n\n".join(failures)
