@@ -322,7 +322,7 @@ class MakeRun:
         try:
             wait_until(condition, timeout=timeout, interval=0.5)
         except AssertionError:
-            raise AssertionError(f"{what}:\n{self.output}") from None
+            raise AssertionError(f"{what}:\n{self.tail}") from None
 
     def _collect(self, process: subprocess.Popen) -> None:
         for line in process.stdout:
@@ -330,6 +330,10 @@ class MakeRun:
 
     @property
     def output(self) -> str:
+        return "\n".join(self.lines)
+
+    @property
+    def tail(self) -> str:
         return "\n".join(self.lines[-60:])
 
     def get(self, path: str, opener=None):
@@ -337,7 +341,7 @@ class MakeRun:
 
     def answers(self) -> bool:
         if self.process.poll() is not None:
-            raise AssertionError(f"make run exited ({self.process.returncode}):\n{self.output}")
+            raise AssertionError(f"make run exited ({self.process.returncode}):\n{self.tail}")
         try:
             with self.get("/healthz") as response:
                 response.read()  # closing with unread bytes would reset the connection
@@ -432,16 +436,18 @@ def test_a_killed_worker_is_started_again_while_the_web_keeps_answering(producti
     production.start()
     production.wait(lambda: "ready." in production.output, timeout=60, what="no worker ready")
     worker = production.main_worker_pid()
+    answered = []
 
     os.kill(worker, signal.SIGKILL)
 
     def restarted() -> bool:
-        assert production.answers(), f"the web stopped answering:\n{production.output}"
+        answered.append(production.answers())
         again = production.main_worker_pid()
         return again not in (None, worker) and production.output.count("ready.") >= 2
 
     production.wait(restarted, timeout=60, what="the worker was not started again")
-    assert production.answers()
+    assert all(answered), f"the web stopped answering:\n{production.tail}"
+    assert "brain: worker was killed by SIGKILL" in production.output
 
 
 @pytest.mark.worker
