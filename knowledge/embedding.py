@@ -15,6 +15,15 @@ not comparable, and a changed algorithm gets a new name.
 
 :func:`get_embedder` picks one from ``settings.BRAIN_EMBEDDER``; it is the only function here
 that reads Django settings, so the module imports without them.
+
+Questions (:func:`question_vector`, :func:`question_vector_soon`): recall embeds the question
+on every call, and with MiniLM that is the largest fixed cost of a ``context()`` (measured
+4-6 ms a question on the benchmark machine, against 1-3 ms for all its SQL). So the vector of a
+question is kept (the last QUESTION_CACHE, per process: a session's hooks and an agent's
+repeated searches ask the same words again) and, when it is not kept, computed on a thread of
+its own while the caller runs its SQL: onnxruntime releases the GIL while the model runs, so
+the two overlap on two cores. The hash embedder is pure Python and holds the GIL: it runs in
+the caller's thread (a thread would only add its hand-over).
 """
 
 from __future__ import annotations
@@ -26,7 +35,9 @@ import os
 import re
 import threading
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -305,3 +316,55 @@ def get_embedder(name: str | None = None) -> Embedder:
 
         raise ImproperlyConfigured(f"BRAIN_EMBEDDER: {message}")
     raise ValueError(message)
+
+
+# --- Questions: kept, and computed beside the SQL ---------------------------------------------
+
+#: Question vectors kept per process (384 floats each, about 12 KB: 6 MB at most).
+QUESTION_CACHE = 512
+
+_questions: OrderedDict[tuple[str, str], tuple[float, ...]] = OrderedDict()
+_questions_lock = threading.Lock()
+_executor: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def question_vector(embedder: Embedder, text: str) -> list[float]:
+    """``embedder.embed_one(text)``, kept for the next time the same question is asked."""
+    key = (embedder.name, text)
+    with _questions_lock:
+        kept = _questions.get(key)
+        if kept is not None:
+            _questions.move_to_end(key)
+            return list(kept)
+    vector = embedder.embed_one(text)
+    with _questions_lock:
+        _questions[key] = tuple(vector)
+        while len(_questions) > QUESTION_CACHE:
+            _questions.popitem(last=False)
+    return vector
+
+
+def _thread() -> ThreadPoolExecutor:
+    """One embedding thread per process, made again in a forked child (a thread does not
+    survive a fork, and Celery's prefork pool forks)."""
+    global _executor
+    pid = os.getpid()
+    if _executor is None or _executor[0] != pid:
+        _executor = (pid, ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed"))
+    return _executor[1]
+
+
+def question_vector_soon(embedder: Embedder, text: str) -> Future:
+    """A future of :func:`question_vector`: already done when the question is kept or the
+    embedder holds the GIL (hash), else running on the embedding thread (MiniLM) while the
+    caller does something else. ``.result()`` re-raises what the embedder raised."""
+    with _questions_lock:
+        kept = _questions.get((embedder.name, text))
+    if kept is not None or not isinstance(embedder, MiniLMEmbedder):
+        done: Future = Future()
+        try:
+            done.set_result(question_vector(embedder, text))
+        except Exception as error:  # handed to the caller through .result()
+            done.set_exception(error)
+        return done
+    return _thread().submit(question_vector, embedder, text)

@@ -22,6 +22,23 @@ nearly identical to one it already holds.
 
 Never included: the inbox, guesses, the change log, expired, forgotten or superseded facts,
 facts about removed entities, or anything the reader may not read (``readable_by``).
+
+Two paths give the same block, line for line (``knowledge/tests/test_fast_paths.py`` holds
+them to it on 500 generated questions). ``plain_context`` is the reference: a query per
+subject, per full-text tier, for the vectors, the hydration, the vectors again for diversity
+and the subjects of each line, each through the ORM, and the question embedded before any of
+them. ``context`` is what every surface calls. Measured at 100k live facts (benchmark
+household), almost all of the plain path's time was fixed cost per call rather than growth
+with the memory: ranking every full-text match, slices sorted after walking the wrong index,
+the MiniLM question embedding, parsing 80 vectors from text for diversity, three empty
+procedure searches and a dozen round trips. So ``context``:
+
+- embeds the question on a thread of its own while its first statements run, and keeps the
+  vectors of recent questions (``embedding.question_vector_soon``);
+- finds the subjects' slices, the full-text tiers and whether there are procedures in one
+  statement (``search.candidates``), and the vector neighbours with every candidate's row,
+  subjects and vector (binary) in a second (``search.nearest_rows``);
+- reads rows, not model instances, and searches procedures only in a memory that has some.
 """
 
 from __future__ import annotations
@@ -33,9 +50,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from knowledge import envelope, search
-from knowledge.embedding import get_embedder
+from knowledge.embedding import get_embedder, question_vector_soon
 from knowledge.models import Fact, Memory, Procedure, Subject
-from knowledge.subjects import mentioned_in, resolve
+from knowledge.subjects import mentioned_ids, mentioned_in, resolve
 
 MIN_BUDGET = 50  # below this not one line and its envelope fit
 MAX_BUDGET = 32_000
@@ -126,7 +143,7 @@ def check_budget(token_budget: int) -> None:
 
 def ranked_facts(memory: Memory, *, question: str, subjects: list[Subject], reader) -> list[Fact]:
     """Every candidate, best first: the subjects' facts (by utility), then the question's
-    (full-text and vector ranks fused)."""
+    (full-text and vector ranks fused; a tie goes to the newer fact)."""
     readable = Fact.objects.for_memory(memory).live().readable_by(reader).without_vectors()
     ordered: list[Fact] = []
     seen: set[int] = set()
@@ -138,21 +155,32 @@ def ranked_facts(memory: Memory, *, question: str, subjects: list[Subject], read
             ordered.append(fact)
             seen.add(fact.pk)
     if question.strip():
-        scores: dict[int, float] = {}
-        for rank, fact in enumerate(search.text_matches(readable.only("pk"), question, PER_SOURCE)):
-            scores[fact.pk] = scores.get(fact.pk, 0) + 1 / (RRF_K + rank)
+        text = [fact.pk for fact in search.text_matches(readable.only("pk"), question, PER_SOURCE)]
         embedding = get_embedder().embed_one(question)
-        for rank, (pk, _distance) in enumerate(search.nearest(memory, embedding, limit=PER_SOURCE)):
-            scores[pk] = scores.get(pk, 0) + 1 / (RRF_K + rank)
+        near = [pk for pk, _distance in search.nearest(memory, embedding, limit=PER_SOURCE)]
+        scores = _fused(text, near)
         wanted = [pk for pk in scores if pk not in seen]
         # The read rule applies to the vector hits here, through the one queryset method.
         found = readable.filter(pk__in=wanted).in_bulk()
-        ordered += sorted(
-            found.values(),
-            key=lambda fact: scores[fact.pk] + UTILITY_WEIGHT * utility(fact),
-            reverse=True,
-        )
+        ordered += _by_score(found.values(), scores)
     return ordered
+
+
+def _fused(text: list[int], near: list[int]) -> dict[int, float]:
+    """Reciprocal-rank fusion of the full-text and vector rankings."""
+    scores: dict[int, float] = {}
+    for ranking in (text, near):
+        for rank, pk in enumerate(ranking):
+            scores[pk] = scores.get(pk, 0) + 1 / (RRF_K + rank)
+    return scores
+
+
+def _by_score(facts, scores: dict[int, float]) -> list:
+    return sorted(
+        facts,
+        key=lambda fact: (scores[fact.pk] + UTILITY_WEIGHT * utility(fact), fact.pk),
+        reverse=True,
+    )
 
 
 def subject_ids(facts: list[Fact]) -> dict[int, list[int]]:
@@ -164,21 +192,88 @@ def subject_ids(facts: list[Fact]) -> dict[int, list[int]]:
     return about
 
 
+def _in_play(memory: Memory, subjects: list, question: str) -> list[Subject]:
+    in_play = resolve(memory, list(subjects))
+    return in_play + [s for s in mentioned_in(memory, question) if s not in in_play]
+
+
 def context(
     *, memory: Memory, question: str = "", subjects: list = (), reader=None, token_budget: int = 600
 ) -> Context:
-    """The memory block for one prompt. Raises BadBudget, subjects.UnknownSubject."""
+    """The memory block for one prompt. Raises BadBudget, subjects.UnknownSubject.
+
+    The same block as ``plain_context``, in three round trips (see the module docstring)."""
     check_budget(token_budget)
     if not memory.memory_injection:
         return Context("")
-    in_play = resolve(memory, list(subjects))
-    in_play += [s for s in mentioned_in(memory, question) if s not in in_play]
+    asked = bool(question.strip())
+    soon = question_vector_soon(get_embedder(), question) if asked else None
+    in_play = [subject.pk for subject in resolve(memory, list(subjects))]
+    in_play += [pk for pk in mentioned_ids(memory, question) if pk not in in_play]
+    readable = Fact.objects.for_memory(memory).live().readable_by(reader)
+    found = search.candidates(
+        memory,
+        readable,
+        subject_ids=in_play,
+        question=question if asked else "",
+        limit=PER_SOURCE,
+    )
+    embedding = soon.result() if soon is not None else None
+    if found is None:  # nothing readable: only the core and procedures, as the plain path
+        found = search.Found([], [], Procedure.objects.for_memory(memory).exists())
+        near, rows = [], {}
+    else:
+        near, rows = search.nearest_rows(
+            memory,
+            embedding,
+            limit=PER_SOURCE,
+            readable=readable,
+            ids=list(dict.fromkeys(found.about + found.text)),
+        )
+    ordered: list[search.Row] = []
+    seen: set[int] = set()
+    for row in sorted((rows[pk] for pk in found.about), key=utility, reverse=True):
+        if row.pk not in seen:
+            ordered.append(row)
+            seen.add(row.pk)
+    if asked:
+        scores = _fused(found.text, near)
+        ordered += _by_score([rows[pk] for pk in scores if pk not in seen and pk in rows], scores)
+    candidates, near_identical = _rerank(
+        ordered, {row.pk: row.vector for row in ordered[:MMR_WINDOW] if row.vector is not None}
+    )
+    procedures = procedures_for(memory, question) if found.procedures else []
+    about = {row.pk: row.subject_ids for row in candidates}
+    return _block(memory, token_budget, candidates, near_identical, about, procedures)
+
+
+def plain_context(
+    *, memory: Memory, question: str = "", subjects: list = (), reader=None, token_budget: int = 600
+) -> Context:
+    """``context`` the plain way: the reference the fast path is held to (and the baseline of
+    the recall benchmark)."""
+    check_budget(token_budget)
+    if not memory.memory_injection:
+        return Context("")
+    in_play = _in_play(memory, subjects, question)
     candidates, near_identical = diversify(
         ranked_facts(memory, question=question, subjects=in_play, reader=reader)
     )
     procedures = procedures_for(memory, question)
-    core = [line.strip() for line in memory.core.splitlines() if line.strip()]
     about = subject_ids(candidates)
+    return _block(memory, token_budget, candidates, near_identical, about, procedures)
+
+
+def _block(
+    memory: Memory,
+    token_budget: int,
+    candidates: list,
+    near_identical: set[int],
+    about: dict[int, list[int]],
+    procedures: list[Procedure],
+) -> Context:
+    """The block: the core, then failures, procedures and facts fitted to the budget."""
+    core = [line.strip() for line in memory.core.splitlines() if line.strip()]
     nonce = envelope.new_nonce()
     headings = [FAILURES_HEADING, FACTS_HEADING]
     headings += [CORE_HEADING] if core else []
@@ -195,7 +290,7 @@ def context(
         left -= cost
     share = max(1, int(token_budget * SUBJECT_SHARE))
     spent_on: dict[int, int] = {}
-    chosen: dict[str, list[Fact]] = {Fact.Valence.FAILURE: [], Fact.Valence.FACT: []}
+    chosen: dict[str, list] = {Fact.Valence.FAILURE: [], Fact.Valence.FACT: []}
 
     def fit(valence: str) -> None:
         nonlocal left
@@ -268,7 +363,7 @@ def diversify(facts: list[Fact]) -> tuple[list[Fact], set[int]]:
     Relevance is the rank given (1 for the first, falling evenly); redundancy is the highest
     cosine to a fact already placed in the same class (a failure is never redundant with a
     success), counted only from NEAR_IDENTICAL. Only the first MMR_WINDOW are re-ranked."""
-    window, rest = facts[:MMR_WINDOW], facts[MMR_WINDOW:]
+    window = facts[:MMR_WINDOW]
     if len(window) < 2:
         return facts, set()
     vectors = dict(
@@ -276,7 +371,13 @@ def diversify(facts: list[Fact]) -> tuple[list[Fact], set[int]]:
         .exclude(embedding=None)
         .values_list("pk", "embedding")
     )
-    if len(vectors) < 2:
+    return _rerank(facts, vectors)
+
+
+def _rerank(facts: list, vectors: dict) -> tuple[list, set[int]]:
+    """``diversify`` over vectors already read (pk → vector of the current embedder)."""
+    window, rest = facts[:MMR_WINDOW], facts[MMR_WINDOW:]
+    if len(window) < 2 or len(vectors) < 2:
         return facts, set()
     have = [index for index, fact in enumerate(window) if fact.pk in vectors]
     matrix = np.array([vectors[window[index].pk] for index in have], dtype=np.float32)
@@ -286,16 +387,30 @@ def diversify(facts: list[Fact]) -> tuple[list[Fact], set[int]]:
     classes = np.array([fact.valence for fact in window])
     cosines[classes[:, None] != classes[None, :]] = 0.0
     redundancy = np.where(cosines >= NEAR_IDENTICAL, cosines, 0.0)
-    relevance = 1.0 - np.arange(len(window)) / len(window)
-    worst = np.zeros(len(window))  # each candidate's highest redundancy with those placed
-    left = list(range(len(window)))
+    np.fill_diagonal(redundancy, 0.0)  # a fact's own row is read only once it is placed
+    if not redundancy.any():  # nothing near-identical: the order stands (most questions)
+        return facts, set()
+    # The greedy loop over plain floats and the few redundant pairs: 80 rounds of numpy calls
+    # cost more than the arithmetic (the same float64 operations, so the same order).
+    pairs: dict[int, list[tuple[int, float]]] = {}
+    for a, b in zip(*np.nonzero(redundancy), strict=True):
+        pairs.setdefault(int(a), []).append((int(b), float(redundancy[a, b])))
+    size = len(window)
+    relevance = [1.0 - index / size for index in range(size)]
+    worst = [0.0] * size  # each candidate's highest redundancy with those placed
+    left = list(range(size))
     order: list[int] = []
     near: set[int] = set()
     while left:
-        scores = MMR_LAMBDA * relevance[left] - (1 - MMR_LAMBDA) * worst[left]
-        chosen = left.pop(int(np.argmax(scores)))
+        best, best_score = 0, None
+        for position, index in enumerate(left):
+            score = MMR_LAMBDA * relevance[index] - (1 - MMR_LAMBDA) * worst[index]
+            if best_score is None or score > best_score:
+                best, best_score = position, score
+        chosen = left.pop(best)
         if worst[chosen] > 0:
             near.add(window[chosen].pk)
         order.append(chosen)
-        worst = np.maximum(worst, redundancy[chosen])
+        for other, value in pairs.get(chosen, ()):
+            worst[other] = max(worst[other], value)
     return [window[index] for index in order] + rest, near

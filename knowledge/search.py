@@ -6,14 +6,32 @@ percent of the rows it returns too few (measured: recall 0.73 at 2%). So a searc
 a subject with at most EXACT_SCAN_LIMIT live facts scans them exactly (an index on the
 subject's facts, then a sort by distance); only wider searches use the HNSW index, with
 iterative scanning on so filtered-out rows do not starve the result.
+
+Full text (``text_matches``) widens tier by tier (every word, any two, any one) and, within a
+tier, ranks only the newest TEXT_CANDIDATES matches. Ranking every match was what cost: a
+question of common words matched thousands of facts at 100k (2,202 for one question, 36 ms of
+ranking; the any-one-word tier matched a fifth of the memory) and the ranks below the first
+forty are never read. Newest first because a newer statement is likelier to be the one still
+meant, and because the primary key is an index the scan can stop on.
+
+``candidates`` and ``nearest_rows`` are the same searches for ``retrieval.context``, in two
+round trips where the plain path takes one per subject, per tier, per search and per
+hydration: the subjects' slices, the text tiers (a looser tier runs only while the stricter
+found fewer than ENOUGH, decided inside the statement) and whether the memory has procedures
+in one statement; the vector neighbours and every candidate's row, subjects and vector in
+the other. Both build on the one read rule (``readable_where``: the WHERE clause of the
+``readable_by`` queryset), so raw SQL never has a rule of its own.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from itertools import combinations
 
+import numpy as np
 from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -26,6 +44,7 @@ ENOUGH = 10  # full-text matches that stop the search widening to looser tiers
 PAIRED_WORDS = 6  # the longest words of a question tried two at a time
 EXACT_SCAN_LIMIT = 20_000  # live facts about one subject below which the scan is exact
 HNSW_EF_SEARCH = 100  # candidates HNSW keeps per query: recall against speed
+TEXT_CANDIDATES = 200  # matches of one tier ranked, newest first (see the module docstring)
 
 _LIVE_SQL = """
     f.memory_id = %(memory)s
@@ -68,16 +87,22 @@ def text_matches(facts, text: str, limit: int) -> list[Fact]:
     """The facts of ``facts`` sharing the most words with ``text``, best first.
 
     Ranked over the stored ``search_vector`` (GIN index), widening tier by tier only while
-    fewer than ``ENOUGH`` (or ``limit``) facts have been found.
+    fewer than ``ENOUGH`` (or ``limit``) facts have been found; within a tier only the newest
+    TEXT_CANDIDATES matches not already found are ranked. Ties go to the newer fact.
     """
     words = _words(text)
     found: list[Fact] = []
     enough = min(limit, ENOUGH)
     for tier in _tiers(words):
         query = SearchQuery(tier, config="english", search_type="raw")
-        more = list(
+        newest = (
             facts.exclude(pk__in=[fact.pk for fact in found])
             .filter(search_vector=query)
+            .order_by("-pk")
+            .values("pk")[:TEXT_CANDIDATES]
+        )
+        more = list(
+            facts.filter(pk__in=newest)
             .annotate(rank=SearchRank(F("search_vector"), query))
             .order_by("-rank", "-pk")[: limit - len(found)]
         )
@@ -146,3 +171,217 @@ def _subject_size(subject_id: int) -> int:
             "SELECT count(*) FROM knowledge_fact_subjects WHERE subject_id = %s", [subject_id]
         )
         return cursor.fetchone()[0]
+
+
+# The same searches for context(), in two round trips -----------------------------------------
+
+
+def readable_where(readable) -> tuple[str, list] | None:
+    """The WHERE clause of a Fact queryset (``for_memory().live().readable_by()``) as SQL over
+    the unaliased table ``knowledge_fact``, with its parameters; None when it reads nothing.
+    Raw SQL applies the one read rule through this, never a copy of it."""
+    query = readable.query
+    if any(count for alias, count in query.alias_refcount.items() if alias != Fact._meta.db_table):
+        raise ValueError("the read rule joins other tables: raw SQL cannot take it as it is")
+    try:
+        sql, params = query.get_compiler(connection=connection).compile(query.where)
+    except EmptyResultSet:
+        return None
+    return sql, list(params)
+
+
+@dataclass
+class Found:
+    """What one statement found: each subject's slice (fact ids, in subject order, each
+    slice by confidence then newest), the full-text ranking and whether any procedure
+    exists in the memory."""
+
+    about: list[int]
+    text: list[int]
+    procedures: bool
+
+
+def candidates(memory: Memory, readable, *, subject_ids: list[int], question: str, limit: int):
+    """``Found`` for ``retrieval.context``, in one statement, or None when nothing is
+    readable. The same as a slice per subject (``limit`` each, by confidence) and
+    ``text_matches(readable, question, limit)``, which the tests check."""
+    rule = readable_where(readable)
+    if rule is None:
+        return None
+    where, where_params = rule
+    ctes, parts, params = [], [], []
+    words = _words(question)
+    tiers = _tiers(words) if words else []
+    enough = min(limit, ENOUGH)
+    for index, tier in enumerate(tiers):
+        before = [f"SELECT id FROM t{j}" for j in range(index)]
+        earlier = ""
+        if before:
+            union = " UNION ALL ".join(before)
+            earlier = (
+                f" AND knowledge_fact.id NOT IN ({union})"
+                f" AND (SELECT count(*) FROM ({union}) AS found) < {enough}"
+            )
+        ctes.append(f"""t{index} AS (
+            SELECT c.id, ts_rank(c.search_vector, to_tsquery('english'::regconfig, %s)) AS rank
+            FROM (
+                SELECT knowledge_fact.id, knowledge_fact.search_vector FROM knowledge_fact
+                WHERE {where}
+                  AND knowledge_fact.search_vector @@ to_tsquery('english'::regconfig, %s)
+                  {earlier}
+                ORDER BY knowledge_fact.id DESC LIMIT {TEXT_CANDIDATES}
+            ) AS c
+            ORDER BY rank DESC, c.id DESC LIMIT {int(limit)})""")
+        params += [tier, *where_params, tier]
+        parts.append((f"SELECT {index + 1}, 0::bigint, id, rank::float8 FROM t{index}", []))
+    if subject_ids:
+        # Each link carries its fact's confidence and liveness (migration 0010), so the
+        # subject's most certain facts come from one index in order and the scan stops at
+        # ``limit``; the fact row is still read for the read rule and expiry.
+        parts.append(
+            (
+                f"""
+            SELECT 0, s.position, x.id, x.confidence
+            FROM unnest(%s::bigint[]) WITH ORDINALITY AS s(subject, position)
+            CROSS JOIN LATERAL (
+                SELECT knowledge_fact.id, knowledge_fact.confidence
+                FROM knowledge_fact_subjects link
+                JOIN knowledge_fact ON knowledge_fact.id = link.fact_id
+                WHERE link.subject_id = s.subject AND link.live AND {where}
+                ORDER BY link.confidence DESC, link.fact_id DESC LIMIT {int(limit)}
+            ) AS x""",
+                [list(subject_ids), *where_params],
+            )
+        )
+    parts.append(
+        (
+            "SELECT -1, 0::bigint, 0::bigint, 0::float8 "
+            "WHERE EXISTS (SELECT 1 FROM knowledge_procedure WHERE memory_id = %s)",
+            [memory.pk],
+        )
+    )
+    sql = ("WITH " + ",\n".join(ctes) + "\n" if ctes else "") + "\nUNION ALL\n".join(
+        part for part, _ in parts
+    )
+    for _, part_params in parts:
+        params += part_params
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    slices: dict[int, list[tuple[float, int]]] = {}
+    tiered: dict[int, list[tuple[float, int]]] = {}
+    procedures = False
+    for source, position, pk, value in rows:
+        if source == -1:
+            procedures = True
+        elif source == 0:
+            slices.setdefault(position, []).append((value, pk))
+        else:
+            tiered.setdefault(source, []).append((value, pk))
+    about = [
+        pk
+        for position in sorted(slices)
+        for _, pk in sorted(slices[position], key=lambda row: (-row[0], -row[1]))
+    ]
+    text: list[int] = []
+    for source in sorted(tiered):  # the same widening as text_matches, over what came back
+        ranked = sorted(tiered[source], key=lambda row: (-row[0], -row[1]))
+        text += [pk for _, pk in ranked][: limit - len(text)]
+        if len(text) >= enough:
+            break
+    return Found(about, text, procedures)
+
+
+@dataclass
+class Row:
+    """A fact as ``retrieval.context`` reads it: no model instance, its subjects' ids and its
+    vector (None when made by another embedder) alongside."""
+
+    pk: int
+    text: str
+    valence: str
+    confidence: float
+    support: int
+    successes: int
+    failures: int
+    subject_ids: list[int]
+    vector: np.ndarray | None
+
+
+def nearest_rows(
+    memory: Memory,
+    embedding: list[float] | None,
+    *,
+    limit: int,
+    readable,
+    ids: list[int],
+) -> tuple[list[int], dict[int, Row]]:
+    """In one statement: ``nearest(memory, embedding, limit=limit)`` (ids only, nearest
+    first; nothing without an embedding), and the rows of those and of ``ids`` that
+    ``readable`` reads."""
+    rule = readable_where(readable)
+    name = get_embedder().name
+    params: list = []
+    near_sql = ""
+    if embedding is not None:
+        vector = _vector_literal(embedding)
+        live = (
+            _LIVE_SQL.replace("%(memory)s", "%s")
+            .replace("%(now)s", "%s")
+            .replace("%(embedder)s", "%s")
+        )
+        near_sql = f"""
+            SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH};
+            SET LOCAL hnsw.iterative_scan = relaxed_order;
+            WITH near AS (
+                SELECT f.id, f.embedding <=> %s::vector AS distance FROM knowledge_fact f
+                WHERE {live} ORDER BY f.embedding <=> %s::vector LIMIT {int(limit)}
+            ), arrived AS (SELECT id, distance, row_number() OVER () AS arrival FROM near)
+        """
+        params += [vector, memory.pk, timezone.now(), name, vector]
+    select = "SELECT 0 AS near, id, distance, arrival, NULL::text, NULL::varchar, "
+    select += "NULL::float8, NULL::int, NULL::int, NULL::int, NULL::bigint[], NULL::bytea "
+    rows_sql = ""
+    if rule is not None:
+        where, where_params = rule
+        wanted = "SELECT unnest(%s::bigint[])"
+        if near_sql:
+            wanted += " UNION SELECT id FROM arrived"
+        rows_sql = f"""
+            SELECT 1, knowledge_fact.id, NULL::float8, NULL::bigint, knowledge_fact.text,
+                   knowledge_fact.valence, knowledge_fact.confidence, knowledge_fact.support,
+                   knowledge_fact.successes, knowledge_fact.failures,
+                   ARRAY(SELECT link.subject_id FROM knowledge_fact_subjects link
+                         WHERE link.fact_id = knowledge_fact.id),
+                   CASE WHEN knowledge_fact.embedder = %s
+                        THEN vector_send(knowledge_fact.embedding) END
+            FROM knowledge_fact WHERE knowledge_fact.id IN ({wanted}) AND {where}
+        """
+    if near_sql:
+        sql = near_sql + select + "FROM arrived" + (" UNION ALL " + rows_sql if rows_sql else "")
+        if rows_sql:
+            params += [name, list(ids), *where_params]
+    elif rows_sql:
+        sql = rows_sql
+        params += [name, list(ids), *where_params]
+    else:
+        return [], {}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        while cursor.description is None and cursor.cursor.nextset():
+            pass  # past the SET LOCALs to the rows
+        fetched = cursor.fetchall()
+    near, rows = [], {}
+    for kind, pk, distance, arrival, *columns in fetched:
+        if kind == 0:
+            near.append((float(distance), arrival, pk))
+            continue
+        text, valence, confidence, support, successes, failures, subject_ids, raw = columns
+        vector = None
+        if raw is not None:  # vector_send: dimensions and a spare int16, then big-endian floats
+            vector = np.frombuffer(bytes(raw), dtype=">f4", offset=4).astype(np.float32)
+        rows[pk] = Row(
+            pk, text, valence, confidence, support, successes, failures, subject_ids, vector
+        )
+    near.sort()  # relaxed order: sort what came back, ties in the order they arrived
+    return [pk for _, _, pk in near], rows

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from knowledge.models import Memory, Subject
 
@@ -21,7 +22,9 @@ def resolve(memory: Memory, references: list) -> list[Subject]:
     found: list[Subject] = []
     subjects = Subject.objects.for_memory(memory)
     for reference in references:
-        if isinstance(reference, int) or (isinstance(reference, str) and reference.isdigit()):
+        if isinstance(reference, Subject) and reference.memory_id == memory.pk:
+            subject = reference  # already resolved: itself, not another subject of its name
+        elif isinstance(reference, int) or (isinstance(reference, str) and reference.isdigit()):
             subject = subjects.filter(pk=int(reference)).first()
         else:
             subject = subjects.named(str(reference)).order_by("-present", "pk").first()
@@ -39,15 +42,19 @@ def _words(text: str) -> list[str]:
     return re.findall(r"[\w.]+", text.casefold())
 
 
-def mentioned_in(memory: Memory, text: str) -> list[Subject]:
-    """The subjects ``text`` names (whole words, any case), in the order they appear."""
+@lru_cache(maxsize=4096)
+def _label_key(label: str) -> str:
+    return " ".join(_words(label))
+
+
+def _mentioned(labelled, text: str) -> list[int]:
+    """The pks of the subjects ``text`` names, in order, from (pk, name, aliases, entity_id)
+    rows in pk order: a label two subjects share names the older."""
     labels: dict[str, int] = {}
-    for pk, name, aliases, entity_id in Subject.objects.for_memory(memory).values_list(
-        "pk", "name", "aliases", "entity_id"
-    ):
+    for pk, name, aliases, entity_id in labelled:
         for label in (name, *aliases, entity_id):
             if label:
-                labels.setdefault(" ".join(_words(label)), pk)
+                labels.setdefault(_label_key(label), pk)
     words = _words(text)
     hits: list[int] = []
     for start in range(len(words)):
@@ -57,5 +64,19 @@ def mentioned_in(memory: Memory, text: str) -> list[Subject]:
                 if pk not in hits:
                     hits.append(pk)
                 break
-    by_pk = Subject.objects.in_bulk(hits)
-    return [by_pk[pk] for pk in hits]
+    return hits
+
+
+def mentioned_in(memory: Memory, text: str) -> list[Subject]:
+    """The subjects ``text`` names (whole words, any case), in the order they appear; a label
+    two subjects share names the older. One query: every subject of the memory, read once for
+    its labels and returned from there (it was two, the second for the subjects found)."""
+    subjects = {s.pk: s for s in Subject.objects.for_memory(memory).order_by("pk")}
+    labelled = [(s.pk, s.name, s.aliases, s.entity_id) for s in subjects.values()]
+    return [subjects[pk] for pk in _mentioned(labelled, text)]
+
+
+def mentioned_ids(memory: Memory, text: str) -> list[int]:
+    """The pks of ``mentioned_in``, reading only the labels (recall needs no more)."""
+    labelled = Subject.objects.for_memory(memory).order_by("pk")
+    return _mentioned(labelled.values_list("pk", "name", "aliases", "entity_id"), text)

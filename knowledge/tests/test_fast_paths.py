@@ -1,0 +1,193 @@
+"""context() is fast, and gives exactly the block the plain path gives: the same lines in the
+same order, for the same questions, subjects, readers and budgets."""
+
+import numpy as np
+import pytest
+from django.contrib.auth import get_user_model
+
+from knowledge import bench, embedding, retrieval, search, statements
+from knowledge.embedding import get_embedder
+from knowledge.models import Fact, Procedure, Subject
+
+QUESTIONS = 500
+BUDGETS = (120, 600, 2_000)
+
+
+@pytest.fixture
+def household(transactional_db):
+    """A synthetic household (committed, as `make bench` loads it), with what the plain path
+    has to get right besides: failures, near-identical lines, procedures, a core, facts that
+    must never be read (forgotten, expired) and facts about several subjects at once."""
+    household = bench.generate_household(slug="fast-paths", count=3_000, seed=5)
+    memory = household.memory
+    memory.core = "I work for the Hills household.\nNever unlock the front door."
+    memory.save(update_fields=["core"])
+    embedder = get_embedder()
+    kitchen, sarah = household.subjects[0], Subject.objects.get(memory=memory, name="Sarah")
+
+    def add(text, **fields):
+        fact = Fact.objects.create(
+            memory=memory,
+            text=text,
+            normalized=statements.normalise(text),
+            channel=Fact.Channel.TYPED,
+            embedding=embedder.embed_one(text),
+            embedder=embedder.name,
+            **fields,
+        )
+        return fact
+
+    for n in range(12):  # near-identical lines, for the diversity re-ranking
+        add(f"The kitchen ceiling light flickers when the oven is on ({n % 3}).", confidence=0.9)
+        add(f"Avoid: restarting the kitchen hub while the oven is on, try {n}", valence="failure")
+    both = add("Sarah cooks in the kitchen on Sundays at 6.", confidence=0.95)
+    both.subjects.add(kitchen, sarah)
+    add("The kitchen is painted blue.", status=Fact.Status.FORGOTTEN)
+    for n in range(5):
+        Procedure.objects.create(
+            memory=memory,
+            task=f"Reset the kitchen ceiling light {n}",
+            steps=["Switch it off at the wall", "Wait ten seconds", "Switch it on"],
+            normalized=statements.normalise(f"reset the kitchen ceiling light {n}"),
+            text=f"Reset the kitchen ceiling light {n}: switch it off, wait, switch it on.",
+            successes=n,
+            failures=1,
+        )
+    yield household
+    bench.delete_household("fast-paths")
+
+
+def _questions(household, count: int, seed: int = 9):
+    sampler = bench.Sampler(household.subjects, bench.subject_shares(40), seed)
+    about = np.random.default_rng(seed).choice(
+        40, size=count, p=np.array(sampler.shares) / sum(sampler.shares)
+    )
+    about[1::2] = -1
+    texts, _ = sampler.sample(about, np.random.default_rng(seed + 1))
+    in_play = [[household.subjects[i]] if i >= 0 else [] for i in about.tolist()]
+    texts[::7] = ["How do I reset the kitchen ceiling light?"] * len(texts[::7])
+    texts[3::11] = [""] * len(texts[3::11])  # no question: the subjects alone
+    return list(zip(texts, in_play, strict=True))
+
+
+def _seen(block: retrieval.Context):
+    return block.text.replace(block.nonce, "NONCE"), block.fact_ids, block.procedure_ids
+
+
+def test_the_fast_path_gives_the_plain_paths_block_for_500_generated_questions(household):
+    memory = household.memory
+    resting = get_user_model().objects.create(username="resting", is_active=False)
+    differ = []
+    for n, (question, subjects) in enumerate(_questions(household, QUESTIONS)):
+        asked = {
+            "memory": memory,
+            "question": question,
+            "subjects": subjects,
+            "token_budget": BUDGETS[n % len(BUDGETS)],
+            "reader": resting if n % 50 == 0 else None,
+        }
+        fast, plain = retrieval.context(**asked), retrieval.plain_context(**asked)
+        if _seen(fast) != _seen(plain):
+            differ.append(question)
+
+    assert differ == []
+
+
+def test_the_questions_reach_every_part_of_the_block(household):
+    """The comparison above means something only if the blocks hold what can go wrong."""
+    memory = household.memory
+    blocks = [
+        retrieval.context(memory=memory, question=q, subjects=s, token_budget=2_000)
+        for q, s in _questions(household, 60)
+    ]
+
+    assert sum(bool(block.fact_ids) for block in blocks) >= 50  # not those with nothing asked
+    assert any("## What has gone wrong before" in block.text for block in blocks)
+    assert any(block.procedure_ids for block in blocks)
+    assert all("## Core" in block.text for block in blocks)
+
+
+def test_near_identical_lines_are_left_out_by_both_paths(household):
+    question = "Why does the kitchen ceiling light flicker when the oven is on?"
+    fast = retrieval.context(memory=household.memory, question=question, token_budget=2_000)
+    plain = retrieval.plain_context(memory=household.memory, question=question, token_budget=2_000)
+
+    flickers = [line for line in fast.text.splitlines() if "flickers" in line]
+    assert 1 <= len(flickers) <= 3  # one line per wording, not twelve
+    assert _seen(fast) == _seen(plain)
+
+
+def test_the_fast_full_text_ranks_as_text_matches_does(household):
+    memory = household.memory
+    readable = Fact.objects.for_memory(memory).live()
+    for question, _ in _questions(household, 100, seed=3):
+        found = search.candidates(memory, readable, subject_ids=[], question=question, limit=40)
+        plain = search.text_matches(readable.only("pk"), question, 40)
+
+        assert found.text == [fact.pk for fact in plain]
+
+
+def test_each_subjects_slice_is_its_most_certain_facts_newest_first_on_a_tie(household):
+    memory = household.memory
+    readable = Fact.objects.for_memory(memory).live()
+    kitchen, sarah = household.subjects[0], Subject.objects.get(memory=memory, name="Sarah")
+    found = search.candidates(
+        memory, readable, subject_ids=[sarah.pk, kitchen.pk], question="", limit=40
+    )
+    plain = [
+        fact.pk
+        for subject in (sarah, kitchen)
+        for fact in readable.filter(subjects=subject).order_by("-confidence", "-pk")[:40]
+    ]
+
+    assert found.about == plain
+    assert found.procedures
+
+
+def test_context_takes_three_round_trips_where_the_plain_path_takes_a_dozen(
+    household, django_assert_num_queries
+):
+    memory, kitchen = household.memory, household.subjects[0]
+    Procedure.objects.filter(memory=memory).delete()
+    question = "The kitchen is aired every morning around 7:30."
+    retrieval.context(memory=memory, question=question, subjects=[kitchen])  # warm
+
+    # The subjects' labels; slices, full text and procedures; vectors and rows.
+    with django_assert_num_queries(3):
+        retrieval.context(memory=memory, question=question, subjects=[kitchen])
+    with django_assert_num_queries(14):  # 1 + 1 + 2 full-text tiers + 4 vectors + 6 more
+        retrieval.plain_context(memory=memory, question=question, subjects=[kitchen])
+
+
+def test_a_question_asked_again_is_not_embedded_again(household, monkeypatch):
+    calls = []
+    embedder = get_embedder()
+    real = type(embedder).embed_one
+    monkeypatch.setattr(
+        type(embedder), "embed_one", lambda self, text: calls.append(text) or real(self, text)
+    )
+    question = "Who takes the bins out on Thursday evening, and when?"
+    first = retrieval.context(memory=household.memory, question=question)
+    again = retrieval.context(memory=household.memory, question=question)
+
+    assert calls == [question]
+    assert first.fact_ids == again.fact_ids
+
+
+def test_the_question_vector_kept_is_the_one_the_embedder_gives():
+    embedder = get_embedder()
+    text = "The loft hatch sticks in wet weather."
+
+    assert embedding.question_vector(embedder, text) == embedder.embed_one(text)
+    assert embedding.question_vector_soon(embedder, text).result() == embedder.embed_one(text)
+
+
+def test_an_embedder_failure_reaches_the_caller_through_the_future():
+    class Broken:
+        name = "broken-v1"
+
+        def embed_one(self, text):
+            raise RuntimeError("the model file is missing")
+
+    with pytest.raises(RuntimeError, match="model file"):
+        embedding.question_vector_soon(Broken(), "anything").result()
