@@ -8,12 +8,18 @@ sent to the MCP server's memory_write.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from base64 import b64encode
 from urllib.parse import urlencode
 
 import pytest
+from django.conf import settings
+from django.db import connection
 
 from brain import inputs
+from brain.testing import database_url
 from brain.tests.endpoints import api_routes, json_write_routes
 from knowledge.models import Fact, Memory
 from memory import actions
@@ -398,4 +404,26 @@ def test_every_mcp_tool_refuses_a_nul_in_its_text_naming_the_argument_or_drops_i
             assert "unexpected" not in outcome and "NUL" not in outcome, (tool, outcome)
         else:
             assert f"“{name}” contains a NUL" in outcome, (tool, outcome)
+    assert not Fact.objects.exists()
+
+
+# The terminal ---------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("verb", [["memory", "add"], ["agent", "encode"]])
+def test_a_word_that_is_not_utf8_is_refused_at_the_terminal_in_one_line(verb):
+    env = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict)}
+
+    done = subprocess.run(
+        [sys.executable, "manage.py", *verb, b"The gate \xff code"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=settings.BASE_DIR,
+    )
+
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "is not valid UTF-8 text" in done.stderr
     assert not Fact.objects.exists()
