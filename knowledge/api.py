@@ -180,9 +180,7 @@ def context(request: Request, memory: Memory) -> Response:
     form = ContextSerializer(data=request.data)
     form.is_valid(raise_exception=True)
     try:
-        block = retrieval.context(
-            memory=memory, reader=request.user, **form.validated_data
-        )
+        block = retrieval.context(memory=memory, reader=request.user, **form.validated_data)
     except (retrieval.BadBudget, UnknownSubject) as problem:
         return bad_request(str(problem))
     return Response({"text": block.text, "fact_ids": block.fact_ids, "tokens": block.tokens})

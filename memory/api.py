@@ -268,9 +268,7 @@ def consolidate(request: Request, memory: Memory) -> Response:
 @api_view(["GET"])
 @access.requires(Permission.READ)
 def run(request: Request, pk: int, memory: Memory) -> Response:
-    return Response(
-        RunSerializer(get_object_or_404(ConsolidationRun, pk=pk, memory=memory)).data
-    )
+    return Response(RunSerializer(get_object_or_404(ConsolidationRun, pk=pk, memory=memory)).data)
 
 
 @extend_schema(responses={200: ChangeSerializer(many=True)})
