@@ -17,7 +17,9 @@ Where a person's permission comes from, first match wins:
 1. Not signed in, or an inactive account: none.
 2. The system (``user=None``: the worker, beat, a terminal without ``--as``, an MCP server
    started without ``--user``): administer. Whoever runs those already holds the database.
-3. Staff and superusers: administer in every memory (they can change every grant anyway).
+3. Superusers: administer in every memory (they can change every grant anyway). Staff who are
+   not superusers may open the admin site, but in each memory they may do what their grant
+   there says, like everyone else.
 4. A ``Membership`` row for the person and the memory: its permission.
 5. Otherwise ``settings.BRAIN_DEFAULT_PERMISSION`` — "teach" unless set: a household member
    with an account may tell brain things and see what it knows; correcting the memory on their
@@ -90,7 +92,7 @@ def permission_of(user, memory: Memory) -> Permission:
         return Permission.ADMINISTER
     if not user.is_authenticated or not user.is_active:
         return Permission.NONE
-    if user.is_staff or user.is_superuser:
+    if user.is_superuser:
         return Permission.ADMINISTER
     granted = (
         Membership.objects.filter(memory=memory, user=user)

@@ -4,8 +4,8 @@ from knowledge.models import Membership, Memory
 
 
 class MembershipInline(admin.TabularInline):
-    """Who may do what in this memory (the rule: knowledge/access.py). Staff administer every
-    memory without a row; a person without a row gets BRAIN_DEFAULT_PERMISSION."""
+    """Who may do what in this memory (the rule: knowledge/access.py). Superusers administer
+    every memory without a row; a person without a row gets BRAIN_DEFAULT_PERMISSION."""
 
     model = Membership
     extra = 1

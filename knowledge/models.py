@@ -511,7 +511,7 @@ class Permission(models.IntegerChoices):
 
 class Membership(models.Model):
     """One person's permission in one memory. A person with no row gets the default
-    (``settings.BRAIN_DEFAULT_PERMISSION``); staff and superusers administer every memory."""
+    (``settings.BRAIN_DEFAULT_PERMISSION``); superusers administer every memory."""
 
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(

@@ -57,11 +57,13 @@ def _counts(home: Memory) -> tuple[int, int, int, int]:
 # The rule -------------------------------------------------------------------------------------
 
 
-def test_the_system_staff_members_and_the_default_each_get_their_permission(
-    home, alice, admin_user, settings
+def test_the_system_superusers_grants_and_the_default_each_get_their_permission(
+    home, alice, admin_user, settings, django_user_model
 ):
     assert access.permission_of(None, home) == Permission.ADMINISTER
     assert access.permission_of(admin_user, home) == Permission.ADMINISTER
+    staff = django_user_model.objects.create_user(username="sam", is_staff=True)
+    assert access.permission_of(staff, home) == Permission.TEACH  # the admin site is not a grant
     assert access.permission_of(alice, home) == Permission.TEACH  # nobody granted her anything
 
     Membership.objects.create(memory=home, user=alice, permission=Permission.READ)
