@@ -69,8 +69,15 @@ demo: $(VENV)/.runtime
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py demo
 
+# make bench: every benchmark, rewriting docs/BENCHMARKS.md (under 10 minutes).
+# make bench SIZES=1m: recall at scale at those sizes alone (1M: under 40 minutes), its section
+# put into docs/BENCHMARKS.md in place of the last one.
 bench: $(VENV)/.runtime
+ifdef SIZES
+	BRAIN_BENCH_SIZES=$(SIZES) $(PY) manage.py shell -c "from knowledge.bench import main; main()"
+else
 	$(PY) manage.py bench
+endif
 
 stop: $(VENV)/.runtime
 	@$(PY) -c "from brain import embedded; embedded.postgres.stop(); embedded.valkey.stop(); print('embedded servers stopped')"
