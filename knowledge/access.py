@@ -35,8 +35,9 @@ from functools import wraps
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied
-from django.http import Http404, HttpRequest
+from django.http import HttpRequest
 
+from knowledge import current
 from knowledge.models import Membership, Memory, Permission
 
 __all__ = [
@@ -115,13 +116,9 @@ def require(user, memory: Memory, needed: Permission) -> Permission:
 
 
 def memory_from_request(request: HttpRequest) -> Memory:
-    """The memory a request names with ``?memory=<slug>`` (the default memory when it names
-    none), or 404."""
-    slug = request.GET.get("memory", "")
-    try:
-        return Memory.objects.by_slug(slug)
-    except Memory.DoesNotExist:
-        raise Http404("There is no memory with that slug.") from None
+    """The memory the request is about: the one current memory (``knowledge.current``), or
+    404 for a slug that names none."""
+    return current.memory_of(request)
 
 
 # (module, function name) → {HTTP method or "*": permission} of every view that declares what it

@@ -1,5 +1,6 @@
 """Counts other parts of brain show, wired in settings (the nav badge, the measurements)."""
 
+from knowledge import current
 from knowledge.models import Memory
 from review import status
 from review.models import Guess, Rule
@@ -15,4 +16,4 @@ def rules(memory: Memory) -> int:
 
 def badge(request) -> int:
     """The Findings tab's one badge: everything waiting on a decision."""
-    return status.waiting_on_you(Memory.objects.default())
+    return status.waiting_on_you(current.memory_of(request))

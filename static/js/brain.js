@@ -43,6 +43,13 @@
     if (xhr.status === 403 && /CSRF/.test(xhr.responseText)) window.location.reload();
   });
 
+  // A choice that is the whole form (the memory picker) applies as soon as it is made; the
+  // form's own button does the same without JavaScript.
+  document.addEventListener("change", function (event) {
+    var field = event.target;
+    if (field.matches && field.matches("[data-autosubmit]") && field.form) field.form.submit();
+  });
+
   // A server-side event can ask for a toast: HX-Trigger: {"showToast": {"text": "...", "level": "success"}}
   document.body && document.body.addEventListener("showToast", function (event) {
     var box = document.getElementById("toasts");
