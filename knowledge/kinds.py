@@ -1,47 +1,149 @@
-"""What kind of fact a statement is, and how long it stays true."""
+"""What a statement is: the kind of fact it is stored as, the section of the memory document it
+is filed under, and how long it stays true.
+
+The one classifier. The kind a taught fact is stored as (``kind_for``), the section the offline
+composer files a line under (``section_for``) and the voice distillate's order all read
+:func:`classify`, so no sentence is a rule to one of them and a note to another. Lexical and
+deterministic, standard library only apart from the kind names: the same text always gets the
+same answer.
+
+The first of these that applies decides the kind, and the kind the section:
+
+1. rule: an instruction. It starts "never", "always", "don't", "avoid", "make sure", "ask
+   before", "stop", "only ever", or "only" and a verb ("only heat the office on weekdays", not
+   "only Sarah uses the loft"); or it says "without asking", "must never", "not allowed",
+   "should always" anywhere. Filed under Rules.
+2. nickname: another name for something ("is called", "we call", "known as", "aka", "short
+   for", "means", "refers to"). Filed with what it names.
+3. health note: how a device is doing (a battery, a signal, offline, firmware, "keeps dropping
+   out", "needs replacing"). Filed under Devices; true for HEALTH_NOTE_LIFETIME.
+4. quirk: what looks wrong and is not ("is normal", "not a fault", "reads high", "false
+   alarm"). Filed with what it is about.
+5. preference: a stated liking ("likes", "prefers", "wants", "would rather", "favourite",
+   "can't stand", "I'd like"; never a bare "like", which is as often "looks like"). Filed under
+   Preferences.
+6. routine: anything else the section cues file under Routines (a time, "every", weekdays).
+7. note: the rest, filed where the cues say.
+
+So Rules holds exactly the rules, Preferences exactly the preferences, and a routine is always
+under Routines. "Filed with what it is about" is the section cues: People (names, family words,
+"is a light sleeper"), Routines (times, "every", weekdays), Devices (entity ids, device words),
+Rooms and House (heating, roof, solar, address); the sentence's subject counts extra ("the
+garage fridge" is about the fridge) and ties go to the earlier of Routines, People, Devices,
+Rooms, House. With no cue at all, House.
+
+A correction (a person putting a fact right) is a kind only the caller knows: ``kind_for(text,
+correction=True)``. A judgement is written by the arithmetic in review, never read from words.
+"""
 
 from __future__ import annotations
 
 import re
+import unicodedata
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import lru_cache
 
 from knowledge.models import Fact
+from knowledge.statements import is_stopword, normalise
 
 HEALTH_NOTE_LIFETIME = timedelta(days=30)  # "the hall sensor's battery is at 12%"
 JUDGEMENT_LIFETIME = timedelta(days=30)  # renewed when the arithmetic is written again
 
-_HEALTH = re.compile(
-    r"\b(battery|batteries|signal|offline|unavailable|low on|firmware|needs? (replacing|a new)|"
-    r"\d+\s?% (charge|battery)|dropping out|keeps dropping)\b",
-    re.IGNORECASE,
+SECTIONS: tuple[str, ...] = (
+    "House",
+    "People",
+    "Rooms",
+    "Devices",
+    "Preferences",
+    "Routines",
+    "Rules",
 )
-_NICKNAME = re.compile(r"\b(means|is called|we call|known as|nickname|refers to)\b", re.I)
-_RULE = re.compile(r"^\s*(never|always|don't|do not|only)\b|\bwithout asking\b", re.I)
-_PREFERENCE = re.compile(r"\b(prefers?|likes?|loves?|hates?|wants?|dislikes?|rather)\b", re.I)
-_ROUTINE = re.compile(
-    r"\b(every|each|on weekdays|weekends?|at \d{1,2}(:\d\d)?|mornings?|"
-    r"evenings?|nightly|daily)\b",
-    re.I,
+
+
+@dataclass(frozen=True)
+class Classification:
+    """What a statement is: ``kind`` a ``Fact.Kind`` value, ``section`` one of SECTIONS."""
+
+    kind: str
+    section: str
+
+
+# --- What kind of statement it is (patterns read the normalised, casefolded text) -------------
+
+_RULE_START = re.compile(
+    r"^(?:please\s+)?(?:never|always|don't|dont|do not|avoid|only ever|make sure|"
+    r"remember to|ask before|ask first|stop)\b"
+)
+_RULE_ANYWHERE = re.compile(
+    r"\b(?:without (?:asking|checking|permission|confirmation)|ask (?:me |us )?(?:before|first)|"
+    r"check with (?:me|us)|must (?:never|not|always)|mustn't|should (?:never|always)|"
+    r"(?:is|are) never to|(?:is|are) not allowed|not allowed to|never ever)\b"
+)
+# "Only" and a verb is an instruction; "Only Sarah …", "Only the hall light …" are statements.
+# Read on the text as written: a capital after "only" is a name.
+_ONLY_AND_A_VERB = re.compile(
+    r"^(?i:please\s+)?(?i:only)\s+(?![A-Z0-9])(?!(?i:the|a|an|my|our|your|his|her|their|its|"
+    r"this|that|these|those|one|on|in|at|when|if|after|before|during|for|with|by|to|from|"
+    r"we|you|they|he|she|it|i|me|us|them|some|two|three)\b)[a-z]"
+)
+_NICKNAME = re.compile(
+    r"\b(?:means|meant by|is called|are called|we call|call it|calls it|nickname|known as|"
+    r"aka|refers to|short for)\b"
+)
+_HEALTH = re.compile(
+    r"\b(?:battery|batteries|signal|offline|unavailable|low on|firmware|needs? (?:replacing|a new)|"
+    r"\d+\s?% (?:charge|battery)|dropping out|keeps dropping)\b"
 )
 _QUIRK = re.compile(
-    r"\b(quirk|is normal|not a fault|reads? (high|low)|false alarm|by itself)\b", re.I
+    r"\b(?:quirk|is normal|not a fault|reads? (?:high|low)|false alarm|by itself)\b"
 )
+_PREFERENCE = re.compile(
+    r"\b(?:prefers?|preferred|preference|likes|liked|dislikes?|loves|hates|wants|wanted|"
+    r"would rather|favou?rite|can't stand|"
+    r"(?:i|we|you|they|would|do|[a-z]+n't|not|also|really|both|all|kids|children|i'd|we'd|"
+    r"they'd|you'd) (?:like|love|hate|want|rather))\b"
+)
+
+
+def _as_written(text: str) -> str:
+    """``text`` with its case kept: NFKC, straight apostrophes, leading quotes dropped."""
+    text = re.sub(r"[\u2018\u2019\u201b\u2032\u00b4`]", "'", unicodedata.normalize("NFKC", text))
+    return text.strip().lstrip("\"'(\u201c\u201d ")
+
+
+def _is_rule(norm: str, written: str) -> bool:
+    return bool(
+        _RULE_START.match(norm) or _RULE_ANYWHERE.search(norm) or _ONLY_AND_A_VERB.match(written)
+    )
+
+
+@lru_cache(maxsize=8192)
+def classify(text: str) -> Classification:
+    """The kind ``text`` is and the section it is filed under; see the module docstring."""
+    norm = normalise(text).lstrip("\"'( ")
+    if _is_rule(norm, _as_written(text)):
+        return Classification(Fact.Kind.RULE, "Rules")
+    if _NICKNAME.search(norm):
+        return Classification(Fact.Kind.NICKNAME, _cued_section(text, norm))
+    if _HEALTH.search(norm):
+        return Classification(Fact.Kind.HEALTH_NOTE, "Devices")
+    if _QUIRK.search(norm):
+        return Classification(Fact.Kind.QUIRK, _cued_section(text, norm))
+    if _PREFERENCE.search(norm):
+        return Classification(Fact.Kind.PREFERENCE, "Preferences")
+    section = _cued_section(text, norm)
+    return Classification(Fact.Kind.ROUTINE if section == "Routines" else Fact.Kind.NOTE, section)
 
 
 def kind_for(text: str, *, correction: bool = False) -> str:
-    if correction:
-        return Fact.Kind.CORRECTION
-    for pattern, kind in (
-        (_RULE, Fact.Kind.RULE),
-        (_NICKNAME, Fact.Kind.NICKNAME),
-        (_HEALTH, Fact.Kind.HEALTH_NOTE),
-        (_QUIRK, Fact.Kind.QUIRK),
-        (_PREFERENCE, Fact.Kind.PREFERENCE),
-        (_ROUTINE, Fact.Kind.ROUTINE),
-    ):
-        if pattern.search(text):
-            return kind
-    return Fact.Kind.NOTE
+    """The kind a fact saying ``text`` is stored as."""
+    return Fact.Kind.CORRECTION if correction else classify(text).kind
+
+
+def section_for(text: str) -> str:
+    """The section of the memory document ``text`` is filed under (one of SECTIONS)."""
+    return classify(text).section
 
 
 def expiry_for(kind: str, now: datetime) -> datetime | None:
@@ -50,3 +152,177 @@ def expiry_for(kind: str, now: datetime) -> datetime | None:
     if kind == Fact.Kind.JUDGEMENT:
         return now + JUDGEMENT_LIFETIME
     return None
+
+
+# --- Which section: cues of what a statement is about ----------------------------------------
+
+# (section, weight, phrases). Weight 3 marks a cue that nearly decides on its own.
+_CUES: tuple[tuple[str, int, tuple[str, ...]], ...] = (
+    ("People", 3, (
+        "light sleeper", "heavy sleeper", "works from home", "work from home", "wfh",
+        "night shift", "shift work", "allergic", "allergy", "asthma", "hard of hearing",
+        "deaf", "wheelchair", "pregnant", "vegetarian", "vegan", "birthday", "early riser",
+        "night owl", "lives with", "lives here",
+    )),
+    ("People", 1, (
+        "wife", "husband", "partner", "son", "daughter", "kid", "child", "children", "baby",
+        "toddler", "teenager", "mum", "mom", "dad", "mother", "father", "parent", "grandma",
+        "grandad", "grandpa", "granny", "nan", "nana", "brother", "sister", "guest", "visitor",
+        "lodger", "flatmate", "housemate", "roommate", "nanny", "carer", "dog", "cat", "pet",
+        "puppy", "kitten", "family", "everyone", "person", "people", "he", "she", "him", "her",
+    )),
+    ("Routines", 3, ("every", "each morning", "each night", "each evening", "each day",
+                     "each week")),
+    ("Routines", 2, (
+        "weekday", "weekend", "daily", "nightly", "weekly", "monthly", "bedtime", "routine",
+        "schedule", "scheduled", "usually", "typically", "go to bed", "goes to bed", "gets up",
+        "get up", "wake up", "wakes up", "school run", "leaves for work", "gets home",
+        "comes home", "bin day",
+    )),
+    ("Routines", 1, (
+        "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+        "morning", "evening", "night", "sunrise", "sunset", "dusk", "dawn",
+    )),
+    ("Devices", 1, (
+        "light", "lamp", "bulb", "switch", "smart plug", "plug", "socket", "sensor",
+        "motion sensor", "thermostat", "trv", "fridge", "freezer", "fridge-freezer",
+        "dishwasher", "washing machine", "washer", "tumble dryer", "dryer", "oven", "hob",
+        "cooker", "kettle", "microwave", "tv", "television", "speaker", "soundbar", "sonos",
+        "chromecast", "router", "wifi", "wi-fi", "hub", "camera", "doorbell", "lock",
+        "smart lock", "blind", "curtain", "shutter", "fan", "extractor", "purifier",
+        "humidifier", "dehumidifier", "vacuum", "roomba", "charger", "ev charger", "zigbee",
+        "z-wave", "zwave", "mqtt", "esphome", "tasmota", "shelly", "hue", "tado", "nest",
+        "alexa", "echo", "homepod", "printer", "nas", "battery", "firmware", "entity",
+        "entity_id", "device", "appliance", "automation", "node-red", "integration", "defrost",
+        "fault", "brightness", "dimmer", "remote", "button", "valve", "alarm", "smoke alarm",
+        "smoke detector", "leak sensor",
+    )),
+    ("Rooms", 1, (
+        "kitchen", "bedroom", "master bedroom", "spare room", "guest room", "bathroom",
+        "en-suite", "ensuite", "office", "study", "hallway", "hall", "landing", "stairs",
+        "staircase", "garage", "loft", "attic", "basement", "cellar", "living room", "lounge",
+        "sitting room", "front room", "dining room", "utility room", "utility", "conservatory",
+        "porch", "nursery", "playroom", "toilet", "cloakroom", "wc", "downstairs", "upstairs",
+        "garden", "patio", "balcony", "shed", "workshop", "room", "snug",
+    )),
+    ("House", 2, ("address", "postcode", "built in", "heat pump", "weather compensation")),
+    ("House", 1, (
+        "heating", "air-source", "ground-source", "boiler", "radiator", "underfloor",
+        "hot water", "cylinder", "immersion", "thermal store", "flow temperature", "roof",
+        "insulation", "cavity wall", "double glazing", "glazing", "solar", "pv", "inverter",
+        "home battery", "tariff", "electricity", "gas", "mains", "water supply", "fuse box",
+        "consumer unit", "broadband", "fibre", "storey", "bungalow", "semi-detached",
+        "detached", "terraced", "apartment", "house", "property", "epc", "ventilation", "mvhr",
+        "chimney", "wood burner", "log burner", "septic", "borehole", "smart meter", "meter",
+        "driveway",
+    )),
+)  # fmt: skip
+
+_CUE_TABLE: dict[str, tuple[str, int]] = {}
+for _section, _weight, _phrases in _CUES:
+    for _phrase in _phrases:
+        _CUE_TABLE.setdefault(_phrase, (_section, _weight))
+
+
+def _squash(phrase: str) -> str:
+    """One key for "air-source", "air source" and "airsource"."""
+    return re.sub(r"[\s-]+", "", phrase)
+
+
+_CUE_BY_SQUASHED = {_squash(phrase): value for phrase, value in reversed(_CUE_TABLE.items())}
+
+_TIME_CUE = (
+    r"\b(?:at\s+)?(?:[01]?\d|2[0-3]):[0-5]\d\b"
+    r"|\b(?:at\s+)?(?:1[0-2]|0?[1-9])\s?[ap]m\b"
+    r"|\bat (?:1[0-2]|[1-9])\b(?!\s*(?:%|°|degrees?|percent|kw|kwh|w\b|watts?|v\b|c\b|f\b))"
+)
+_SECTION_CUE = re.compile(
+    r"(?P<entity>\b[a-z_]{2,}\.[a-z0-9_]*[a-z0-9]\b)"
+    r"|(?P<time>" + _TIME_CUE + r")"
+    r"|\b(?P<cue>"
+    + "|".join(
+        re.escape(p).replace(r"\ ", r"[\s-]+").replace(r"\-", r"[\s-]?")
+        for p in sorted(_CUE_TABLE, key=len, reverse=True)
+    )
+    + r")(?:s|es)?\b"
+)
+
+_PERSON_VERBS = (
+    "is|was|has|had|and|are|likes|like|prefers|wants|works|sleeps|wakes|gets|goes|leaves|"
+    "comes|needs|hates|loves|uses|says|takes|does|doesn't|can|can't|will|won't|would|should|"
+    "often|usually|always|never|lives|stays|visits|drives|walks|cycles|starts|finishes|plays|"
+    "studies|watches|reads|cooks|feeds"
+)
+_NAME = re.compile(r"\b([A-Z][a-z]+)(?='s\b|\s+(?:" + _PERSON_VERBS + r")\b)")
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_NOT_NAMES = (
+    _words("not no never nothing nobody none nowhere neither nor cannot")
+    | {w for phrase in _CUE_TABLE for w in re.split(r"[\s-]+", phrase)}
+    | _words(
+        "january february march april may june july august september october november december "
+        "brain home assistant google amazon apple ikea philips netflix spotify christmas easter "
+        "today tonight tomorrow yesterday it this that there everything nothing"
+    )
+)
+
+# Ties go to the earlier section: a timed habit is a routine before it is a device fact.
+_TIE_ORDER = ("Routines", "People", "Devices", "Rooms", "House")
+_HEAD_BONUS = 2  # the subject of the sentence decides more than a passing mention
+_NAME_WEIGHT = 2
+_ENTITY_WEIGHT = 3
+_HEAD_JOIN = re.compile(r"(?:'s)?[\s-]*")  # "garage fridge", "sarah's bedroom"
+
+
+def _is_name(word: str) -> bool:
+    return not is_stopword(word) and word not in _NOT_NAMES
+
+
+def _cue_matches(original: str, norm: str) -> list[tuple[int, int, str, int]]:
+    """(start, end, section, weight) for every cue in ``norm``, in order, non-overlapping."""
+    found = []
+    for match in _SECTION_CUE.finditer(norm):
+        if match.lastgroup == "entity":
+            found.append((match.start(), match.end(), "Devices", _ENTITY_WEIGHT))
+        elif match.lastgroup == "time":
+            found.append((match.start(), match.end(), "Routines", 1))
+        else:
+            section, weight = _CUE_BY_SQUASHED[_squash(match.group("cue"))]
+            found.append((match.start(), match.end(), section, weight))
+    names = {m.group(1).casefold() for m in _NAME.finditer(_as_written(original))}
+    for name in sorted(filter(_is_name, names)):
+        for match in re.finditer(rf"\b{re.escape(name)}\b", norm):
+            found.append((match.start(), match.end(), "People", _NAME_WEIGHT))
+    return sorted(found)
+
+
+def _head_section(norm: str, matches: list[tuple[int, int, str, int]]) -> str:
+    """Section of the sentence's subject: the last cue of the first run of adjacent cues.
+
+    English compounds put the head last: in "the garage fridge" the fridge is the subject.
+    """
+    if not matches:
+        return ""
+    head = matches[0]
+    for following in matches[1:]:
+        if not _HEAD_JOIN.fullmatch(norm[head[1] : following[0]]):
+            break
+        head = following
+    return head[2]
+
+
+def _cued_section(text: str, norm: str) -> str:
+    """The section the cues of what ``text`` is about choose; House when there are none."""
+    matches = _cue_matches(text, norm)
+    scores = dict.fromkeys(_TIE_ORDER, 0)
+    for _start, _end, section, weight in matches:
+        scores[section] += weight
+    head = _head_section(norm, matches)
+    if head:
+        scores[head] += _HEAD_BONUS
+    best = max(_TIE_ORDER, key=lambda s: (scores[s], -_TIE_ORDER.index(s)))
+    return best if scores[best] > 0 else "House"

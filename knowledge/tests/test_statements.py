@@ -1,12 +1,12 @@
 """Comparing two statements about a home: what counts as the same fact, a contradiction, a
-refinement, and which section of the memory document a fact belongs in. No database."""
+refinement. Which section of the memory document a fact belongs in is test_kinds.py. No
+database."""
 
 from __future__ import annotations
 
 import pytest
 
 from knowledge.statements import (
-    SECTIONS,
     VERDICTS,
     Quantity,
     compare,
@@ -14,7 +14,6 @@ from knowledge.statements import (
     is_negated,
     normalise,
     numbers,
-    section_for,
 )
 
 OFFICE = "“The office” means the upstairs back bedroom, not the study downstairs."
@@ -220,46 +219,3 @@ def test_every_comparison_is_repeatable_and_within_its_documented_range():
         assert first.verdict in VERDICTS
         assert 0.0 <= first.similarity <= 1.0
         assert first.reason
-
-
-# --- section_for --------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "section"),
-    [
-        (OFFICE, "Rooms"),
-        (SARAH, "People"),
-        (HEATING, "House"),
-        (FRIDGE, "Devices"),
-        (RENAME, "Rules"),
-    ],
-)
-def test_the_example_lines_from_the_memory_guide_go_to_their_sections(text, section):
-    assert section_for(text) == section
-
-
-@pytest.mark.parametrize(
-    ("text", "section"),
-    [
-        ("light.office_lamp is called the beacon", "Devices"),
-        ("The hall light is on at night", "Devices"),
-        ("Tom prefers the bedroom at 19", "Preferences"),
-        ("Sarah likes the landing lamp dim", "Preferences"),
-        ("The bins go out every Tuesday night", "Routines"),
-        ("The kids go to bed at 19:30 on weekdays", "Routines"),
-        ("Don't announce the post after 21:00", "Rules"),
-        ("Always ask before opening the garage door", "Rules"),
-        ("Sarah's bedroom is the loft", "Rooms"),
-        ("The house has solar panels on the south roof", "House"),
-        ("Our postcode is AB1 2CD", "House"),
-        ("Tom works from home on Fridays", "People"),
-    ],
-)
-def test_section_for_reads_the_cues_a_person_would(text, section):
-    assert section_for(text) == section
-
-
-def test_section_for_always_answers_with_a_known_section():
-    for text in ["", "Hello", "42", OFFICE, SARAH, "zzz qqq"]:
-        assert section_for(text) in SECTIONS

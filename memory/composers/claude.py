@@ -18,7 +18,7 @@ import pydantic
 from django.utils import timezone
 
 from brain import llm
-from knowledge.statements import SECTIONS
+from knowledge.kinds import SECTIONS
 from memory.composers.base import (
     AVOID_PREFIX,
     FAILURES_HEADING,

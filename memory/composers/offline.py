@@ -6,8 +6,8 @@ dropped. Only bullets are content it may skip, replace, add or drop:
 
 - each candidate, oldest first, is compared (``knowledge.statements.compare``) with every bullet:
   "same" is skipped, a "contradiction" replaces the bullet in place (newest wins), a
-  "refinement" replaces the bullet it refines, anything else is added under
-  ``section_for(text)``, the section created in the canonical order when missing;
+  "refinement" replaces the bullet it refines, anything else is added under the section
+  ``knowledge.kinds`` files it under, the section created in the canonical order when missing;
 - a failure (something tried that went wrong) is compared only with the other failures and
   filed as "- Avoid: …" under FAILURES_HEADING, a section kept last; a plain bullet that states
   it as advice (a document written before failures had their heading) is taken out, so the
@@ -25,7 +25,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from knowledge.statements import SECTIONS, compare, section_for
+from knowledge.kinds import SECTIONS, classify, section_for
+from knowledge.models import Fact
+from knowledge.statements import compare
 from memory.composers.base import (
     FAILURES_HEADING,
     VOICE_MAX_BYTES,
@@ -56,11 +58,6 @@ _TITLE = re.compile(r"^#(?!#)\s")
 _HEADING = re.compile(r"^##(?!#)\s*(?P<name>.*?)\s*#*\s*$")
 _BULLET = re.compile(r"^(?P<marker>[-*+])\s+(?P<text>\S.*?)\s*$")
 _RULER = re.compile(r"^([-*_])(?:\s*\1){2,}\s*$")  # "* * *" is a thematic break, not a bullet
-_NICKNAME = re.compile(
-    r"\b(?:means|meant by|is called|are called|we call|call it|calls it|nickname|known as|"
-    r"aka|refers to|short for)\b",
-    re.IGNORECASE,
-)
 _SENTENCE_END = re.compile(r"[.!?](?=\s)")
 _CANONICAL = {name.casefold(): name for name in SECTIONS}
 
@@ -304,15 +301,17 @@ def _drop_key(line: _Line) -> tuple[int, tuple[int, int, int]]:
 
 
 def _voice_rank(section: str, text: str) -> int:
-    """Rules, then Preferences, then nicknames, then People, then the rest."""
-    kind = _canonical(section) or section_for(text)
-    if kind == "Rules":
+    """Rules, then Preferences, then nicknames, then People, then the rest. A line's section is
+    the canonical heading it sits under, else the one ``knowledge.kinds`` files it under."""
+    statement = classify(text)
+    section = _canonical(section) or statement.section
+    if section == "Rules":
         return 0
-    if kind == "Preferences":
+    if section == "Preferences":
         return 1
-    if _NICKNAME.search(text):
+    if statement.kind == Fact.Kind.NICKNAME:
         return 2
-    return 3 if kind == "People" else 4
+    return 3 if section == "People" else 4
 
 
 def _shorten(text: str, limit: int) -> str:
