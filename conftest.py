@@ -35,6 +35,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         server.stop()
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _fast_password_hasher():
+    """Passwords are hashed with MD5 under test: PBKDF2's million rounds on every test user would
+    be a large share of the suite's time. Tests only; production keeps Django's default hashers
+    (checked by brain/tests/test_deploy_check.py), which still verify any hash made elsewhere."""
+    from django.conf import settings
+    from django.test.utils import override_settings
+
+    fast = ["django.contrib.auth.hashers.MD5PasswordHasher", *settings.PASSWORD_HASHERS]
+    with override_settings(PASSWORD_HASHERS=fast):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _hash_embedder(settings):
     """Tests embed with the deterministic hash embedder; MiniLM has tests of its own."""

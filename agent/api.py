@@ -82,7 +82,7 @@ class NewProcedureSerializer(serializers.Serializer):
     outcome = serializers.CharField(required=False, allow_blank=True, default="unknown")
 
 
-class OutcomeSerializer(serializers.Serializer):
+class ProcedureOutcomeSerializer(serializers.Serializer):
     outcome = serializers.CharField()
 
 
@@ -197,13 +197,13 @@ def procedures(request: Request, memory: Memory) -> Response:
     )
 
 
-@extend_schema(request=OutcomeSerializer, responses={200: dict})
+@extend_schema(request=ProcedureOutcomeSerializer, responses={200: dict})
 @api_view(["POST"])
 @access.requires(Permission.TEACH)
 def procedure_outcome(request: Request, pk: int, memory: Memory) -> Response:
     """Report a run of procedure ``pk``: outcome ok or fail."""
     procedure = get_object_or_404(Procedure.objects.for_memory(memory), pk=pk)
-    data = _valid(OutcomeSerializer, request)
+    data = _valid(ProcedureOutcomeSerializer, request)
     try:
         recorded = actions.procedure_outcome(procedure=procedure, outcome=data["outcome"])
     except ValidationError as error:

@@ -248,10 +248,14 @@ SPECTACULAR_SETTINGS = {
     # DRF views are exempt from LoginRequiredMiddleware (they answer 401/403 themselves), and
     # the schema view allows anyone by default: it asks for a sign-in or a token like the API.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
-    # Confidence and severity share the words high/medium/low: name each enum once.
+    # One name per choice set, whatever the field is called. A queued item's confidence and a
+    # finding's severity are the same set (high/medium/low, labelled alike): one name for both.
+    # What a client sends as a confidence lists the bare words, a set of its own.
     "ENUM_NAME_OVERRIDES": {
-        "ConfidenceEnum": "memory.models.Confidence",
-        "SeverityEnum": "review.models.Severity",
+        "LevelEnum": "memory.models.Confidence",
+        "ConfidenceEnum": ["high", "medium", "low"],
+        "SettledEnum": "review.models.Finding.Settled",
+        "ResolutionEnum": "knowledge.models.Conflict.Resolution",
     },
 }
 

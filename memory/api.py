@@ -110,7 +110,7 @@ def _document_json(memory: Memory) -> dict:
     }
 
 
-@extend_schema(responses={200: dict})
+@extend_schema(request=DocumentSerializer, responses={200: dict})
 @api_view(["GET", "PUT"])
 @access.requires(Permission.READ, PUT=Permission.CURATE)
 def document(request: Request, memory: Memory) -> Response:
