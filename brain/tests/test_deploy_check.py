@@ -17,8 +17,11 @@ def production(*command: str) -> subprocess.CompletedProcess:
     """``manage.py`` run as production runs it: debug off, a real secret key, one host, and
     none of the test run's own switches (the browser tests allow sync ORM calls from async)."""
     key = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(50))
+    ours = {
+        name: value for name, value in os.environ.items() if name != "DJANGO_ALLOW_ASYNC_UNSAFE"
+    }
     env = {
-        **{name: value for name, value in os.environ.items() if name != "DJANGO_ALLOW_ASYNC_UNSAFE"},
+        **ours,
         "DJANGO_DEBUG": "0",
         "DJANGO_SECRET_KEY": key,
         "DJANGO_ALLOWED_HOSTS": "example.org",
