@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pydantic
 from django.conf import settings
 
-from brain.llm import providers, structured
+from brain.llm import structured
 from brain.llm.errors import LLMError, LLMTimeout, LLMUnavailable, one_line
 from brain.llm.providers import Provider, Reply
 from brain.models import ModelCall
@@ -26,7 +26,26 @@ MIN_ATTEMPT_S = 1.0
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 8.0
 
-configured = providers.configured
+
+def configured() -> bool:
+    """Whether any model provider is configured (today: ``ANTHROPIC_API_KEY`` is set)."""
+    return bool(settings.ANTHROPIC_API_KEY)
+
+
+def provider_from_settings() -> Provider:
+    """The provider the settings name, built afresh so a settings change takes effect at once.
+
+    Raises LLMError when none is configured: callers should have asked ``configured()``.
+    """
+    if settings.ANTHROPIC_API_KEY:
+        from brain.llm.anthropic_api import AnthropicProvider  # the SDK loads only when used
+
+        return AnthropicProvider(
+            api_key=settings.ANTHROPIC_API_KEY,
+            base_url=settings.ANTHROPIC_BASE_URL or None,
+            model=settings.BRAIN_LLM_MODEL,
+        )
+    raise LLMError("No model provider is configured: set ANTHROPIC_API_KEY.")
 
 
 @dataclass(frozen=True)
@@ -54,7 +73,7 @@ def complete[T: pydantic.BaseModel](
     leaves room. Raises LLMTimeout, LLMUnavailable, LLMInvalidOutput or LLMError; LLMError
     also when no provider is configured (no row is written then: nothing was asked).
     """
-    provider = providers.from_settings()
+    provider = provider_from_settings()
     if output is not None:
         system = f"{system}\n\n{structured.instruction(output)}"
     call = ModelCall(

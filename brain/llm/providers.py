@@ -1,4 +1,4 @@
-"""The tiny interface a model provider answers, and the choice of provider from settings.
+"""The tiny interface a model provider answers (the gateway picks the provider from settings).
 
 A provider makes exactly one attempt per ``send``: retries, the deadline, recording and output
 validation belong to the gateway, so every provider (Anthropic today, local-model workers
@@ -9,10 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Protocol
-
-from django.conf import settings
-
-from brain.llm.errors import LLMError
 
 
 @dataclass(frozen=True)
@@ -36,24 +32,3 @@ class Provider(Protocol):
         provider SDK's own exception.
         """
         ...
-
-
-def configured() -> bool:
-    """Whether any model provider is configured (today: ``ANTHROPIC_API_KEY`` is set)."""
-    return bool(settings.ANTHROPIC_API_KEY)
-
-
-def from_settings() -> Provider:
-    """The provider the settings name, built afresh so a settings change takes effect at once.
-
-    Raises LLMError when none is configured: callers should have asked ``configured()``.
-    """
-    if settings.ANTHROPIC_API_KEY:
-        from brain.llm.anthropic_api import AnthropicProvider  # the SDK loads only when used
-
-        return AnthropicProvider(
-            api_key=settings.ANTHROPIC_API_KEY,
-            base_url=settings.ANTHROPIC_BASE_URL or None,
-            model=settings.BRAIN_LLM_MODEL,
-        )
-    raise LLMError("No model provider is configured: set ANTHROPIC_API_KEY.")
