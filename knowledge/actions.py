@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from functools import cached_property
 
 from django.db import transaction
-from django.db.models import F, Q, Value
+from django.db.models import Exists, F, OuterRef, Q, Value
 from django.db.models.functions import Greatest
 from django.dispatch import Signal
 from django.utils import timezone
@@ -340,12 +340,15 @@ def reconcile_with_document(
 # Expiry and entities the house no longer has -----------------------------------------------------
 
 
-def expire_facts(*, now: datetime | None = None) -> int:
-    """Health notes and judgements past their date stop being used (status expired)."""
+def expire_facts(*, now: datetime | None = None, among=None) -> int:
+    """Health notes and judgements past their date stop being used (status expired). ``among``:
+    only these facts (a curator's selection); every memory's otherwise (the daily task)."""
     now = now or timezone.now()
-    return Fact.objects.filter(
-        status__in=[Fact.Status.QUEUED, Fact.Status.FILED], expires_at__lte=now
-    ).update(status=Fact.Status.EXPIRED)
+    return (
+        (Fact.objects if among is None else among)
+        .filter(status__in=[Fact.Status.QUEUED, Fact.Status.FILED], expires_at__lte=now)
+        .update(status=Fact.Status.EXPIRED)
+    )
 
 
 def set_subject_presence(*, subject: Subject, present: bool) -> None:
@@ -371,3 +374,82 @@ def purge_removed_subject_facts(*, now: datetime | None = None) -> int:
     # delete()'s total also counts the fact-subject links removed with each fact.
     _, by_model = Fact.objects.filter(subjects__in=gone).delete()
     return by_model.get(Fact._meta.label, 0)
+
+
+# Two subjects that are one thing -------------------------------------------------------------
+
+
+class CannotMerge(Exception):
+    """The two subjects cannot be merged; the message says why."""
+
+
+@dataclass(frozen=True)
+class SubjectsMerged:
+    """``merged`` (now deleted) became part of ``keep``: what followed it."""
+
+    keep: Subject
+    merged_name: str
+    facts: int
+    nicknames: tuple[str, ...]
+    rules: int = 0
+
+    @property
+    def message(self) -> str:
+        followed = [f"{self.facts} fact{'s' if self.facts != 1 else ''}"]
+        if self.rules:
+            followed.append(f"{self.rules} rule{'s' if self.rules != 1 else ''}")
+        added = ", ".join(f"“{n}”" for n in self.nicknames)
+        nicknames = f"; it is also called {added} now" if added else ""
+        return (
+            f"Merged “{self.merged_name}” into “{self.keep.name}”: "
+            f"{' and '.join(followed)} followed{nicknames}."
+        )
+
+
+def merge_subjects(*, keep: Subject, merged: Subject) -> SubjectsMerged:
+    """``merged`` is the same thing as ``keep``: its facts are about ``keep`` now; its name,
+    nicknames and entity id become ``keep``'s nicknames (its entity id is ``keep``'s own when
+    ``keep`` has none); the devices in it are in ``keep``; then ``merged`` is deleted.
+
+    Only this app's rows follow here. An app above that points at subjects moves its own rows
+    first and calls this (``review.merging.merge_subjects``: rules, findings, guesses and
+    judgements); a row left pointing at ``merged`` would lose it. Raises CannotMerge for a
+    subject merged with itself or with one of another memory."""
+    if keep.pk == merged.pk:
+        raise CannotMerge("A subject cannot be merged with itself: choose two.")
+    if keep.memory_id != merged.memory_id:
+        raise CannotMerge(
+            f"“{merged.name}” and “{keep.name}” are in different memories; only subjects of "
+            "one memory can be merged."
+        )
+    links = Fact.subjects.through.objects
+    with transaction.atomic():
+        keep, merged = (
+            Subject.objects.select_for_update().get(pk=keep.pk),
+            Subject.objects.select_for_update().get(pk=merged.pk),
+        )
+        moved = list(links.filter(subject=merged).values_list("fact_id", flat=True))
+        links.bulk_create(
+            [links.model(fact_id=fact_id, subject=keep) for fact_id in moved],
+            ignore_conflicts=True,  # a fact about both stays about keep, once
+        )
+        entity_id = merged.entity_id
+        take_entity = bool(entity_id) and not keep.entity_id
+        own = (keep.name, *keep.aliases, keep.entity_id or entity_id)
+        known = {label.casefold() for label in own if label}
+        labels = (merged.name, *merged.aliases, entity_id)
+        added = list(dict.fromkeys(n.casefold() for n in labels if n and n.casefold() not in known))
+        Subject.objects.filter(room=merged).exclude(pk=keep.pk).update(room=keep)
+        if keep.room_id in (None, merged.pk):  # in no room, or in the one merged away
+            keep.room_id = merged.room_id if merged.room_id != keep.pk else None
+        merged_name = merged.name
+        merged.delete()  # its fact links and its entity id go with it
+        keep.aliases = [*keep.aliases, *added]
+        if take_entity:
+            keep.entity_id = entity_id
+        keep.save(update_fields=["aliases", "entity_id", "room"])
+        # A fact rests only while one of its subjects is gone: keep may be here when merged was not.
+        Fact.objects.filter(pk__in=moved).update(
+            subject_removed=Exists(links.filter(fact_id=OuterRef("pk"), subject__present=False))
+        )
+    return SubjectsMerged(keep, merged_name, len(moved), tuple(added))

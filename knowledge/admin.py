@@ -1,6 +1,281 @@
-from django.contrib import admin
+"""The admin, shaped for a curator, and the rules every app's admin classes follow.
 
-from knowledge.models import Membership, Memory
+- **Who sees and changes what** is decided by ``knowledge.access``, per memory, as on every other
+  surface: a list holds the rows of the memories the person may read; changing a row, and every
+  action, needs curate in its memory (administer for a memory's settings and who may do what;
+  answering a guess needs teach, as on the Findings tab). Superusers administer every memory.
+  Being staff opens the admin; Django's per-model permissions are not consulted for these models,
+  so there is one rule, not two.
+- **Every write goes through the actions the other surfaces use** (forget, restore, edit, merge,
+  settle, undo, answer, lift…), so the change log, the document, the gate and the timeline stay
+  true. Fields only those actions may change are read-only in forms, and a form saves only the
+  fields that changed. An action checks the person's permission in every memory its rows belong
+  to before it touches any of them: all or nothing.
+- **Layers**: an admin class whose actions live in a higher app is registered from that app,
+  never here — Fact and Conflict from ``memory/admin.py`` (``memory.actions`` edits, forgets,
+  restores and settles), Subject from ``review/admin.py`` (a merge moves rules, findings and
+  guesses too), Episode and Procedure from ``agent/admin.py``. This module registers what needs
+  nothing above it: Memory, Membership, Source and Observation.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+from django.contrib import admin, messages
+from django.contrib.admin import ActionLocation
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+
+from knowledge import access
+from knowledge.access import NotPermitted, Permission
+from knowledge.models import Fact, Membership, Memory, Observation, Source
+
+#: Where an action shows: above the list, and on the row's own page.
+EVERYWHERE = [ActionLocation.CHANGE_LIST, ActionLocation.CHANGE_FORM]
+#: Columns no form shows: vectors and derived text are for search, not for reading.
+NEVER_SHOWN = ("embedding", "search_vector", "normalized")
+
+
+def granted(request: HttpRequest) -> dict[int, Permission]:
+    """The person's permission in every memory, asked of ``knowledge.access`` once a request."""
+    cached = getattr(request, "_granted_in_memories", None)
+    if cached is None:
+        cached = {m.pk: access.permission_of(request.user, m) for m in Memory.objects.all()}
+        request._granted_in_memories = cached
+    return cached
+
+
+def memories_where(request: HttpRequest, needed: Permission) -> list[int] | None:
+    """The ids of the memories where the person holds ``needed``; None for every memory (a
+    superuser, without a query)."""
+    if request.user.is_active and request.user.is_superuser:
+        return None
+    return [pk for pk, has in granted(request).items() if has >= needed]
+
+
+def holds_somewhere(request: HttpRequest, needed: Permission) -> bool:
+    ids = memories_where(request, needed)
+    return ids is None or bool(ids)
+
+
+class InMemoryFilter(admin.SimpleListFilter):
+    """By memory, offering only the memories the person may read (``in_memory``: the address's
+    ``memory`` names the one current memory of the other pages)."""
+
+    title = "memory"
+    parameter_name = "in_memory"
+
+    def __init__(self, request, params, model, model_admin):
+        self.memory_field = model_admin.memory_field
+        super().__init__(request, params, model, model_admin)
+
+    def lookups(self, request, model_admin):
+        ids = memories_where(request, Permission.READ)
+        memories = Memory.objects.order_by("name")
+        if ids is not None:
+            memories = memories.filter(pk__in=ids)
+        return [(str(pk), name) for pk, name in memories.values_list("pk", "name")]
+
+    def queryset(self, request, queryset):
+        if self.value() and self.value().isdigit():
+            return queryset.filter(**{self.memory_field: int(self.value())})
+        return queryset
+
+
+class MemoryScopedAdmin(admin.ModelAdmin):
+    """One memory's rows, for the people ``knowledge.access`` lets see them.
+
+    ``memory_field``: the lookup from a row to its memory. ``change_needs``: what changing a row
+    takes. ``editable``: the fields a form may change (everything else is read-only; most models
+    change only through actions, so most have none). ``refusals``: the exceptions an action's
+    refusal raises, shown as an error message rather than a server error.
+    """
+
+    memory_field = "memory"
+    change_needs = Permission.CURATE
+    editable: tuple[str, ...] = ()
+    refusals: tuple[type[Exception], ...] = ()
+    list_per_page = 50
+    show_full_result_count = False  # one count query, not two
+
+    # Rows and permissions --------------------------------------------------------------------
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        ids = memories_where(request, Permission.READ)
+        return queryset if ids is None else queryset.filter(**{f"{self.memory_field}__in": ids})
+
+    def memory_id_of(self, obj) -> int:
+        """The memory ``obj`` belongs to, following ``memory_field`` without a query."""
+        *path, last = self.memory_field.split("__")
+        for step in path:
+            obj = getattr(obj, step)
+        return obj.pk if last == "pk" else getattr(obj, f"{last}_id")
+
+    def may(self, request, obj, needed: Permission) -> bool:
+        ids = memories_where(request, needed)
+        return ids is None or self.memory_id_of(obj) in ids
+
+    def has_module_permission(self, request) -> bool:
+        return holds_somewhere(request, Permission.READ)
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        if obj is None:
+            return holds_somewhere(request, Permission.READ)
+        return self.may(request, obj, Permission.READ)
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        if obj is None:
+            return holds_somewhere(request, self.change_needs)
+        return self.may(request, obj, self.change_needs)
+
+    def has_add_permission(self, request) -> bool:
+        return False  # rows come from the actions (teaching, passes, checks), not from forms
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # nothing is deleted in the ordinary course: statuses change instead
+
+    # Action visibility: ``@admin.action(permissions=["curate"])`` asks these.
+    def has_teach_permission(self, request) -> bool:
+        return holds_somewhere(request, Permission.TEACH)
+
+    def has_curate_permission(self, request) -> bool:
+        return holds_somewhere(request, Permission.CURATE)
+
+    def has_administer_permission(self, request) -> bool:
+        return holds_somewhere(request, Permission.ADMINISTER)
+
+    def get_list_filter(self, request):
+        return [*self.list_filter, InMemoryFilter]
+
+    # Forms -----------------------------------------------------------------------------------
+
+    def get_fields(self, request, obj=None):
+        if self.fields:
+            return self.fields
+        meta = self.model._meta
+        shown = [*meta.concrete_fields, *meta.many_to_many]
+        return [f.name for f in shown if not f.primary_key and f.name not in NEVER_SHOWN]
+
+    def get_readonly_fields(self, request, obj=None):
+        may_change = obj is None or self.may(request, obj, self.change_needs)
+        editable = self.editable if may_change else ()
+        shown = [name for name in self.get_fields(request, obj) if name not in editable]
+        return [*shown, *(name for name in self.readonly_fields if name not in shown)]
+
+    def save_model(self, request, obj, form, change) -> None:
+        """Only what the form changed is written (``update_fields``); nothing when nothing did."""
+        if not change:
+            obj.save()
+            return
+        changed = [
+            name
+            for name in form.changed_data
+            if isinstance(self.model._meta.get_field(name), models.Field)
+            and not self.model._meta.get_field(name).many_to_many
+        ]
+        if changed:
+            obj.save(update_fields=changed)
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        """An action sent from a row's own page runs outside the admin's request-wide
+        transaction: actions open their own (and retry a lost lock race), and none may hold one
+        across a model call."""
+        if request.method == "POST" and f"{ActionLocation.CHANGE_FORM.value}-action" in (
+            request.POST
+        ):
+            return self._changeform_view(request, object_id, form_url, extra_context)
+        return super().changeform_view(request, object_id, form_url, extra_context)
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        # A page with nothing to save offers no Save buttons (its actions are above them).
+        if obj is not None and not set(self.editable) - set(context["adminform"].readonly_fields):
+            context.update(show_save=False, show_save_and_continue=False)
+            context.update(show_save_and_add_another=False, show_delete=False)
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    # Actions ---------------------------------------------------------------------------------
+
+    def permitted(self, request, rows: list, needed: Permission) -> bool:
+        """Whether the person holds ``needed`` in every memory ``rows`` belong to; if not, an
+        error message naming what is missing."""
+        try:
+            for memory in Memory.objects.filter(pk__in={self.memory_id_of(r) for r in rows}):
+                access.require(request.user, memory, needed)
+        except NotPermitted as refusal:
+            self.message_user(request, f"{refusal} Nothing was changed.", messages.ERROR)
+            return False
+        return True
+
+    def act(self, request, rows: Iterable, needed: Permission, do: Callable[[object], str]) -> None:
+        """Run ``do(row)`` (an action of the app; returns what happened, in words) for each row,
+        once the person may do ``needed`` in every memory of the rows; say what happened,
+        grouping the same words. A refusal is an error message, and nothing after it runs."""
+        rows = list(rows)
+        if not self.permitted(request, rows, needed):
+            return
+        said: Counter[str] = Counter()
+        try:
+            for row in rows:
+                said[do(row)] += 1
+        except (ValidationError, *self.refusals) as refusal:
+            self._refused(request, refusal)
+        for words, times in said.items():
+            self.message_user(request, words if times == 1 else f"{words} (×{times})")
+
+    def act_once(
+        self, request, rows: Iterable, needed: Permission, do: Callable[[list], str]
+    ) -> None:
+        """``act`` for an action that takes every row at once."""
+        rows = list(rows)
+        if not self.permitted(request, rows, needed):
+            return
+        try:
+            self.message_user(request, do(rows))
+        except (ValidationError, *self.refusals) as refusal:
+            self._refused(request, refusal)
+
+    def _refused(self, request, refusal: Exception) -> None:
+        words = " ".join(refusal.messages) if isinstance(refusal, ValidationError) else refusal
+        self.message_user(request, str(words), messages.ERROR)
+
+
+class ReadOnlyInline(admin.TabularInline):
+    """Children shown with their parent, never edited there (the parent's page has already
+    checked that the person may read it)."""
+
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        return request.user.is_active and request.user.is_staff
+
+
+def link_to(obj, label: str | None = None) -> str:
+    """A link to ``obj``'s admin page."""
+    if obj is None:
+        return "—"
+    meta = obj._meta
+    url = reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[obj.pk])
+    return format_html('<a href="{}">{}</a>', url, label if label is not None else str(obj))
+
+
+# Memories and who may do what in them ---------------------------------------------------------
 
 
 class MembershipInline(admin.TabularInline):
@@ -9,11 +284,143 @@ class MembershipInline(admin.TabularInline):
 
     model = Membership
     extra = 1
-    autocomplete_fields = ["user"]
+
+    def get_autocomplete_fields(self, request):
+        # Searching people needs the user admin, which only superusers see.
+        return ["user"] if request.user.is_superuser else []
+
+    def _administers(self, request, memory) -> bool:
+        return memory is not None and access.may(request.user, memory, Permission.ADMINISTER)
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        return obj is None or access.may(request.user, obj, Permission.READ)
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return self._administers(request, obj)
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return self._administers(request, obj)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return self._administers(request, obj)
 
 
 @admin.register(Memory)
-class MemoryAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "memory_max_kb", "learning", "memory_injection"]
+class MemoryAdmin(MemoryScopedAdmin):
+    """A memory's settings (learning, the size cap, injection, the core) and who may do what in
+    it: both need administer. Memories are made here or with ``brain memories create``."""
+
+    memory_field = "pk"
+    change_needs = Permission.ADMINISTER
+    list_display = ["name", "slug", "memory_max_kb", "learning", "memory_injection", "created_at"]
+    list_filter = ["learning", "memory_injection"]
+    search_fields = ["name", "slug"]
+    fields = ["name", "slug", "memory_max_kb", "learning", "memory_injection", "core", "created_at"]
+    editable = ("name", "slug", "memory_max_kb", "learning", "memory_injection", "core")
     prepopulated_fields = {"slug": ["name"]}
     inlines = [MembershipInline]
+
+    def get_list_filter(self, request):
+        return self.list_filter
+
+    def has_add_permission(self, request) -> bool:
+        # A new memory has no grants yet: only someone who administers every memory makes one.
+        return request.user.is_active and request.user.is_superuser
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return request.user.is_active and request.user.is_superuser
+
+
+@admin.register(Membership)
+class MembershipAdmin(MemoryScopedAdmin):
+    """Every grant in one list: administer in a memory is needed to add, change or remove one."""
+
+    change_needs = Permission.ADMINISTER
+    list_display = ["user", "memory", "permission"]
+    list_filter = ["permission"]
+    list_select_related = ["user", "memory"]
+    search_fields = ["user__username", "memory__name"]
+    fields = ["memory", "user", "permission"]
+    editable = ("permission",)
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:  # a new grant: everything is chosen here
+            return []
+        return super().get_readonly_fields(request, obj)
+
+    def get_autocomplete_fields(self, request):
+        return ["user"] if request.user.is_superuser else []
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "memory":
+            ids = memories_where(request, Permission.ADMINISTER)
+            if ids is not None:
+                kwargs["queryset"] = Memory.objects.filter(pk__in=ids)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def has_add_permission(self, request) -> bool:
+        return self.has_administer_permission(request)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return self.has_change_permission(request, obj)
+
+
+# Where things were learned, and every time something was said ----------------------------------
+
+
+@admin.register(Source)
+class SourceAdmin(MemoryScopedAdmin):
+    """Where facts came from; never edited."""
+
+    list_display = ["title", "kind", "reference", "facts", "memory", "created_at"]
+    list_filter = ["kind"]
+    list_select_related = ["memory"]
+    search_fields = ["title", "reference", "text"]
+    date_hierarchy = "created_at"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(fact_count=models.Count("facts"))
+
+    @admin.display(description="facts", ordering="fact_count")
+    def facts(self, source: Source) -> str:
+        url = reverse("admin:knowledge_fact_changelist") + f"?source__id__exact={source.pk}"
+        return format_html('<a href="{}">{}</a>', url, source.fact_count)
+
+
+@admin.register(Observation)
+class ObservationAdmin(MemoryScopedAdmin):
+    """Every time a fact was said: who, when, through what, with what outcome. Never edited."""
+
+    memory_field = "fact__memory"
+    list_display = ["text", "fact_link", "kind", "said_by_name", "channel", "outcome", "created_at"]
+    list_filter = ["kind", "channel", "outcome"]
+    list_select_related = ["fact"]
+    search_fields = ["text", "said_by_name", "fact__text"]
+    date_hierarchy = "created_at"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("fact__embedding", "fact__search_vector")
+
+    @admin.display(description="fact", ordering="fact")
+    def fact_link(self, observation: Observation) -> str:
+        return link_to(observation.fact, f"#{observation.fact_id}")
+
+
+class ObservationInline(ReadOnlyInline):
+    """A fact's observations: each time it was said, and the outcome reported with it."""
+
+    model = Observation
+    fk_name = "fact"
+    fields = ["kind", "text", "said_by_name", "channel", "outcome", "episode", "created_at"]
+    readonly_fields = fields
+
+
+class FactSubjectInline(ReadOnlyInline):
+    """What a fact is about (set from its words and what it was taught with)."""
+
+    model = Fact.subjects.through
+    fields = ["subject"]
+    readonly_fields = fields
+    verbose_name = "subject"
+    verbose_name_plural = "subjects"
+    show_change_link = False

@@ -29,8 +29,24 @@ def reembed_stale(*, seconds: float = 240.0) -> int:
         batch = list(stale_facts().order_by("pk").only("pk", "text")[:BATCH])
         if not batch:
             break
-        for fact, vector in zip(batch, embedder.embed([f.text for f in batch]), strict=True):
-            fact.embedding, fact.embedder = vector, embedder.name
-        Fact.objects.bulk_update(batch, ["embedding", "embedder"])
-        done += len(batch)
+        done += _embed(batch, embedder)
     return done
+
+
+def reembed(*, facts) -> int:
+    """Embed ``facts`` again now with the current embedder, stale or not (a curator's re-embed,
+    for vectors suspected wrong: the model's files changed under the same name); returns how
+    many."""
+    embedder = get_embedder()
+    ids = list(facts.order_by("pk").values_list("pk", flat=True))
+    for start in range(0, len(ids), BATCH):
+        batch = Fact.objects.filter(pk__in=ids[start : start + BATCH]).only("pk", "text")
+        _embed(list(batch), embedder)
+    return len(ids)
+
+
+def _embed(batch: list[Fact], embedder) -> int:
+    for fact, vector in zip(batch, embedder.embed([f.text for f in batch]), strict=True):
+        fact.embedding, fact.embedder = vector, embedder.name
+    Fact.objects.bulk_update(batch, ["embedding", "embedder"])
+    return len(batch)

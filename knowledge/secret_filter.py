@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from django.core.exceptions import ValidationError
+
 _PATTERNS = [
     (
         re.compile(r"\b(password|passcode|passwd|wi-?fi key)\b\s*(is|=|:|was)\s*\S+", re.I),
@@ -36,3 +38,14 @@ def secret_in(text: str) -> str | None:
         if pattern.search(text):
             return what
     return None
+
+
+def refuse_secrets(text: str) -> None:
+    """ValidationError when ``text`` seems to hold a secret, in the words ``learn`` refuses it
+    with: a form checks words with it before anything is written."""
+    secret = secret_in(text)
+    if secret:
+        raise ValidationError(
+            f"That looks like {secret}. brain does not keep secrets: memory is replayed into "
+            "prompts, so a secret stored once would be repeated for ever."
+        )

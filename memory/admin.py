@@ -1,33 +1,350 @@
-"""Read-mostly admin views: the document changes only through its actions, never by hand here."""
+"""The document, its queue and log, and the facts a curator corrects — in the admin.
 
-from django.contrib import admin
+Fact and Conflict are knowledge's models, registered here because every write a curator makes
+to them goes through ``memory.actions`` (a lower app never imports a higher one): a fact's words
+are edited with ``fact_edits.edit_fact`` (the gate judges them, the change log records them,
+undo reverts them), facts are forgotten and restored, conflicts settled. The document changes
+only through its actions (undo here; edits on the Knowledge tab), never by hand in a form. The
+rules every admin class follows (who sees what, read-only fields, all-or-nothing actions):
+``knowledge/admin.py``.
+"""
 
-from memory.models import Change, ConsolidationRun, DocumentRevision, InboxItem
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.db.models import Prefetch
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils.text import Truncator
+
+from knowledge import actions as knowledge_actions
+from knowledge import reembedding
+from knowledge.access import Permission
+from knowledge.admin import (
+    EVERYWHERE,
+    FactSubjectInline,
+    MemoryScopedAdmin,
+    ObservationInline,
+    ReadOnlyInline,
+    link_to,
+)
+from knowledge.embedding import get_embedder
+from knowledge.models import Conflict, Fact, Subject
+from memory import actions, fact_edits
+from memory.models import Brief, Change, ConsolidationRun, DocumentRevision, InboxItem
+
+LIST_TEXT_CHARS = 120  # a fact or item in a list: a line of the screen, the rest on its page
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request) -> bool:
-        return False
+def _short(text: str) -> str:
+    return Truncator(text).chars(LIST_TEXT_CHARS)
 
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
+
+# Facts ---------------------------------------------------------------------------------------
+
+
+class FactForm(forms.ModelForm):
+    """Only the words are edited here, and only through ``edit_fact`` (see FactAdmin)."""
+
+    class Meta:
+        model = Fact
+        fields = ["text"]
+        widgets = {"text": forms.Textarea(attrs={"rows": 3, "cols": 80})}
+
+    def clean_text(self) -> str:
+        return fact_edits.check_words(self.cleaned_data.get("text"))
+
+
+@admin.register(Fact)
+class FactAdmin(MemoryScopedAdmin):
+    """Every fact, findable by its words or by any name of what it is about (a device's
+    nickname or entity id finds its facts). Saving new words edits the fact through
+    ``fact_edits.edit_fact`` and opens the fact that now says them; everything else on the
+    page is what actions decide, read-only."""
+
+    form = FactForm
+    list_display = [
+        "statement",
+        "about",
+        "taught_by_name",
+        "created_at",
+        "status",
+        "confidence",
+        "support",
+        "in_document",
+        "memory",
+    ]
+    list_filter = ["status", "kind", "valence", "channel", "in_document", "subject_removed"]
+    search_fields = ["text"]  # searched by Fact.objects.matching: subjects' names too
+    search_help_text = "Words of the fact, or a name, nickname or entity id of what it is about."
+    date_hierarchy = "created_at"
+    fields = [
+        "text",
+        "memory",
+        "status",
+        "kind",
+        "valence",
+        "outcome",
+        "confidence",
+        "prior",
+        "support",
+        "successes",
+        "failures",
+        "channel",
+        "taught_by_name",
+        "source",
+        "valid_from",
+        "valid_to",
+        "superseded_by",
+        "expires_at",
+        "forgotten_at",
+        "forgotten_reason",
+        "subject_removed",
+        "in_document",
+        "embedder",
+        "uid",
+        "created_at",
+    ]
+    editable = ("text",)
+    inlines = [FactSubjectInline, ObservationInline]
+    refusals = (actions.CannotRestore,)
+    actions = ["forget", "restore", "expire", "reembed"]
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .readable_by(request.user)
+            .without_vectors()
+            .select_related("memory")
+            .prefetch_related(Prefetch("subjects", queryset=Subject.objects.only("pk", "name")))
+        )
+
+    def get_search_results(self, request, queryset, search_term):
+        words = search_term.strip()
+        return (queryset.matching(words) if words else queryset), False
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is not None and not obj.is_live:  # only words in use are edited
+            return self.get_fields(request, obj)
+        return super().get_readonly_fields(request, obj)
+
+    @admin.display(description="fact", ordering="text")
+    def statement(self, fact: Fact) -> str:
+        return _short(fact.text)
+
+    @admin.display(description="about")
+    def about(self, fact: Fact) -> str:
+        return ", ".join(subject.name for subject in fact.subjects.all()) or "—"
+
+    # Editing the words ----------------------------------------------------------------------
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        # Saving edits through edit_fact, which opens its own transactions (one per step): the
+        # admin's request-wide transaction would hold the gate's model call inside it.
+        if request.method == "POST":
+            return self._changeform_view(request, object_id, form_url, extra_context)
+        return super().changeform_view(request, object_id, form_url, extra_context)
+
+    def save_model(self, request, obj, form, change) -> None:
+        if "text" not in form.changed_data:
+            return
+        try:
+            request.fact_edit = fact_edits.edit_fact(
+                fact=obj, text=form.cleaned_data["text"], by=request.user
+            )
+        except (ValidationError, fact_edits.CannotEdit) as refusal:
+            words = " ".join(refusal.messages) if isinstance(refusal, ValidationError) else refusal
+            request.fact_edit = str(words)
+
+    def response_change(self, request, obj):
+        edited = getattr(request, "fact_edit", None)
+        if edited is None:
+            self.message_user(request, "Nothing changed.")
+            return redirect(request.path)
+        if isinstance(edited, str):
+            self.message_user(request, edited, messages.ERROR)
+            return redirect(request.path)
+        self.message_user(request, edited.message)
+        return redirect(reverse("admin:knowledge_fact_change", args=[edited.fact.pk]))
+
+    # Actions ---------------------------------------------------------------------------------
+
+    @admin.action(permissions=["curate"], description="Forget", location=EVERYWHERE)
+    def forget(self, request, queryset) -> None:
+        self.act(
+            request,
+            queryset,
+            Permission.CURATE,
+            lambda fact: (
+                f"#{fact.pk} “{_short(fact.text)}”: " + actions.forget(fact=fact, by=request.user)
+            ),
+        )
+
+    @admin.action(
+        permissions=["curate"], description="Restore (forgotten moments ago)", location=EVERYWHERE
+    )
+    def restore(self, request, queryset) -> None:
+        def restore(fact: Fact) -> str:
+            actions.restore(fact=fact, by=request.user)
+            return f"Kept #{fact.pk} “{_short(fact.text)}”."
+
+        self.act(request, queryset, Permission.CURATE, restore)
+
+    @admin.action(permissions=["curate"], description="Re-run expiry", location=EVERYWHERE)
+    def expire(self, request, queryset) -> None:
+        def expire(facts: list[Fact]) -> str:
+            among = Fact.objects.filter(pk__in=[fact.pk for fact in facts])
+            expired = knowledge_actions.expire_facts(among=among)
+            return f"{expired} of {len(facts)} past their date expired; the rest are in date."
+
+        self.act_once(request, queryset, Permission.CURATE, expire)
+
+    @admin.action(permissions=["curate"], description="Re-embed", location=EVERYWHERE)
+    def reembed(self, request, queryset) -> None:
+        def reembed(facts: list[Fact]) -> str:
+            done = reembedding.reembed(facts=Fact.objects.filter(pk__in=[f.pk for f in facts]))
+            return f"Re-embedded {done} with the {get_embedder().name} embedder."
+
+        self.act_once(request, queryset, Permission.CURATE, reembed)
+
+
+# Conflicts -------------------------------------------------------------------------------------
+
+
+@admin.register(Conflict)
+class ConflictAdmin(MemoryScopedAdmin):
+    """Two statements the gate was not sure about; settled only through ``settle_conflict``."""
+
+    list_display = ["old_fact", "new_fact", "reason", "state", "resolution", "created_at"]
+    list_filter = ["state", "resolution"]
+    search_fields = ["old__text", "new__text", "reason"]
+    date_hierarchy = "created_at"
+    fields = [
+        "memory",
+        "old",
+        "new",
+        "reason",
+        "state",
+        "resolution",
+        "settled_by_name",
+        "settled_at",
+        "created_at",
+    ]
+    refusals = (actions.AlreadySettled,)
+    actions = ["keep_new", "keep_old", "keep_both"]
+
+    def get_queryset(self, request):
+        vectors = ["old__embedding", "old__search_vector", "new__embedding", "new__search_vector"]
+        return (
+            super()
+            .get_queryset(request)
+            .readable_by(request.user)
+            .select_related("old", "new", "memory")
+            .defer(*vectors)
+        )
+
+    @admin.display(description="old", ordering="old__text")
+    def old_fact(self, conflict: Conflict) -> str:
+        return link_to(conflict.old, _short(conflict.old.text))
+
+    @admin.display(description="new", ordering="new__text")
+    def new_fact(self, conflict: Conflict) -> str:
+        return link_to(conflict.new, _short(conflict.new.text))
+
+    def _settle(self, request, queryset, keep: str) -> None:
+        self.act(
+            request,
+            queryset,
+            Permission.CURATE,
+            lambda c: actions.settle_conflict(conflict=c, keep=keep, by=request.user).message,
+        )
+
+    @admin.action(permissions=["curate"], description="Keep the new one", location=EVERYWHERE)
+    def keep_new(self, request, queryset) -> None:
+        self._settle(request, queryset, Conflict.Resolution.KEEP_NEW)
+
+    @admin.action(permissions=["curate"], description="Keep the old one", location=EVERYWHERE)
+    def keep_old(self, request, queryset) -> None:
+        self._settle(request, queryset, Conflict.Resolution.KEEP_OLD)
+
+    @admin.action(permissions=["curate"], description="Keep both", location=EVERYWHERE)
+    def keep_both(self, request, queryset) -> None:
+        self._settle(request, queryset, Conflict.Resolution.KEEP_BOTH)
+
+
+# The queue -----------------------------------------------------------------------------------
 
 
 @admin.register(InboxItem)
-class InboxItemAdmin(ReadOnlyAdmin):
-    list_display = ["text", "memory", "origin", "action", "confidence", "state", "created_at"]
-    list_filter = ["state", "origin", "memory"]
-    search_fields = ["text"]
+class InboxItemAdmin(MemoryScopedAdmin):
+    """Candidates waiting to be filed; dropped only through ``drop_inbox_item``."""
+
+    list_display = [
+        "statement",
+        "action",
+        "origin",
+        "confidence",
+        "state",
+        "taught_by_name",
+        "created_at",
+        "memory",
+    ]
+    list_filter = ["state", "origin", "action", "confidence"]
+    list_select_related = ["memory"]
+    search_fields = ["text", "taught_by_name"]
+    date_hierarchy = "created_at"
+    actions = ["drop"]
+
+    @admin.display(description="item", ordering="text")
+    def statement(self, item: InboxItem) -> str:
+        return _short(item.text)
+
+    @admin.action(permissions=["curate"], description="Drop from the queue", location=EVERYWHERE)
+    def drop(self, request, queryset) -> None:
+        def drop(item: InboxItem) -> str:
+            if actions.drop_inbox_item(item=item, by=request.user):
+                return f"Dropped “{_short(item.text)}”."
+            return f"“{_short(item.text)}” was no longer waiting; nothing changed."
+
+        self.act(request, queryset, Permission.CURATE, drop)
+
+
+# The document and its log ----------------------------------------------------------------------
+
+
+class ChangeInline(ReadOnlyInline):
+    model = Change
+    fields = ["number", "summary", "source", "author_name", "undone_by", "created_at"]
+    readonly_fields = fields
+
+
+class ItemInline(ReadOnlyInline):
+    """The items a pass read."""
+
+    model = InboxItem
+    fields = ["text", "action", "state", "taught_by_name", "created_at"]
+    readonly_fields = fields
 
 
 @admin.register(DocumentRevision)
-class DocumentRevisionAdmin(ReadOnlyAdmin):
-    list_display = ["memory", "generation", "kind", "author", "created_at"]
-    list_filter = ["kind", "memory"]
+class DocumentRevisionAdmin(MemoryScopedAdmin):
+    """Every version of the document; it changes only through its actions (edit and undo on the
+    Knowledge tab, undo in the change log here)."""
+
+    list_display = ["memory", "generation", "kind", "author", "size_bytes", "created_at"]
+    list_filter = ["kind"]
+    list_select_related = ["memory", "author"]
+    search_fields = ["text"]
+    date_hierarchy = "created_at"
+    fields = ["memory", "generation", "kind", "author", "run", "created_at", "text", "voice"]
+    inlines = [ChangeInline]
 
 
 @admin.register(ConsolidationRun)
-class ConsolidationRunAdmin(ReadOnlyAdmin):
+class ConsolidationRunAdmin(MemoryScopedAdmin):
     list_display = [
         "pk",
         "memory",
@@ -35,14 +352,65 @@ class ConsolidationRunAdmin(ReadOnlyAdmin):
         "trigger",
         "composer",
         "items_read",
+        "lines_added",
+        "lines_removed",
+        "lines_replaced",
         "started_at",
         "finished_at",
     ]
-    list_filter = ["state", "trigger", "memory"]
+    list_filter = ["state", "trigger"]
+    list_select_related = ["memory"]
+    search_fields = ["reason", "executor"]
+    date_hierarchy = "started_at"
+    inlines = [ChangeInline, ItemInline]
 
 
 @admin.register(Change)
-class ChangeAdmin(ReadOnlyAdmin):
-    list_display = ["number", "memory", "source", "summary", "author_name", "created_at"]
-    list_filter = ["source", "memory"]
-    search_fields = ["summary"]
+class ChangeAdmin(MemoryScopedAdmin):
+    """The change log; a change is undone through ``undo_change``, as on the Knowledge tab."""
+
+    list_display = ["number", "summary", "source", "author_name", "undone", "created_at", "memory"]
+    list_display_links = ["number", "summary"]
+    list_filter = ["source"]
+    list_select_related = ["memory"]
+    search_fields = ["summary", "author_name"]
+    date_hierarchy = "created_at"
+    fields = [
+        "memory",
+        "number",
+        "summary",
+        "source",
+        "author_name",
+        "revision",
+        "run",
+        "reverts",
+        "undone_by",
+        "created_at",
+        "operations",
+    ]
+    ordering = ["memory", "-number"]
+    refusals = (actions.CannotUndo,)
+    actions = ["undo"]
+
+    @admin.display(boolean=True, description="undone")
+    def undone(self, change: Change) -> bool:
+        return change.undone_by_id is not None
+
+    @admin.action(permissions=["curate"], description="Undo", location=EVERYWHERE)
+    def undo(self, request, queryset) -> None:
+        def undo(change: Change) -> str:
+            undone = actions.undo_change(
+                memory=change.memory, number=change.number, by=request.user
+            )
+            return f"Undone: {undone.summary.removeprefix('Undid ')}"
+
+        # Newest first: a later change on the same lines is undone before the one under it.
+        self.act(request, queryset.order_by("-number"), Permission.CURATE, undo)
+
+
+@admin.register(Brief)
+class BriefAdmin(MemoryScopedAdmin):
+    list_display = ["written_at", "memory", "composer", "text"]
+    list_select_related = ["memory"]
+    search_fields = ["text"]
+    date_hierarchy = "written_at"

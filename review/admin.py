@@ -1,0 +1,319 @@
+"""What waits on a person, in the admin — and subjects, which are knowledge's model but are
+registered here because merging two moves this app's rows too (rules, findings, guesses,
+judgements: ``review.merging``), and a lower app never imports a higher one.
+
+Findings are settled, rules lifted and guesses answered only through ``review.actions``, as on
+the Findings tab, so the timeline and the judgements stay true. The rules every admin class
+follows: ``knowledge/admin.py``.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import Count
+from django.template.response import TemplateResponse
+
+from knowledge import actions as knowledge_actions
+from knowledge.access import Permission
+from knowledge.admin import EVERYWHERE, MemoryScopedAdmin, ReadOnlyInline, link_to
+from knowledge.models import Subject
+from review import actions, merging
+from review.models import DeepReview, Event, Finding, Guess, Judgement, Rule
+
+# Subjects ------------------------------------------------------------------------------------
+
+
+class SubjectForm(forms.ModelForm):
+    class Meta:
+        model = Subject
+        fields = ["name", "kind", "entity_id", "room", "aliases"]
+
+    def clean_aliases(self) -> list[str]:
+        """Nicknames are kept lower-cased, once each, as every lookup expects them."""
+        nicknames = (alias.strip().casefold() for alias in self.cleaned_data.get("aliases") or [])
+        return list(dict.fromkeys(n for n in nicknames if n))
+
+
+@admin.register(Subject)
+class SubjectAdmin(MemoryScopedAdmin):
+    """The house, its rooms, devices and people; found by name, nickname or entity id. Names,
+    nicknames, entity ids and rooms are edited in the form; merging and presence go through
+    their actions so facts, nicknames and rules follow."""
+
+    form = SubjectForm
+    list_display = ["name", "kind", "entity_id", "nicknames", "room", "present", "facts", "memory"]
+    list_filter = ["kind", "present"]
+    list_select_related = ["room", "memory"]
+    search_fields = ["name", "entity_id", "aliases"]
+    search_help_text = "A name, nickname or entity id."
+    fields = [
+        "memory",
+        "kind",
+        "name",
+        "aliases",
+        "entity_id",
+        "room",
+        "present",
+        "removed_at",
+        "created_at",
+    ]
+    editable = ("kind", "name", "aliases", "entity_id", "room")
+    refusals = (knowledge_actions.CannotMerge,)
+    actions = ["merge", "gone", "back"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(fact_count=Count("facts"))
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        if obj is not None and "room" in form.base_fields:
+            rooms = Subject.objects.filter(memory=obj.memory_id, kind=Subject.Kind.ROOM)
+            form.base_fields["room"].queryset = rooms.exclude(pk=obj.pk)
+        return form
+
+    @admin.display(description="nicknames")
+    def nicknames(self, subject: Subject) -> str:
+        return ", ".join(subject.aliases) or "—"
+
+    @admin.display(description="facts", ordering="fact_count")
+    def facts(self, subject: Subject) -> int:
+        return subject.fact_count
+
+    @admin.action(permissions=["curate"], description="Merge into one")
+    def merge(self, request, queryset):
+        """Two or more subjects that are one thing: the person picks the one to keep, and the
+        others are merged into it, one by one (``review.merging.merge_subjects``)."""
+        subjects = list(queryset.order_by("name", "pk"))
+        if len(subjects) < 2:
+            self.message_user(request, "Choose two subjects or more to merge.", messages.WARNING)
+            return None
+        if not self.permitted(request, subjects, Permission.CURATE):
+            return None
+        keep = next((s for s in subjects if str(s.pk) == request.POST.get("keep")), None)
+        if keep is None:
+            return TemplateResponse(
+                request,
+                "admin/knowledge/subject/merge.html",
+                {
+                    **self.admin_site.each_context(request),
+                    "title": "Merge subjects",
+                    "opts": self.opts,
+                    "subjects": subjects,
+                    "action": "merge",
+                    "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+                },
+            )
+        self.act(
+            request,
+            [s for s in subjects if s.pk != keep.pk],
+            Permission.CURATE,
+            lambda merged: merging.merge_subjects(keep=keep, merged=merged).message,
+        )
+        return None
+
+    @admin.action(
+        permissions=["curate"], description="The house no longer has it", location=EVERYWHERE
+    )
+    def gone(self, request, queryset) -> None:
+        def gone(subject: Subject) -> str:
+            knowledge_actions.set_subject_presence(subject=subject, present=False)
+            return f"“{subject.name}” is gone: its facts rest until it is back."
+
+        self.act(request, queryset, Permission.CURATE, gone)
+
+    @admin.action(permissions=["curate"], description="It is back", location=EVERYWHERE)
+    def back(self, request, queryset) -> None:
+        def back(subject: Subject) -> str:
+            knowledge_actions.set_subject_presence(subject=subject, present=True)
+            return f"“{subject.name}” is back, and so are its facts."
+
+        self.act(request, queryset, Permission.CURATE, back)
+
+
+# Findings and the rules they leave -------------------------------------------------------------
+
+
+class RuleInline(ReadOnlyInline):
+    model = Rule
+    fk_name = "finding"
+    fields = ["check_id", "scope", "until", "reason", "removed_at", "created_at"]
+    readonly_fields = fields
+
+
+@admin.register(Finding)
+class FindingAdmin(MemoryScopedAdmin):
+    list_display = [
+        "text",
+        "check_id",
+        "subject",
+        "severity",
+        "state",
+        "times_raised",
+        "last_raised_at",
+        "memory",
+    ]
+    list_filter = ["state", "severity", "is_todo", "protected"]
+    list_select_related = ["subject", "memory"]
+    search_fields = ["text", "check_id", "entity_id", "subject__name", "subject__aliases"]
+    date_hierarchy = "last_raised_at"
+    inlines = [RuleInline]
+    refusals = (actions.Refused,)
+    actions = ["fixed", "not_a_problem"]
+
+    @admin.action(permissions=["curate"], description="I've already fixed it", location=EVERYWHERE)
+    def fixed(self, request, queryset) -> None:
+        def fixed(finding: Finding) -> str:
+            actions.mark_fixed(finding=finding, by=request.user)
+            return f"“{finding.text}”: quiet while it stays fixed."
+
+        self.act(request, queryset, Permission.CURATE, fixed)
+
+    @admin.action(
+        permissions=["curate"], description="Not a problem on this sensor", location=EVERYWHERE
+    )
+    def not_a_problem(self, request, queryset) -> None:
+        def not_a_problem(finding: Finding) -> str:
+            rule = actions.not_a_problem(finding=finding, by=request.user)
+            return f"“{finding.text}”: {rule.describe()}."
+
+        self.act(request, queryset, Permission.CURATE, not_a_problem)
+
+
+class ActiveFilter(admin.SimpleListFilter):
+    title = "in force"
+    parameter_name = "in_force"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "in force"), ("no", "lifted or run out")]
+
+    def queryset(self, request, queryset):
+        active = Rule.objects.active().values("pk")
+        if self.value() == "yes":
+            return queryset.filter(pk__in=active)
+        if self.value() == "no":
+            return queryset.exclude(pk__in=active)
+        return queryset
+
+
+@admin.register(Rule)
+class RuleAdmin(MemoryScopedAdmin):
+    """Rules are made by "Not a problem" and lifted only through ``remove_rule``."""
+
+    list_display = ["described", "scope", "origin", "reason", "removed_at", "created_at", "memory"]
+    list_filter = [ActiveFilter, "scope", "origin"]
+    list_select_related = ["subject", "room", "memory"]
+    search_fields = ["check_id", "entity_id", "reason", "subject__name", "subject__aliases"]
+    date_hierarchy = "created_at"
+    actions = ["lift"]
+
+    @admin.display(description="rule")
+    def described(self, rule: Rule) -> str:
+        return rule.describe()
+
+    @admin.action(
+        permissions=["curate"],
+        description="Lift: let the check raise it again",
+        location=EVERYWHERE,
+    )
+    def lift(self, request, queryset) -> None:
+        def lift(rule: Rule) -> str:
+            actions.remove_rule(rule=rule, by=request.user)
+            return f"Lifted: {rule.describe().removeprefix('Not raised: ')} may be raised again."
+
+        self.act(request, queryset, Permission.CURATE, lift)
+
+
+# Guesses ------------------------------------------------------------------------------------
+
+
+@admin.register(Guess)
+class GuessAdmin(MemoryScopedAdmin):
+    """A guess and its answer (who, when, why); answered only through ``answer_guess`` — which
+    takes teach, as on the Findings tab."""
+
+    list_display = ["question", "subject", "why", "state", "offered_at", "answered_by", "memory"]
+    list_filter = ["state"]
+    list_select_related = ["subject", "answered_by", "memory"]
+    search_fields = ["text", "why", "subject__name", "subject__aliases"]
+    date_hierarchy = "created_at"
+    fields = [
+        "memory",
+        "text",
+        "why",
+        "subject",
+        "state",
+        "created_at",
+        "offered_at",
+        "expires_at",
+        "slept_at",
+        "answered_at",
+        "answered_by",
+        "reason",
+        "fact",
+    ]
+    refusals = (actions.Refused,)
+    actions = ["confirm", "reject", "dismiss"]
+
+    def _answer(self, request, queryset, answer: str) -> None:
+        self.act(
+            request,
+            queryset,
+            Permission.TEACH,
+            lambda guess: (
+                f"“{guess.text}”: "
+                + actions.answer_guess(guess=guess, answer=answer, by=request.user).message
+            ),
+        )
+
+    @admin.action(permissions=["teach"], description="Yes, that's right", location=EVERYWHERE)
+    def confirm(self, request, queryset) -> None:
+        self._answer(request, queryset, "yes")
+
+    @admin.action(permissions=["teach"], description="No", location=EVERYWHERE)
+    def reject(self, request, queryset) -> None:
+        self._answer(request, queryset, "no")
+
+    @admin.action(permissions=["teach"], description="Not now", location=EVERYWHERE)
+    def dismiss(self, request, queryset) -> None:
+        def dismiss(guess: Guess) -> str:
+            actions.dismiss_guess(guess=guess, by=request.user)
+            return f"“{guess.text}”: put away for now; it comes back later."
+
+        self.act(request, queryset, Permission.TEACH, dismiss)
+
+
+# The timeline and brain's own arithmetic -------------------------------------------------------
+
+
+@admin.register(Event)
+class EventAdmin(MemoryScopedAdmin):
+    list_display = ["created_at", "kind", "text", "pushed_at", "memory"]
+    list_filter = ["kind"]
+    list_select_related = ["memory"]
+    search_fields = ["text"]
+    date_hierarchy = "created_at"
+
+
+@admin.register(Judgement)
+class JudgementAdmin(MemoryScopedAdmin):
+    list_display = ["check_id", "subject", "raised", "marked_not_a_problem", "fact_link"]
+    list_select_related = ["subject", "fact", "memory"]
+    search_fields = ["check_id", "subject__name", "subject__aliases"]
+    date_hierarchy = "renewed_at"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("fact__embedding", "fact__search_vector")
+
+    @admin.display(description="fact")
+    def fact_link(self, judgement: Judgement) -> str:
+        return link_to(judgement.fact)
+
+
+@admin.register(DeepReview)
+class DeepReviewAdmin(MemoryScopedAdmin):
+    list_display = ["pk", "state", "requested_by", "started_at", "finished_at", "memory"]
+    list_filter = ["state"]
+    list_select_related = ["requested_by", "memory"]
+    search_fields = ["report"]
+    date_hierarchy = "started_at"
