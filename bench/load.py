@@ -288,7 +288,7 @@ def production_server_under_load() -> str:
 def _settle(memory) -> float | None:
     """Seconds until nothing waits to be filed (asking for a last pass, as a person would, for
     the few items below the early pass's threshold); None past SETTLE_S."""
-    from memory import actions
+    from memory import consolidator
     from memory.models import ConsolidationRun, InboxItem
 
     started = time.monotonic()
@@ -297,7 +297,9 @@ def _settle(memory) -> float | None:
         if not busy:
             if not InboxItem.objects.for_memory(memory).pending().exists():
                 return time.monotonic() - started
-            actions.request_consolidation(memory=memory, trigger=ConsolidationRun.Trigger.MANUAL)
+            consolidator.request_consolidation(
+                memory=memory, trigger=ConsolidationRun.Trigger.MANUAL
+            )
         time.sleep(1)
     return None
 

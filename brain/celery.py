@@ -4,6 +4,7 @@ import os
 
 from celery import Celery
 from celery.signals import beat_init, before_task_publish, celeryd_init
+from django.db import transaction
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brain.settings")
 
@@ -22,3 +23,13 @@ def _ensure_embedded_broker(**_kwargs) -> None:
 celeryd_init.connect(_ensure_embedded_broker, weak=False)
 beat_init.connect(_ensure_embedded_broker, weak=False)
 before_task_publish.connect(_ensure_embedded_broker, weak=False)
+
+
+def send_on_commit(task: str, *args) -> None:
+    """Send ``task`` (its registered name, "memory.tasks.consolidate") with ``args`` once the
+    current transaction commits, or at once outside one.
+
+    By name, because the module that starts a task is the one the task calls back into: a
+    module importing its own tasks module would import itself back (a test of the import graph
+    forbids it, and another checks every name sent is a registered task)."""
+    transaction.on_commit(lambda: app.send_task(task, args=list(args)))

@@ -19,6 +19,7 @@ scratch: left in place, their rows would slow every other memory's vector search
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -830,7 +831,8 @@ def _recall_markdown(runs: list[Figures], real: dict | None, note: str, embedder
             f"Real sentences: {real['count']:,} English sentences from the docstrings and "
             "comments of the Python standard library and the packages in brain's venv (the "
             "same on every install of these requirements), embedded with "
-            f"`{real['embedder']}` ({real['embed_seconds']:.0f} s), loaded as a household "
+            f"`{real['embedder']}` ({real['embed_seconds']:.0f} s; kept under var/ after the "
+            "first run), loaded as a household "
             f"(the kitchen holds {real['subject_size']:,} of them), {real['questions']} other "
             "sentences as questions: recall@10 of `search.nearest` against the exact top-10 "
             "of the same vectors.\n",
@@ -906,6 +908,21 @@ def real_sentences() -> list[str]:
 REAL_SEED = 12
 
 
+def _embedded(embedder, texts: list[str]) -> np.ndarray:
+    """The vectors of ``texts``, kept under var/ after the first run (embedding 10,000
+    sentences takes about a minute on two cores; the sentences and model do not change)."""
+    from brain import embedded
+
+    digest = hashlib.blake2b("\n".join(texts).encode(), digest_size=12).hexdigest()
+    path = embedded.VAR_DIR / "bench-cache" / f"{embedder.name}-{digest}.npy"
+    if path.exists():
+        return np.load(path)
+    vectors = np.array(embedder.embed(texts), dtype=np.float32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, vectors)
+    return vectors
+
+
 def real_sentence_recall(count: int) -> dict | None:
     """recall@10 of the vector path over ``count`` real sentences embedded with MiniLM (None
     when MiniLM is not installed or there are too few sentences)."""
@@ -915,7 +932,7 @@ def real_sentence_recall(count: int) -> dict | None:
         return None
     texts, asked = sentences[:count], sentences[count : count + QUERIES]
     started = time.perf_counter()
-    vectors = np.array(embedder.embed(texts + asked), dtype=np.float32)
+    vectors = _embedded(embedder, texts + asked)
     embed_seconds = time.perf_counter() - started
     slug = f"bench-real-{_size(count).lower()}"
     delete_household(slug)

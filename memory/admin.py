@@ -32,7 +32,7 @@ from knowledge.admin import (
 )
 from knowledge.embedding import get_embedder
 from knowledge.models import Conflict, Fact, Subject
-from memory import actions, fact_edits
+from memory import actions, fact_edits, revisions
 from memory.models import Brief, Change, ConsolidationRun, DocumentRevision, InboxItem
 
 LIST_TEXT_CHARS = 120  # a fact or item in a list: a line of the screen, the rest on its page
@@ -389,7 +389,7 @@ class ChangeAdmin(MemoryScopedAdmin):
         "operations",
     ]
     ordering = ["memory", "-number"]
-    refusals = (actions.CannotUndo,)
+    refusals = (revisions.CannotUndo,)
     actions = ["undo"]
 
     @admin.display(boolean=True, description="undone")
@@ -399,7 +399,7 @@ class ChangeAdmin(MemoryScopedAdmin):
     @admin.action(permissions=["curate"], description="Undo", location=EVERYWHERE)
     def undo(self, request, queryset) -> None:
         def undo(change: Change) -> str:
-            undone = actions.undo_change(
+            undone = revisions.undo_change(
                 memory=change.memory, number=change.number, by=request.user
             )
             return f"Undone: {undone.summary.removeprefix('Undid ')}"

@@ -20,7 +20,7 @@ from knowledge import access, gate
 from knowledge import api as knowledge_api
 from knowledge.models import Conflict, Memory, Permission
 from knowledge.subjects import UnknownSubject
-from memory import actions, portable
+from memory import actions, consolidator, portable, revisions
 from memory.models import (
     Change,
     Confidence,
@@ -119,7 +119,7 @@ def document(request: Request, memory: Memory) -> Response:
         form = DocumentSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         try:
-            actions.save_user_edit(
+            revisions.save_user_edit(
                 memory=memory,
                 text=form.validated_data["text"],
                 base_generation=form.validated_data["base_generation"],
@@ -127,7 +127,7 @@ def document(request: Request, memory: Memory) -> Response:
             )
         except ValidationError as error:
             return _bad_request(error)
-        except actions.DocumentChanged as changed:
+        except revisions.DocumentChanged as changed:
             return _conflict(str(changed), current=_document_json(memory))
     waiting = InboxItem.objects.for_memory(memory).pending().count()
     last = ConsolidationRun.objects.latest_for(memory)
@@ -254,10 +254,10 @@ def inbox_item(request: Request, pk: int, memory: Memory) -> Response:
 def consolidate(request: Request, memory: Memory) -> Response:
     """Start a pass now; it runs in the background. Poll the run for its outcome."""
     try:
-        started = actions.request_consolidation(
+        started = consolidator.request_consolidation(
             memory=memory, by=request.user, trigger=ConsolidationRun.Trigger.API
         )
-    except actions.LearningOff as off:
+    except consolidator.LearningOff as off:
         return _conflict(str(off))
     if not started.started:
         return _conflict(started.message, run=RunSerializer(started.run).data)
@@ -290,8 +290,8 @@ def changes(request: Request, memory: Memory) -> Response:
 def undo(request: Request, number: int, memory: Memory) -> Response:
     """Revert exactly change ``number``; the undo is itself logged."""
     try:
-        change = actions.undo_change(memory=memory, number=number, by=request.user)
-    except actions.CannotUndo as why:
+        change = revisions.undo_change(memory=memory, number=number, by=request.user)
+    except revisions.CannotUndo as why:
         return _conflict(str(why))
     except ValidationError as error:
         return _bad_request(error)

@@ -1,11 +1,13 @@
 """The consolidation pass: the one writer that folds the inbox into the memory document.
 
-A pass is a ``ConsolidationRun`` row, created by ``actions.request_consolidation``; a Celery
-message only starts it. The worker claims the row with a conditional UPDATE, reads the document
-and the pending items, asks the composer (no transaction or lock held while it thinks), checks
-the answer in code, and commits in one transaction — the revision, the change rows, exactly the
-items it read marked filed — only if the document is still at the generation it read. Any failure
-leaves the document untouched and the queue pending, and the run row names the reason.
+A pass is a ``ConsolidationRun`` row, created by ``request_consolidation`` (the Knowledge tab,
+the API, the CLI, early filing, the sweep and the daily pass all ask here); a Celery message,
+sent by the task's name, only starts it. The worker claims the row with a conditional UPDATE,
+reads the document and the pending items, asks the composer (no transaction or lock held while
+it thinks), checks the answer in code, and commits in one transaction — the revision, the
+change rows, exactly the items it read marked filed — only if the document is still at the
+generation it read (``revisions.write_document``). Any failure leaves the document untouched and
+the queue pending, and the run row names the reason.
 
 Safe to run twice: a second delivery of the same message finds the row claimed and exits.
 
@@ -26,24 +28,27 @@ for the daily pass or early filing, which the sweep also re-checks in case its r
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import socket
 import time
+from dataclasses import dataclass
 from datetime import timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
+from brain.celery import send_on_commit
 from brain.db import retry
 from brain.embedded import pid_alive
 from knowledge.actions import reconcile_with_document
 from knowledge.models import Fact, Memory
 from knowledge.statements import compare
-from memory import actions, document
+from memory import document, revisions
 from memory.composers import get_composer
 from memory.composers.base import (
     AVOID_PREFIX,
@@ -65,6 +70,7 @@ from memory.models import ConsolidationRun, DocumentRevision, InboxItem
 
 logger = logging.getLogger(__name__)
 
+EARLY_FILING_AT = 20  # pending items that start a pass without waiting for the daily one
 MAX_DROP_SHARE = 0.6  # a pass that would drop more of the document's content lines is refused
 UNCHANGED_ANSWER = re.compile(
     r"^\W*(unchanged|no changes?( needed)?|nothing to (add|change))\W*$", re.IGNORECASE
@@ -89,14 +95,68 @@ def lease_length() -> timedelta:
     return timedelta(seconds=deadline_seconds() + 60)
 
 
-def send(run: ConsolidationRun) -> None:
-    from memory.tasks import consolidate
-
-    consolidate.delay_on_commit(run.pk)
+def send_start(run: ConsolidationRun) -> None:
+    """The message that starts ``run`` on a worker, sent once the run row is committed."""
+    send_on_commit("memory.tasks.consolidate", run.pk)
 
 
 def _executor() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+# Asking for a pass ---------------------------------------------------------------------------
+
+
+class LearningOff(Exception):
+    def __init__(self, memory: Memory):
+        super().__init__(
+            f"Learning is switched off for {memory.name}: nothing is filed until it is back on."
+        )
+
+
+@dataclass(frozen=True)
+class PassRequest:
+    run: ConsolidationRun
+    started: bool  # False: one was already running, and this is it
+
+    @property
+    def message(self) -> str:
+        if self.started:
+            return "Filing started: the pass runs in the background."
+        return "A pass is already running; it was not started twice."
+
+
+def request_consolidation(
+    *, memory: Memory, trigger: str, by=None, send: bool = True
+) -> PassRequest:
+    """Start a pass unless one is running. The run row is the lease; the Celery message sent
+    after commit only starts it, so a lost message is re-sent by the sweep. With
+    ``send=False`` the caller runs the pass itself (the CLI does, then prints the outcome)."""
+    if not memory.learning:
+        raise LearningOff(memory)
+    settle_lost_runs(memory=memory)
+    running = ConsolidationRun.objects.running().filter(memory=memory).first()
+    if running:
+        return PassRequest(running, started=False)
+    try:
+        with transaction.atomic():
+            run = ConsolidationRun.objects.create(
+                memory=memory,
+                trigger=trigger,
+                requested_by=by,
+                lease_expires_at=timezone.now() + lease_length(),
+            )
+    except IntegrityError:  # another request won the partial unique index
+        return PassRequest(ConsolidationRun.objects.running().get(memory=memory), started=False)
+    if send:
+        send_start(run)
+    return PassRequest(run, started=True)
+
+
+def request_if_learning(memory: Memory, trigger: str) -> None:
+    """Ask for a pass from background work: a memory that is not learning is simply skipped."""
+    with contextlib.suppress(LearningOff):
+        request_consolidation(memory=memory, trigger=trigger)
 
 
 # Running one pass ----------------------------------------------------------------------------
@@ -392,7 +452,7 @@ def _write(
         filed = [item.fact_id for item in items if item.fact_id]
         if composition.document != revision.text:
             try:
-                _, changes = actions.write_document(
+                _, changes = revisions.write_document(
                     memory=memory,
                     expected_generation=revision.generation,
                     text=composition.document,
@@ -401,7 +461,7 @@ def _write(
                     run=run,
                     filed=filed,
                 )
-            except actions.DocumentChanged:
+            except revisions.DocumentChanged:
                 _retry_later(
                     run,
                     "The document was edited while the pass ran (an edit, an undo or a "
@@ -449,9 +509,7 @@ def _filed_reason(counts: dict) -> str:
 def _retry_later(run: ConsolidationRun, reason: str) -> None:
     _finish(run, ConsolidationRun.State.FAILED, reason)
     memory = run.memory
-    transaction.on_commit(
-        lambda: actions.request_if_learning(memory, ConsolidationRun.Trigger.RETRY)
-    )
+    transaction.on_commit(lambda: request_if_learning(memory, ConsolidationRun.Trigger.RETRY))
 
 
 def _finish(run: ConsolidationRun, state: str, reason: str, **counts) -> None:
@@ -578,9 +636,9 @@ def restart_if_due(memory: Memory) -> None:
     if failures:
         finished = last.finished_at or last.started_at
         if timezone.now() - finished >= retry_pause(failures):
-            actions.request_if_learning(memory, ConsolidationRun.Trigger.SWEEP)
-    elif waiting >= actions.EARLY_FILING_AT:
-        actions.request_if_learning(memory, ConsolidationRun.Trigger.EARLY)
+            request_if_learning(memory, ConsolidationRun.Trigger.SWEEP)
+    elif waiting >= EARLY_FILING_AT:
+        request_if_learning(memory, ConsolidationRun.Trigger.EARLY)
 
 
 def sweep() -> None:
@@ -594,11 +652,11 @@ def sweep() -> None:
     for run in ConsolidationRun.objects.running().filter(
         claimed_at__isnull=True, started_at__lt=stale
     ):
-        send(run)
+        send_start(run)
 
 
 def daily() -> None:
     """The daily pass for every memory that is learning and has something waiting."""
     for memory in Memory.objects.filter(learning=True):
         if InboxItem.objects.for_memory(memory).pending().exists():
-            actions.request_if_learning(memory, ConsolidationRun.Trigger.DAILY)
+            request_if_learning(memory, ConsolidationRun.Trigger.DAILY)

@@ -42,7 +42,7 @@ from knowledge import actions as knowledge_actions
 from knowledge import statements
 from knowledge.models import Fact
 from knowledge.secret_filter import refuse_secrets
-from memory import actions, document
+from memory import actions, document, revisions
 from memory.composers.base import avoid, is_avoid_line, statement_of
 from memory.models import Change, DocumentRevision, InboxItem, Origin
 
@@ -152,7 +152,7 @@ def _settle(old: Fact, learned: actions.Learned, by) -> Change | None:
     says them), or the old words' waiting item is dropped. Returns the change logged."""
     memory, now = old.memory, timezone.now()
     with transaction.atomic():
-        current = actions.lock_document(memory)
+        current = revisions.lock_document(memory)
         lines = current.text.splitlines(keepends=True)
         index = _line_of(lines, old.text)
         change = None
@@ -163,7 +163,7 @@ def _settle(old: Fact, learned: actions.Learned, by) -> Change | None:
                 lines[index] = _reworded(lines[index], learned.fact.text)
             text = "".join(lines)
             if document.size_bytes(text) <= memory.max_bytes:
-                _, changes = actions.write_document(
+                _, changes = revisions.write_document(
                     memory=memory,
                     expected_generation=current.generation,
                     text=text,

@@ -35,7 +35,7 @@ from brain.portable import (
     when,
 )
 from knowledge.models import Fact, Memory
-from memory import actions, document
+from memory import actions, document, revisions
 from memory.composers.base import VOICE_MAX_BYTES
 from memory.models import Change, Confidence, DocumentRevision, InboxItem, Origin
 
@@ -137,7 +137,7 @@ class DocumentSection:
 
     def load(self, memory: Memory, data: dict, options: ImportOptions) -> None:
         text = data["text"]
-        current = actions.lock_document(memory)  # a pass filing now commits before, or after
+        current = revisions.lock_document(memory)  # a pass filing now commits before, or after
         if text == current.text or document.is_effectively_empty(text):
             options.report.append("Document: unchanged.")
             return
@@ -147,8 +147,8 @@ class DocumentSection:
                 "--replace-memory to replace it with the imported one."
             )
             return
-        actions.check_fits(memory, text)
-        actions.write_document(
+        revisions.check_fits(memory, text)
+        revisions.write_document(
             memory=memory,
             expected_generation=current.generation,
             text=text,

@@ -20,7 +20,7 @@ from django_htmx.http import trigger_client_event
 from knowledge import access, listing
 from knowledge.models import Conflict, Fact, Memory, Permission
 from knowledge.subjects import UnknownSubject
-from memory import actions, brief, consolidator, measurements
+from memory import actions, brief, consolidator, measurements, revisions
 from memory.models import Brief, Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
 from memory.rendering import render_markdown
 
@@ -230,7 +230,7 @@ def save_document(request: HttpRequest, memory: Memory) -> HttpResponse:
         base = -1
     context = {**_document_context(memory), "editing": True, "draft": text, "base_generation": base}
     try:
-        changes = actions.save_user_edit(
+        changes = revisions.save_user_edit(
             memory=memory, text=text, base_generation=base, by=request.user
         )
     except ValidationError as error:
@@ -238,7 +238,7 @@ def save_document(request: HttpRequest, memory: Memory) -> HttpResponse:
         if not request.htmx:
             return render(request, PAGE, {**_full_context(request, memory), **context})
         return _partial(request, "document", context)
-    except actions.DocumentChanged as changed:
+    except revisions.DocumentChanged as changed:
         context["edit_error"] = (
             "The document changed since you opened the editor (a pass filed meanwhile). "
             "Nothing was overwritten: your text is on the left, the document as it is now on "
@@ -320,10 +320,10 @@ def waiting(request: HttpRequest, memory: Memory) -> HttpResponse:
 @access.requires(Permission.CURATE)
 def file_now(request: HttpRequest, memory: Memory) -> HttpResponse:
     try:
-        started = actions.request_consolidation(
+        started = consolidator.request_consolidation(
             memory=memory, by=request.user, trigger=ConsolidationRun.Trigger.MANUAL
         )
-    except actions.LearningOff as off:
+    except consolidator.LearningOff as off:
         if not request.htmx:
             messages.error(request, str(off))
             return redirect("memory:knowledge")
@@ -449,9 +449,9 @@ def changes(request: HttpRequest, memory: Memory) -> HttpResponse:
 @access.requires(Permission.CURATE)
 def undo(request: HttpRequest, number: int, memory: Memory) -> HttpResponse:
     try:
-        change = actions.undo_change(memory=memory, number=number, by=request.user)
+        change = revisions.undo_change(memory=memory, number=number, by=request.user)
         note = (f"Undone: {change.summary.removeprefix('Undid ')}", "success")
-    except (actions.CannotUndo, ValidationError) as why:
+    except (revisions.CannotUndo, ValidationError) as why:
         text = " ".join(why.messages) if isinstance(why, ValidationError) else str(why)
         note = (text, "error")
     if not request.htmx:

@@ -32,7 +32,7 @@ def _file(memory: Memory, *texts: str, by=None) -> list[Fact]:
         actions.learn(memory=memory, text=text, origin=Origin.TYPED, by=by).fact for text in texts
     ]
     consolidator.execute(
-        actions.request_consolidation(memory=memory, trigger="cli", send=False).run.pk
+        consolidator.request_consolidation(memory=memory, trigger="cli", send=False).run.pk
     )
     for fact in facts:
         fact.refresh_from_db()

@@ -32,7 +32,7 @@ from rest_framework import serializers
 from brain import inputs
 from brain.tests.endpoints import Route, routes
 from knowledge.models import Conflict, Memory, Source
-from memory import actions
+from memory import actions, consolidator, revisions
 from memory.models import Origin
 from review import actions as review_actions
 
@@ -249,10 +249,10 @@ def world(admin_user) -> dict[str, int]:
         memory=home, text="The loft hatch sticks in winter.", origin=Origin.TYPED, by=admin_user
     )
     conflict = Conflict.objects.create(memory=home, old=old.fact, new=new.fact, reason="fuzz")
-    change = actions.save_user_edit(
+    change = revisions.save_user_edit(
         memory=home, text="- The boiler is in the cellar.\n", base_generation=0
     )[0]
-    run = actions.request_consolidation(memory=home, trigger="api", send=False).run
+    run = consolidator.request_consolidation(memory=home, trigger="api", send=False).run
     finding, quiet = (
         review_actions.raise_finding(
             memory=home, check_id=check, entity_id="", severity="low", text=f"{check} at 3am"

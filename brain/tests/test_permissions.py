@@ -18,7 +18,7 @@ from rest_framework.authtoken.models import Token
 from brain.testing import database_url
 from knowledge import access
 from knowledge.models import Fact, Membership, Memory, Permission
-from memory import actions
+from memory import revisions
 from memory.models import Change, DocumentRevision, InboxItem
 from memory.tests.test_mcp import Agent, drive
 
@@ -209,7 +209,7 @@ def test_teaching_is_one_answer_on_the_teach_box_the_add_call_and_the_inbox(clie
 
 def test_a_teacher_may_not_edit_undo_settle_or_export(client, home, alice):
     client.force_login(alice)
-    change = actions.save_user_edit(
+    change = revisions.save_user_edit(
         memory=home,
         text=DocumentRevision.objects.current(home).text + "- A line.\n",
         base_generation=0,

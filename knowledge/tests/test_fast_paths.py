@@ -191,3 +191,34 @@ def test_an_embedder_failure_reaches_the_caller_through_the_future():
 
     with pytest.raises(RuntimeError, match="model file"):
         embedding.question_vector_soon(Broken(), "anything").result()
+
+
+def test_a_subjects_slice_follows_every_change_of_confidence_and_liveness(home, office_lamp):
+    facts = []
+    for n in range(6):
+        fact = Fact.objects.create(
+            memory=home,
+            text=f"The office lamp note {n}.",
+            normalized=f"the office lamp note {n}",
+            channel=Fact.Channel.TYPED,
+            confidence=0.5,
+        )
+        fact.subjects.add(office_lamp)
+        facts.append(fact)
+    readable = Fact.objects.for_memory(home).live()
+
+    def slice_():
+        found = search.candidates(
+            home, readable, subject_ids=[office_lamp.pk], question="", limit=3
+        )
+        return found.about
+
+    facts[0].confidence = 0.9
+    facts[0].save()
+    Fact.objects.filter(pk=facts[1].pk).update(confidence=0.8)
+    Fact.objects.filter(pk=facts[5].pk).update(status=Fact.Status.FORGOTTEN)
+
+    assert slice_() == [facts[0].pk, facts[1].pk, facts[4].pk]
+    Fact.objects.filter(pk=facts[0].pk).update(status=Fact.Status.FILED, confidence=0.1)
+    Fact.objects.filter(pk=facts[5].pk).update(status=Fact.Status.FILED)
+    assert slice_() == [facts[1].pk, facts[5].pk, facts[4].pk]

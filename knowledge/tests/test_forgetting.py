@@ -1,12 +1,12 @@
 """Forgetting reaches everything: the facts follow the memory document."""
 
 from knowledge.models import Fact
-from memory import actions, consolidator
+from memory import actions, consolidator, revisions
 from memory.models import DocumentRevision
 
 
 def _file(home):
-    run = actions.request_consolidation(memory=home, trigger="cli", send=False).run
+    run = consolidator.request_consolidation(memory=home, trigger="cli", send=False).run
     consolidator.execute(run.pk)
 
 
@@ -30,7 +30,7 @@ def test_a_line_you_delete_from_the_document_stops_its_fact_being_used(home):
     _file(home)
     current = DocumentRevision.objects.current(home)
 
-    actions.save_user_edit(
+    revisions.save_user_edit(
         memory=home,
         text=current.text.replace("- The loft is warm.\n", ""),
         base_generation=current.generation,
@@ -45,13 +45,13 @@ def test_an_undo_that_brings_the_line_back_brings_the_fact_back(home):
     loft = actions.learn(memory=home, text="The loft is warm.", origin="typed").fact
     _file(home)
     current = DocumentRevision.objects.current(home)
-    edit = actions.save_user_edit(
+    edit = revisions.save_user_edit(
         memory=home,
         text=current.text.replace("- The loft is warm.\n", ""),
         base_generation=current.generation,
     )[0]
 
-    actions.undo_change(memory=home, number=edit.number)
+    revisions.undo_change(memory=home, number=edit.number)
 
     loft.refresh_from_db()
     assert loft.status == "filed"
@@ -65,7 +65,7 @@ def test_clearing_the_memory_forgets_everything_but_corrections(home):
     ).fact
     _file(home)
 
-    actions.clear_memory(memory=home)
+    revisions.clear_memory(memory=home)
 
     assert list(Fact.objects.live()) == [correction]
     plain.refresh_from_db()
@@ -103,7 +103,7 @@ def test_a_queued_fact_is_left_alone_until_it_has_been_judged(home):
     waiting = actions.learn(memory=home, text="Guests use the loft.", origin="typed").fact
     current = DocumentRevision.objects.current(home)
 
-    actions.save_user_edit(
+    revisions.save_user_edit(
         memory=home, text=current.text + "\n- My own line.\n", base_generation=current.generation
     )
 

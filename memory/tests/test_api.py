@@ -7,7 +7,7 @@ import re
 import pytest
 
 from knowledge.models import Memory
-from memory import actions, document
+from memory import actions, consolidator, document, revisions
 from memory.models import Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
 
 API = "/api/memory/"
@@ -41,7 +41,7 @@ def test_the_api_refuses_someone_not_signed_in(client, home):
 
 
 def test_the_document_comes_with_its_size_waiting_count_and_last_run(api, home):
-    actions.save_user_edit(memory=home, text=EDITED, base_generation=0)
+    revisions.save_user_edit(memory=home, text=EDITED, base_generation=0)
     actions.add_to_inbox(memory=home, text="The loft is warm", origin=Origin.TYPED)
 
     body = api.get(API).json()
@@ -54,7 +54,7 @@ def test_the_document_comes_with_its_size_waiting_count_and_last_run(api, home):
     assert body["waiting"] == 1
     assert body["last_run"] is None
 
-    run = actions.request_consolidation(memory=home, trigger="api", send=False).run
+    run = consolidator.request_consolidation(memory=home, trigger="api", send=False).run
 
     assert api.get(API).json()["last_run"]["id"] == run.pk
 
@@ -158,7 +158,7 @@ def test_consolidate_when_learning_is_off_is_409_saying_so(api, home):
 
 
 def test_a_run_can_be_read_back_and_an_unknown_one_is_404(api, home):
-    run = actions.request_consolidation(memory=home, trigger="api", send=False).run
+    run = consolidator.request_consolidation(memory=home, trigger="api", send=False).run
 
     body = api.get(API + f"runs/{run.pk}").json()
 
@@ -191,7 +191,7 @@ def test_a_document_over_the_cap_is_a_400_naming_memory_max_kb_and_nothing_is_sa
 
 
 def test_a_stale_edit_is_a_409_carrying_the_current_document(api, home):
-    actions.save_user_edit(memory=home, text=EDITED, base_generation=0)
+    revisions.save_user_edit(memory=home, text=EDITED, base_generation=0)
 
     response = _put_document(api, document.TEMPLATE + "- The loft is warm.\n", base_generation=0)
 
@@ -210,8 +210,8 @@ def test_an_edit_without_a_base_generation_is_a_400(api, home):
 
 
 def test_the_change_log_lists_newest_first(api, home):
-    actions.save_user_edit(memory=home, text=EDITED, base_generation=0)
-    actions.clear_memory(memory=home)
+    revisions.save_user_edit(memory=home, text=EDITED, base_generation=0)
+    revisions.clear_memory(memory=home)
 
     body = api.get(API + "changes").json()
 
@@ -226,7 +226,7 @@ def test_the_change_log_lists_newest_first(api, home):
 
 
 def test_undoing_a_change_reverts_it_and_an_unknown_one_is_409(api, home):
-    actions.save_user_edit(memory=home, text=EDITED, base_generation=0)
+    revisions.save_user_edit(memory=home, text=EDITED, base_generation=0)
 
     response = _post(api, "changes/1/undo")
 
@@ -244,7 +244,7 @@ def test_undoing_a_change_reverts_it_and_an_unknown_one_is_409(api, home):
 
 
 def test_export_is_a_json_attachment_with_document_voice_inbox_and_log(api, home):
-    actions.save_user_edit(memory=home, text=EDITED, base_generation=0)
+    revisions.save_user_edit(memory=home, text=EDITED, base_generation=0)
     actions.add_to_inbox(memory=home, text="The loft is warm", origin=Origin.VOICE)
 
     response = api.get(API + "export")

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from memory import actions, consolidator
+from memory import actions, consolidator, revisions
 from memory.models import ConsolidationRun, DocumentRevision, Origin
 
 
@@ -36,7 +36,7 @@ def test_the_sweep_fails_a_pass_whose_lease_ran_out_and_starts_a_new_one(
     home, django_capture_on_commit_callbacks
 ):
     actions.add_to_inbox(memory=home, text="The loft is warm.", origin=Origin.TYPED)
-    lost = actions.request_consolidation(memory=home, trigger="manual", send=False).run
+    lost = consolidator.request_consolidation(memory=home, trigger="manual", send=False).run
     ConsolidationRun.objects.filter(pk=lost.pk).update(
         claimed_at=timezone.now() - timedelta(minutes=20),
         executor="another-host:1",
@@ -56,7 +56,7 @@ def test_the_sweep_fails_a_pass_whose_lease_ran_out_and_starts_a_new_one(
 def test_the_sweep_resends_a_start_message_nobody_picked_up(
     home, django_capture_on_commit_callbacks
 ):
-    waiting = actions.request_consolidation(memory=home, trigger="manual", send=False).run
+    waiting = consolidator.request_consolidation(memory=home, trigger="manual", send=False).run
     ConsolidationRun.objects.filter(pk=waiting.pk).update(
         started_at=timezone.now() - timedelta(minutes=5)
     )
@@ -69,7 +69,7 @@ def test_the_sweep_resends_a_start_message_nobody_picked_up(
 
 
 def test_voice_prompts_get_the_distillate_only_while_memory_injection_is_on(home, admin_client):
-    actions.save_user_edit(
+    revisions.save_user_edit(
         memory=home, text="# Memory\n\n## Rules\n\n- Never wake Sarah.\n", base_generation=0
     )
     assert "Never wake Sarah." in admin_client.get("/api/memory/voice").json()["voice"]

@@ -17,7 +17,7 @@ from mcp import Client as McpClient
 from brain.db import retry
 from knowledge import actions as knowledge_actions
 from knowledge.models import Fact, Memory
-from memory import actions, consolidator, mcp_server, portable
+from memory import actions, consolidator, mcp_server, portable, revisions
 from memory.models import Change, DocumentRevision, InboxItem, Origin
 
 BUSY = (
@@ -69,7 +69,7 @@ def races(monkeypatch):
 
 def _filed(home, text: str) -> None:
     actions.learn(memory=home, text=text, origin=Origin.TYPED)
-    run = actions.request_consolidation(memory=home, trigger="cli", send=False).run
+    run = consolidator.request_consolidation(memory=home, trigger="cli", send=False).run
     consolidator.execute(run.pk)
 
 
@@ -109,7 +109,7 @@ def test_an_error_that_is_not_a_lost_race_is_not_called_busy(home, curator, monk
     def broken(**kwargs):
         raise OperationalError("the disk is full")
 
-    monkeypatch.setattr(actions, "undo_change", broken)
+    monkeypatch.setattr(revisions, "undo_change", broken)
 
     response = curator.post("/knowledge/changes/1/undo")
 

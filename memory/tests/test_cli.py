@@ -16,7 +16,7 @@ from django.db import connection
 
 from brain.testing import database_url
 from knowledge.models import Memory
-from memory import actions, document
+from memory import consolidator, document, revisions
 from memory.models import Change, ConsolidationRun, DocumentRevision, InboxItem
 
 WRAPPER = Path(django_settings.BASE_DIR) / "bin" / "brain"
@@ -58,7 +58,7 @@ def _filed(*facts: str) -> None:
 
 
 def test_list_prints_the_memory_document(home):
-    actions.save_user_edit(memory=home, text=EDITED, base_generation=0)
+    revisions.save_user_edit(memory=home, text=EDITED, base_generation=0)
 
     assert brain("list") == EDITED
 
@@ -148,7 +148,7 @@ def test_consolidate_with_nothing_waiting_says_so(home):
 
 
 def test_consolidate_refuses_while_a_pass_is_already_running(home):
-    running = actions.request_consolidation(memory=home, trigger="api", send=False).run
+    running = consolidator.request_consolidation(memory=home, trigger="api", send=False).run
 
     with pytest.raises(CommandError, match=rf"A pass is already running.*pass #{running.pk}"):
         brain("consolidate")
@@ -319,7 +319,7 @@ def test_edit_that_changes_nothing_says_so(home, monkeypatch, tmp_path):
 
 
 def test_clear_without_confirm_refuses_and_keeps_the_document(home):
-    actions.save_user_edit(memory=home, text=EDITED, base_generation=0)
+    revisions.save_user_edit(memory=home, text=EDITED, base_generation=0)
 
     with pytest.raises(CommandError, match="run it again with --confirm"):
         brain("clear")
@@ -328,7 +328,7 @@ def test_clear_without_confirm_refuses_and_keeps_the_document(home):
 
 
 def test_clear_keeps_the_old_document_as_a_revision_and_undo_brings_it_back(home):
-    actions.save_user_edit(memory=home, text=EDITED, base_generation=0)
+    revisions.save_user_edit(memory=home, text=EDITED, base_generation=0)
 
     out = brain("clear", "--confirm")
 
@@ -411,7 +411,7 @@ def test_import_into_a_fresh_memory_brings_everything_and_twice_changes_nothing(
 
 def test_import_keeps_a_document_with_content_unless_told_to_replace_it(home, exported, other):
     mine = document.TEMPLATE + "- The boiler is in the cellar.\n"
-    actions.save_user_edit(memory=other, text=mine, base_generation=0)
+    revisions.save_user_edit(memory=other, text=mine, base_generation=0)
 
     out = brain("--memory", "other", "import", str(exported))
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from memory import actions, consolidator, document
+from memory import actions, consolidator, document, revisions
 from memory.composers.base import ComposerError, ComposerTimeout, Composition
 from memory.models import (
     Change,
@@ -28,7 +28,7 @@ def _queue(home, *texts, origin=Origin.TYPED, action="add"):
 
 
 def _pass(home, trigger=ConsolidationRun.Trigger.CLI) -> ConsolidationRun:
-    request = actions.request_consolidation(memory=home, trigger=trigger, send=False)
+    request = consolidator.request_consolidation(memory=home, trigger=trigger, send=False)
     consolidator.execute(request.run.pk)
     return ConsolidationRun.objects.get(pk=request.run.pk)
 
@@ -214,7 +214,7 @@ def test_an_edit_made_during_the_pass_wins_and_a_new_pass_is_asked_for(
     _queue(home, "The loft is warm.")
 
     def someone_edits_meanwhile(*, document, **_):
-        actions.save_user_edit(memory=home, text=document + "- My own line.\n", base_generation=0)
+        revisions.save_user_edit(memory=home, text=document + "- My own line.\n", base_generation=0)
         return Composition(document=document + "- The loft is warm.\n", voice="")
 
     scripted(someone_edits_meanwhile)
@@ -232,8 +232,8 @@ def test_an_edit_made_during_the_pass_wins_and_a_new_pass_is_asked_for(
 
 
 def test_a_second_request_while_a_pass_runs_reports_already_running(home):
-    first = actions.request_consolidation(memory=home, trigger="manual", send=False)
-    second = actions.request_consolidation(memory=home, trigger="manual", send=False)
+    first = consolidator.request_consolidation(memory=home, trigger="manual", send=False)
+    second = consolidator.request_consolidation(memory=home, trigger="manual", send=False)
 
     assert first.started and not second.started
     assert second.run.pk == first.run.pk
@@ -243,7 +243,7 @@ def test_a_second_request_while_a_pass_runs_reports_already_running(home):
 
 def test_the_same_start_message_delivered_twice_makes_one_revision(home):
     _queue(home, "The loft is warm.")
-    request = actions.request_consolidation(memory=home, trigger="manual", send=False)
+    request = consolidator.request_consolidation(memory=home, trigger="manual", send=False)
 
     consolidator.execute(request.run.pk)
     consolidator.execute(request.run.pk)
@@ -268,20 +268,20 @@ def test_learning_off_refuses_to_start_a_pass_and_leaves_memory_untouched(home):
     home.learning = False
     home.save(update_fields=["learning"])
 
-    with pytest.raises(actions.LearningOff, match="Learning is switched off"):
-        actions.request_consolidation(memory=home, trigger="manual")
+    with pytest.raises(consolidator.LearningOff, match="Learning is switched off"):
+        consolidator.request_consolidation(memory=home, trigger="manual")
 
     assert not ConsolidationRun.objects.exists()
 
 
 def test_a_run_whose_worker_process_died_is_marked_failed_on_the_next_request(home):
     _queue(home, "The loft is warm.")
-    request = actions.request_consolidation(memory=home, trigger="manual", send=False)
+    request = consolidator.request_consolidation(memory=home, trigger="manual", send=False)
     ConsolidationRun.objects.filter(pk=request.run.pk).update(
         claimed_at=request.run.started_at, executor=f"{consolidator.socket.gethostname()}:999999"
     )
 
-    again = actions.request_consolidation(memory=home, trigger="manual", send=False)
+    again = consolidator.request_consolidation(memory=home, trigger="manual", send=False)
 
     lost = ConsolidationRun.objects.get(pk=request.run.pk)
     assert lost.state == "failed"

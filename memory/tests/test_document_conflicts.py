@@ -46,7 +46,7 @@ def _text(home) -> str:
 def _file(home, *texts: str) -> None:
     for text in texts:
         actions.learn(memory=home, text=text, origin=Origin.TYPED)
-    run = actions.request_consolidation(memory=home, trigger="cli", send=False).run
+    run = consolidator.request_consolidation(memory=home, trigger="cli", send=False).run
     consolidator.execute(run.pk)
     assert ConsolidationRun.objects.get(pk=run.pk).state == "filed"
 
@@ -81,7 +81,7 @@ def a_pass_committing(home, monkeypatch) -> Iterator[ConsolidationRun]:
     """A pass filing SARAH that holds the document in its commit until the block ends: a
     person's write sent inside the block reaches the document lock while the pass has it."""
     actions.learn(memory=home, text=SARAH, origin=Origin.TYPED)
-    run = actions.request_consolidation(memory=home, trigger="cli", send=False).run
+    run = consolidator.request_consolidation(memory=home, trigger="cli", send=False).run
     in_commit, go_on = threading.Event(), threading.Event()
     reconcile = knowledge_actions.reconcile_with_document
 
@@ -106,7 +106,7 @@ def a_pass_committing(home, monkeypatch) -> Iterator[ConsolidationRun]:
 def a_pass_composing(home, monkeypatch) -> Iterator[ConsolidationRun]:
     """A pass filing SARAH whose composer is thinking until the block ends."""
     actions.learn(memory=home, text=SARAH, origin=Origin.TYPED)
-    run = actions.request_consolidation(memory=home, trigger="cli", send=False).run
+    run = consolidator.request_consolidation(memory=home, trigger="cli", send=False).run
     thinking, go_on = threading.Event(), threading.Event()
     offline = OfflineComposer()
 

@@ -4,7 +4,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from knowledge.models import Fact, Subject
-from memory import actions, consolidator, fact_edits
+from memory import actions, consolidator, fact_edits, revisions
 from memory.models import Change, DocumentRevision, InboxItem, Origin
 
 LAMP = "The office lamp turns off at 23:00."
@@ -16,7 +16,7 @@ def _filed(home, *texts, by=None) -> list[Fact]:
         actions.learn(memory=home, text=text, origin=Origin.TYPED, by=by).fact for text in texts
     ]
     consolidator.execute(
-        actions.request_consolidation(memory=home, trigger="cli", send=False).run.pk
+        consolidator.request_consolidation(memory=home, trigger="cli", send=False).run.pk
     )
     for fact in learned:
         fact.refresh_from_db()
@@ -56,7 +56,7 @@ def test_undoing_an_edit_brings_the_old_words_and_their_fact_back(home, alice):
     (old,) = _filed(home, LAMP)
     edited = fact_edits.edit_fact(fact=old, text=LATER, by=alice)
 
-    actions.undo_change(memory=home, number=edited.change.number, by=alice)
+    revisions.undo_change(memory=home, number=edited.change.number, by=alice)
 
     assert f"- {LAMP}\n" in _document(home)
     assert LATER not in _document(home)
@@ -128,7 +128,7 @@ def test_a_failure_keeps_its_avoid_label_in_the_document(home, alice):
         memory=home, text="Rebooting the router at noon", origin=Origin.TYPED, outcome=False
     )
     consolidator.execute(
-        actions.request_consolidation(memory=home, trigger="cli", send=False).run.pk
+        consolidator.request_consolidation(memory=home, trigger="cli", send=False).run.pk
     )
     assert "- Avoid: Rebooting the router at noon" in _document(home)
 

@@ -11,7 +11,7 @@ import pytest
 from brain.llm.stub import stub_json
 from knowledge import retrieval
 from knowledge.models import Fact
-from memory import actions, consolidator, document
+from memory import actions, consolidator, document, revisions
 from memory.composers.base import FAILURES_HEADING, Candidate, Composition
 from memory.composers.offline import OfflineComposer, distil_voice
 from memory.models import ConsolidationRun, DocumentRevision, InboxItem, Origin
@@ -21,7 +21,7 @@ START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
 
 def _pass(home) -> ConsolidationRun:
-    request = actions.request_consolidation(memory=home, trigger="cli", send=False)
+    request = consolidator.request_consolidation(memory=home, trigger="cli", send=False)
     consolidator.execute(request.run.pk)
     return ConsolidationRun.objects.get(pk=request.run.pk)
 
@@ -124,7 +124,7 @@ def test_deleting_the_avoid_line_by_hand_forgets_the_failure(home):
     _pass(home)
     current = DocumentRevision.objects.current(home)
 
-    actions.save_user_edit(
+    revisions.save_user_edit(
         memory=home,
         text=current.text.replace(f"- Avoid: {FAILURE}\n", ""),
         base_generation=current.generation,

@@ -246,7 +246,7 @@ def test_undoing_a_filed_line_in_the_change_log_takes_it_out_of_the_document(
     knowledge, home, admin_user
 ):
     teach(home, admin_user, "Guests sleep in the loft.")
-    run = actions.request_consolidation(memory=home, trigger="cli", send=False).run
+    run = consolidator.request_consolidation(memory=home, trigger="cli", send=False).run
     consolidator.execute(run.pk)
     page = knowledge()
     prose = page.locator("#document .prose")

@@ -7,7 +7,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from knowledge.models import Fact, Subject
-from memory import actions
+from memory import actions, consolidator, revisions
 from memory.demo import household_facts
 from memory.models import ConsolidationRun, DocumentRevision, InboxItem
 
@@ -126,7 +126,7 @@ def test_pressing_file_now_twice_starts_one_pass(
 
 
 def test_a_pass_nobody_picks_up_says_the_worker_may_be_down(signed_in, home):
-    run = actions.request_consolidation(memory=home, trigger="manual", send=False).run
+    run = consolidator.request_consolidation(memory=home, trigger="manual", send=False).run
     ConsolidationRun.objects.filter(pk=run.pk).update(
         started_at=timezone.now() - timedelta(minutes=5)
     )
@@ -137,8 +137,7 @@ def test_a_pass_nobody_picks_up_says_the_worker_may_be_down(signed_in, home):
 
 
 def test_a_finished_pass_reports_its_outcome_and_refreshes_the_tab(signed_in, home):
-    run = actions.request_consolidation(memory=home, trigger="manual", send=False).run
-    from memory import consolidator
+    run = consolidator.request_consolidation(memory=home, trigger="manual", send=False).run
 
     consolidator.execute(run.pk)
 
@@ -149,7 +148,7 @@ def test_a_finished_pass_reports_its_outcome_and_refreshes_the_tab(signed_in, ho
 
 
 def test_an_edit_over_a_newer_document_shows_both_and_overwrites_nothing(signed_in, home):
-    actions.save_user_edit(memory=home, text="# Memory\n\n- Theirs.\n", base_generation=0)
+    revisions.save_user_edit(memory=home, text="# Memory\n\n- Theirs.\n", base_generation=0)
 
     response = signed_in.post(
         reverse("memory:save-document"),
@@ -164,7 +163,7 @@ def test_an_edit_over_a_newer_document_shows_both_and_overwrites_nothing(signed_
 
 
 def test_markup_in_the_document_renders_inert(signed_in, home):
-    actions.save_user_edit(
+    revisions.save_user_edit(
         memory=home,
         base_generation=0,
         text="# Memory\n\n- <script>alert(1)</script>\n\n<img src=x "

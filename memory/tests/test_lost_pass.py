@@ -32,7 +32,7 @@ def _dead_pid() -> int:
 
 
 def _a_pass_whose_process_died(home) -> ConsolidationRun:
-    run = actions.request_consolidation(memory=home, trigger="manual", send=False).run
+    run = consolidator.request_consolidation(memory=home, trigger="manual", send=False).run
     ConsolidationRun.objects.filter(pk=run.pk).update(
         claimed_at=timezone.now(), executor=f"{socket.gethostname()}:{_dead_pid()}"
     )
@@ -41,7 +41,7 @@ def _a_pass_whose_process_died(home) -> ConsolidationRun:
 
 def _settled_by_someone_else(home, state: str = "failed", ago=timedelta(minutes=5)) -> None:
     """A pass that ended without filing, as the redelivery or a failure leaves it."""
-    run = actions.request_consolidation(memory=home, trigger="manual", send=False).run
+    run = consolidator.request_consolidation(memory=home, trigger="manual", send=False).run
     ConsolidationRun.objects.filter(pk=run.pk).update(
         state=state, reason="The pass was lost.", finished_at=timezone.now() - ago
     )
@@ -94,7 +94,7 @@ def test_the_sweep_restarts_a_pass_that_something_else_marked_lost(
 def test_the_sweep_restarts_a_pass_whose_composer_failed(home, scripted):
     actions.add_to_inbox(memory=home, text=LOFT, origin=Origin.TYPED)
     scripted(ComposerError("overloaded_error: Overloaded"))
-    failed = actions.request_consolidation(memory=home, trigger="manual", send=False).run
+    failed = consolidator.request_consolidation(memory=home, trigger="manual", send=False).run
     consolidator.execute(failed.pk)
     assert ConsolidationRun.objects.get(pk=failed.pk).state == "failed"
 
@@ -106,7 +106,7 @@ def test_the_sweep_restarts_a_pass_whose_composer_failed(home, scripted):
 def test_the_sweep_leaves_items_for_the_daily_pass_when_the_last_pass_did_its_work(home, scripted):
     actions.add_to_inbox(memory=home, text=LOFT, origin=Origin.TYPED)
     scripted(Composition(document=FILED_DOCUMENT, voice=""))
-    filed = actions.request_consolidation(memory=home, trigger="manual", send=False).run
+    filed = consolidator.request_consolidation(memory=home, trigger="manual", send=False).run
     consolidator.execute(filed.pk)
     actions.add_to_inbox(memory=home, text="Sarah is a light sleeper.", origin=Origin.TYPED)
     _settled_by_someone_else(home, state="kept")
@@ -169,7 +169,7 @@ def test_killing_the_pool_process_mid_pass_leads_to_a_new_pass_that_files_the_it
             "BRAIN_LLM_MAX_RETRIES": "0",
         }
         with testing.celery_worker(connection.settings_dict, extra_env=env) as worker:
-            first = actions.request_consolidation(memory=home, trigger="manual")
+            first = consolidator.request_consolidation(memory=home, trigger="manual")
             claimed = testing.wait_until(
                 lambda: ConsolidationRun.objects.filter(
                     pk=first.run.pk, claimed_at__isnull=False

@@ -14,7 +14,7 @@ from brain.db import retry
 from brain.testing import wait_until
 from knowledge import actions as knowledge_actions
 from knowledge.models import Fact, Memory
-from memory import actions, consolidator, document
+from memory import actions, consolidator, document, revisions
 from memory.composers.base import ComposerError, Composition
 from memory.models import Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
 
@@ -101,7 +101,7 @@ def test_teaching_a_replacement_for_a_fact_a_pass_is_filing_deadlocks_neither(ho
         superseded.wait(timeout=10)
         try:
             with transaction.atomic():
-                actions.write_document(
+                revisions.write_document(
                     memory=home,
                     expected_generation=0,
                     text=document.TEMPLATE + "- The loft is warm.\n",
@@ -147,7 +147,7 @@ def test_teaching_that_loses_a_race_is_taught_once(home, races):
 def test_an_edit_that_loses_a_race_is_saved_once(home, races):
     calls = races(knowledge_actions, "reconcile_with_document")
 
-    actions.save_user_edit(memory=home, text=document.TEMPLATE + "- Mine.\n", base_generation=0)
+    revisions.save_user_edit(memory=home, text=document.TEMPLATE + "- Mine.\n", base_generation=0)
 
     assert len(calls) == 2
     assert DocumentRevision.objects.current(home).generation == 1
@@ -155,10 +155,10 @@ def test_an_edit_that_loses_a_race_is_saved_once(home, races):
 
 
 def test_a_clear_that_loses_a_race_is_done_once(home, races):
-    actions.save_user_edit(memory=home, text=document.TEMPLATE + "- Mine.\n", base_generation=0)
+    revisions.save_user_edit(memory=home, text=document.TEMPLATE + "- Mine.\n", base_generation=0)
     calls = races(knowledge_actions, "reconcile_with_document")
 
-    change = actions.clear_memory(memory=home)
+    change = revisions.clear_memory(memory=home)
 
     assert len(calls) == 2
     assert change is not None
@@ -167,12 +167,12 @@ def test_a_clear_that_loses_a_race_is_done_once(home, races):
 
 
 def test_an_undo_that_loses_a_race_is_done_once(home, races):
-    [edit] = actions.save_user_edit(
+    [edit] = revisions.save_user_edit(
         memory=home, text=document.TEMPLATE + "- Mine.\n", base_generation=0
     )
     calls = races(knowledge_actions, "reconcile_with_document")
 
-    undo = actions.undo_change(memory=home, number=edit.number)
+    undo = revisions.undo_change(memory=home, number=edit.number)
 
     assert len(calls) == 2
     assert Change.objects.get(pk=edit.pk).undone_by_id == undo.pk
@@ -254,7 +254,7 @@ def filing(monkeypatch):
 
 
 def _pass(home) -> ConsolidationRun:
-    request = actions.request_consolidation(memory=home, trigger="cli", send=False)
+    request = consolidator.request_consolidation(memory=home, trigger="cli", send=False)
     consolidator.execute(request.run.pk)
     return ConsolidationRun.objects.get(pk=request.run.pk)
 
@@ -280,7 +280,7 @@ def test_a_pass_that_loses_every_race_writes_nothing_says_where_and_asks_for_ano
     races(knowledge_actions, "reconcile_with_document", times=retry.ATTEMPTS)
     sent = []
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(consolidator, "send", sent.append)
+        patch.setattr(consolidator, "send_start", sent.append)
         run = _pass(home)
 
     assert run.state == "failed"
@@ -461,7 +461,7 @@ def test_every_write_acknowledged_across_the_early_passes_is_kept(
     assert ConsolidationRun.objects.filter(trigger=ConsolidationRun.Trigger.EARLY).exists()
 
     wait_until(_no_pass_running, timeout=60, message="a pass never settled")
-    last = actions.request_consolidation(memory=home, trigger=ConsolidationRun.Trigger.MANUAL)
+    last = consolidator.request_consolidation(memory=home, trigger=ConsolidationRun.Trigger.MANUAL)
     wait_until(lambda: not ConsolidationRun.objects.get(pk=last.run.pk).is_running, timeout=60)
     wait_until(_no_pass_running, timeout=60, message="a pass never settled")
 

@@ -8,7 +8,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from knowledge.models import Memory
-from memory import actions, consolidator, document, portable
+from memory import actions, consolidator, document, portable, revisions
 from memory.composers.base import Composition
 from memory.models import Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
 
@@ -29,7 +29,7 @@ def taught_home(home, alice, admin_user, scripted):
         memory=home, text="The loft is warm.", origin=Origin.VOICE, confidence="high", by=alice
     )
     scripted(Composition(document=TAUGHT, voice=VOICE))
-    request = actions.request_consolidation(memory=home, trigger="cli", send=False)
+    request = consolidator.request_consolidation(memory=home, trigger="cli", send=False)
     consolidator.execute(request.run.pk)
     run = ConsolidationRun.objects.get(pk=request.run.pk)
     assert run.state == "filed", run.reason
@@ -121,7 +121,7 @@ def test_importing_an_export_into_its_own_memory_changes_nothing(taught_home):
 
 def test_a_document_with_content_is_kept_unless_replacing_is_asked_for(taught_home, other):
     mine = "# Memory\n\n## House\n\n- The boiler is in the cellar.\n"
-    actions.save_user_edit(memory=other, text=mine, base_generation=0)
+    revisions.save_user_edit(memory=other, text=mine, base_generation=0)
     data = _round_trip(taught_home)
 
     report = _memory_lines(portable.import_memory(other, data))

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from knowledge import provenance, retrieval
 from knowledge.models import Fact
-from memory import actions, consolidator, document
+from memory import actions, consolidator, document, revisions
 from memory.composers.base import Composition
 from memory.demo import household_facts
 from memory.models import Change, ConsolidationRun, DocumentRevision, Origin
@@ -18,7 +18,7 @@ LEFT_OUT = "not in the document: left out for space"
 
 
 def _pass(home) -> ConsolidationRun:
-    request = actions.request_consolidation(memory=home, trigger="cli", send=False)
+    request = consolidator.request_consolidation(memory=home, trigger="cli", send=False)
     consolidator.execute(request.run.pk)
     return ConsolidationRun.objects.get(pk=request.run.pk)
 
@@ -98,7 +98,7 @@ def test_undoing_the_pass_that_left_a_line_out_puts_its_fact_back_in_the_documen
     _pass(home)
     removal = Change.objects.for_memory(home).newest_first().first()
 
-    actions.undo_change(memory=home, number=removal.number)
+    revisions.undo_change(memory=home, number=removal.number)
 
     loft.refresh_from_db()
     assert (loft.status, loft.in_document) == ("filed", True)
@@ -132,7 +132,7 @@ def test_a_line_a_person_deletes_still_forgets_its_fact(home):
     _pass(home)
     current = DocumentRevision.objects.current(home)
 
-    actions.save_user_edit(
+    revisions.save_user_edit(
         memory=home,
         text=current.text.replace("- The loft is warm.\n", ""),
         base_generation=current.generation,

@@ -42,7 +42,7 @@ def live_texts(home: Memory) -> set[str]:
 
 
 def file_now(home: Memory) -> None:
-    run = actions.request_consolidation(
+    run = consolidator.request_consolidation(
         memory=home, trigger=ConsolidationRun.Trigger.CLI, send=False
     ).run
     consolidator.execute(run.pk)

@@ -10,7 +10,7 @@ from django.db import connection
 from brain import testing
 from brain.llm.stub import TEST_API_KEY, MessagesStub, stub_json
 from knowledge.models import Memory
-from memory import actions
+from memory import actions, consolidator
 from memory.models import Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
 from memory.tasks import consolidate
 
@@ -62,7 +62,7 @@ def test_two_passes_requested_at_once_run_exactly_once(home):
 
     def press_file_now():
         barrier.wait()
-        results.append(actions.request_consolidation(memory=home, trigger="manual"))
+        results.append(consolidator.request_consolidation(memory=home, trigger="manual"))
         connection.close()
 
     with testing.celery_worker(connection.settings_dict, concurrency=2):
@@ -99,7 +99,7 @@ def test_fifty_facts_added_during_a_slow_pass_wait_for_the_next_one(home, stub):
     actions.add_to_inbox(memory=home, text="The loft is warm.", origin=Origin.VOICE)
 
     with testing.celery_worker(connection.settings_dict, extra_env=_worker_env(stub)):
-        request = actions.request_consolidation(memory=home, trigger="manual")
+        request = consolidator.request_consolidation(memory=home, trigger="manual")
         testing.wait_until(lambda: _claimed(request.run.pk), timeout=30)
         for n in range(50):
             actions.add_to_inbox(memory=home, text=f"Late fact number {n}.", origin=Origin.CHAT)
@@ -123,7 +123,7 @@ def test_a_worker_killed_mid_pass_writes_nothing_and_the_pass_is_marked_failed(h
     actions.add_to_inbox(memory=home, text="The loft is warm.", origin=Origin.VOICE)
 
     with testing.celery_worker(connection.settings_dict, extra_env=_worker_env(stub)):
-        request = actions.request_consolidation(memory=home, trigger="manual")
+        request = consolidator.request_consolidation(memory=home, trigger="manual")
         claimed = testing.wait_until(lambda: _claimed(request.run.pk), timeout=30)
         os.kill(int(claimed.executor.rpartition(":")[2]), signal.SIGKILL)
         # The message comes back (acks_late, reject_on_worker_lost); its redelivery finds the

@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from knowledge import registry
 from knowledge.models import Fact, Memory
-from memory import actions, brief, consolidator
+from memory import actions, brief, consolidator, revisions
 from memory.demo import SEED_LINES, household_facts
 from memory.models import ConsolidationRun, DocumentRevision, Origin
 
@@ -60,7 +60,7 @@ class Command(BaseCommand):
             )
         self._file(home)
         current = DocumentRevision.objects.current(home)
-        actions.save_user_edit(
+        revisions.save_user_edit(
             memory=home,
             base_generation=current.generation,
             by=people[0],
@@ -92,7 +92,7 @@ class Command(BaseCommand):
         return people
 
     def _file(self, home: Memory) -> None:
-        request = actions.request_consolidation(
+        request = consolidator.request_consolidation(
             memory=home, trigger=ConsolidationRun.Trigger.CLI, send=False
         )
         consolidator.execute(request.run.pk)

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from knowledge import access
 from knowledge.models import Conflict, Fact, Memory, Permission
-from memory import actions, consolidator, portable
+from memory import actions, consolidator, portable, revisions
 from memory.models import (
     Change,
     Confidence,
@@ -122,9 +122,9 @@ class Command(BaseCommand):
             raise CommandError(" ".join(error.messages)) from None
         except (
             access.NotPermitted,
-            actions.DocumentChanged,
-            actions.LearningOff,
-            actions.CannotUndo,
+            revisions.DocumentChanged,
+            consolidator.LearningOff,
+            revisions.CannotUndo,
             actions.AlreadySettled,
             portable.ImportRejected,
         ) as error:
@@ -190,7 +190,7 @@ class Command(BaseCommand):
         self.stdout.write(settled.message)
 
     def do_consolidate(self, *, background: bool, verbosity: int = 1, **_) -> None:
-        request = actions.request_consolidation(
+        request = consolidator.request_consolidation(
             memory=self.memory,
             trigger=ConsolidationRun.Trigger.CLI,
             by=self.person,
@@ -231,7 +231,7 @@ class Command(BaseCommand):
             self.stdout.write(f"#{change.number}  {when}  {change.summary}{by}{undone}")
 
     def do_undo(self, *, number: int, **_) -> None:
-        undo = actions.undo_change(memory=self.memory, number=number, by=self.person)
+        undo = revisions.undo_change(memory=self.memory, number=number, by=self.person)
         self.stdout.write(f"#{undo.number}  {undo.summary}")
 
     def do_edit(self, **_) -> None:
@@ -253,13 +253,13 @@ class Command(BaseCommand):
                 f"{editor} exited with an error; nothing was saved (your text is in {path})."
             )
         try:
-            changes = actions.save_user_edit(
+            changes = revisions.save_user_edit(
                 memory=self.memory,
                 text=path.read_text(),
                 base_generation=current.generation,
                 by=self.person,
             )
-        except (ValidationError, actions.DocumentChanged) as error:
+        except (ValidationError, revisions.DocumentChanged) as error:
             message = " ".join(error.messages) if isinstance(error, ValidationError) else error
             raise CommandError(f"{message} Your text is kept in {path}.") from None
         path.unlink()
@@ -273,7 +273,7 @@ class Command(BaseCommand):
                 "This forgets the whole memory document; run it again with "
                 "--confirm (the old document stays as a revision)."
             )
-        change = actions.clear_memory(memory=self.memory, by=self.person)
+        change = revisions.clear_memory(memory=self.memory, by=self.person)
         self.stdout.write(
             f"#{change.number}  {change.summary}"
             if change
