@@ -1,7 +1,10 @@
 """Recall at scale (registered in settings.BRAIN_BENCHMARKS): a synthetic household of 10k and
-100k live facts (1M when it fits the time budget) in a memory of its own, in the database the
-app uses; context() and search.nearest timed against an exact numpy scan of the same vectors,
-recall@10 of the vector path, and the intake rate through the full write gate.
+100k live facts in a memory of its own, in the database the app uses (1M with `make bench
+SIZES=1m`, on its own: loading and indexing 1M take longer than the whole default run may);
+context() timed against the plain path it replaced, an exact numpy scan of the same vectors and
+brainmem 0.3.0's context() on the same facts, recall@10 of the vector path (on synthetic
+vectors and on real MiniLM vectors of real sentences), and the intake rate through the full
+write gate into a 100k-fact memory.
 
 The vectors are synthetic, not embedded: the real embedder takes milliseconds a sentence, hours
 at 1M. Each fact's vector is the sum of the "meanings" its text is made of (its template, its
