@@ -384,6 +384,8 @@ def test_a_staff_member_sees_only_the_memories_they_may_read(client, sam, three)
         assert "printer" not in client.get(path).content.decode()
     memories = client.get(_url(Memory, "changelist")).content.decode()
     assert "Cabin" in memories and ">Office<" not in memories
+    index = client.get(reverse("admin:index")).content.decode()
+    assert "Facts" in index and "Model calls" not in index
 
 
 def test_a_staff_member_changes_only_where_they_may_curate(client, sam, three):
