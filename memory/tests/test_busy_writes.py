@@ -79,7 +79,7 @@ def _filed(home, text: str) -> None:
 def test_an_undo_that_loses_every_race_is_a_busy_page_and_changes_nothing(home, curator, races):
     _filed(home, "The loft is warm.")
     before = DocumentRevision.objects.current(home).text
-    calls = races(actions, "write_document")
+    calls = races(revisions, "write_document")
 
     response = curator.post("/knowledge/changes/1/undo")
 
@@ -154,7 +154,7 @@ def test_an_import_that_loses_a_race_is_imported_once(home, races):
     other = Memory.objects.create(slug="cottage", name="Cottage")
     _filed(other, "The cottage loft is warm.")
     exported = portable.parse(portable.export_json(other))
-    calls = races(actions, "write_document", times=1)
+    calls = races(revisions, "write_document", times=1)
 
     report = portable.import_memory(home, exported)
 
