@@ -36,6 +36,7 @@ from functools import wraps
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.http import HttpRequest
+from django.utils.functional import SimpleLazyObject
 
 from knowledge import current
 from knowledge.models import Membership, Memory, Permission
@@ -168,8 +169,20 @@ class _May:
             raise AttributeError(name) from None
 
 
+def readable_memories(user) -> list[Memory]:
+    """The memories ``user`` may read, by name."""
+    return [m for m in Memory.objects.order_by("name") if may(user, m, Permission.READ)]
+
+
 def context(request: HttpRequest) -> dict:
     """A context processor: ``may`` for a view that declared its permission (nothing
-    otherwise, so a template offers no action it cannot vouch for)."""
+    otherwise, so a template offers no action it cannot vouch for), and ``memories`` for the
+    picker in the header (read only when a page shows it)."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {}
+    found = {"memories": SimpleLazyObject(lambda: readable_memories(user))}
     has = getattr(request, "permission", None)
-    return {"may": _May(has)} if has is not None else {}
+    if has is not None:
+        found["may"] = _May(has)
+    return found

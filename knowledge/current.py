@@ -101,10 +101,8 @@ class CurrentMemoryMiddleware:
 
 def context(request: HttpRequest) -> dict:
     """For templates: ``current_memory``, ``memory_field`` (the hidden input every form
-    carries), ``memory_query`` (``memory=<slug>`` for links and polls) and ``memories``
-    (what the picker offers: the memories the person may read)."""
-    from knowledge import access  # access imports this module's resolver
-
+    carries) and ``memory_query`` (``memory=<slug>`` for links and polls). The picker's list
+    of memories comes from ``knowledge.access.context``."""
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}
@@ -112,14 +110,8 @@ def context(request: HttpRequest) -> dict:
         slug = memory_of(request).slug
     except Http404:
         return {}
-
-    def readable() -> list[Memory]:
-        everyone = Memory.objects.order_by("name")
-        return [m for m in everyone if access.may(user, m, access.Permission.READ)]
-
     return {
         "current_memory": SimpleLazyObject(lambda: memory_of(request)),
         "memory_field": format_html('<input type="hidden" name="{}" value="{}">', FIELD, slug),
         "memory_query": f"{FIELD}={slug}",
-        "memories": SimpleLazyObject(readable),
     }
