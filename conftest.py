@@ -78,6 +78,21 @@ def admin_user(django_user_model):
 
 
 @pytest.fixture
+def home(db):
+    """The default memory ("home"), made on first use as every surface would."""
+    from knowledge.models import Memory
+
+    return Memory.objects.default()
+
+
+@pytest.fixture
+def signed_in(client, admin_user, home):
+    """The test client signed in as the administrator, the default memory in place."""
+    client.force_login(admin_user)
+    return client
+
+
+@pytest.fixture
 def alice(django_user_model):
     return django_user_model.objects.create_user(username="alice", password=PASSWORD)
 
