@@ -28,11 +28,6 @@ NOT_ABOUT_A_MEMORY = {"login", "logout", "healthz", "home", "api-schema"}
 
 
 @pytest.fixture
-def home(db) -> Memory:
-    return Memory.objects.default()
-
-
-@pytest.fixture
 def granted(home, alice):
     """Give alice exactly ``permission`` in the default memory."""
 

@@ -1,11 +1,6 @@
 import pytest
 
-from knowledge.models import Memory, Subject
-
-
-@pytest.fixture
-def home(db) -> Memory:
-    return Memory.objects.default()
+from knowledge.models import Subject
 
 
 @pytest.fixture

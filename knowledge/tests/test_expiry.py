@@ -23,11 +23,6 @@ LOFT = "The loft hatch sticks in winter."
 
 
 @pytest.fixture
-def home(db) -> Memory:
-    return Memory.objects.default()
-
-
-@pytest.fixture
 def lamp(home) -> Subject:
     return Subject.objects.create(
         memory=home,

@@ -55,11 +55,6 @@ STATES = [
 
 
 @pytest.fixture
-def home(db) -> Memory:
-    return Memory.objects.default()
-
-
-@pytest.fixture
 def write(tmp_path):
     """Write a registry document to a file (JSON or YAML by suffix); returns its path."""
 

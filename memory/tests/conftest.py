@@ -1,12 +1,6 @@
 import pytest
 
-from knowledge.models import Memory
 from memory.tests.composers import ScriptedComposer
-
-
-@pytest.fixture
-def home(db) -> Memory:
-    return Memory.objects.default()
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from datetime import timedelta
 
-import pytest
 from django.urls import reverse
 from django.utils import timezone
 
@@ -12,12 +11,6 @@ from memory.demo import household_facts
 from memory.models import ConsolidationRun, DocumentRevision, InboxItem
 
 HTMX = {"HX-Request": "true"}
-
-
-@pytest.fixture
-def signed_in(client, admin_user):
-    client.force_login(admin_user)
-    return client
 
 
 def _teach(home, count, seed=1):
