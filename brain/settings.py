@@ -308,12 +308,19 @@ if BRAIN_GATE_JUDGE not in ("offline", "anthropic"):
     raise ImproperlyConfigured(f"BRAIN_GATE_JUDGE={BRAIN_GATE_JUDGE!r}: use offline or anthropic.")
 
 # What `brain memory export` writes and `import` reads, in load order. Apps append theirs.
-# knowledge's come first: subjects before facts (a fact names its subjects), and both before the
-# memory app's (an inbox entry links to its fact by uid; importing the document makes the facts
-# follow it, so they must be there).
+# knowledge's come first: subjects before facts (a fact names its subjects), facts and episodes
+# before observations and conflicts (which name them), and all before the memory app's (an inbox
+# entry links to its fact by uid; importing the document makes the facts follow it, so they must
+# be there); the timeline last, after the findings and facts its events name.
 BRAIN_EXPORT_SECTIONS = [
     "knowledge.portable.subjects_section",
     "knowledge.portable.facts_section",
+    "knowledge.portable.episodes_section",
+    "knowledge.portable.observations_section",
+    "knowledge.portable.conflicts_section",
+    "knowledge.portable.procedures_section",
+    "knowledge.portable.core_section",
+    "knowledge.portable.grants_section",
     "memory.portable.change_log_section",
     "memory.portable.document_section",
     "memory.portable.inbox_section",
@@ -321,6 +328,7 @@ BRAIN_EXPORT_SECTIONS = [
     "review.portable.rules_section",
     "review.portable.guesses_section",
     "review.portable.judgements_section",
+    "review.portable.events_section",
 ]
 
 # What `make bench` runs: functions returning a markdown section for docs/BENCHMARKS.md.

@@ -1,7 +1,9 @@
-"""The facts store in the portable export: its subjects, and every fact with its history.
+"""The facts store in the portable export: its subjects, every fact with its history, and the
+agent's memory (episodes, procedures, the core), and who may do what.
 
-Two sections for ``settings.BRAIN_EXPORT_SECTIONS`` (the machinery is ``brain.portable``; the
-memory app runs it). Subjects load before facts, because facts name their subjects.
+Sections for ``settings.BRAIN_EXPORT_SECTIONS`` (declared with ``brain.portable.Section``: each
+column's checks come from the model; the memory app runs them), loaded in this order because
+each names rows of the ones before:
 
 - ``subjects``: matched by entity id, then by kind and name. Import adds the ones this memory
   does not know and never changes or removes one it does: the house as this install knows it
@@ -10,56 +12,97 @@ memory app runs it). Subjects load before facts, because facts name their subjec
   wins, and importing the same file twice adds nothing), links each to its successor once every
   row exists, ties it to this memory's subjects, and embeds it again with the current embedder:
   vectors are never carried, because another install may embed differently.
+- ``episodes``: append-only, so an episode has no uid of its own. It is known by when it
+  happened, when it was recorded, its outcome and its words; one this memory holds with all
+  four is already here (and two entries with all four alike are one). The file gives each a
+  uid made from those four, which restatements and observations use to name it. Import adds the
+  others, waiting or distilled as they were, embedded again.
+- ``observations``: every time a fact was said, citing the episode it was distilled from.
+  They travel with their fact: added only with a fact this import adds (a fact already here
+  keeps its own history).
+- ``conflicts``: two facts a person settles. A conflict travels with the fact that raised it
+  (its ``new`` side): added only when this import adds that fact.
+- ``procedures``: matched by their task and steps as ``statements.normalise`` reads them (one
+  per way of doing a thing, as in the database); one already here wins, counts and all.
+- ``core``: the pinned block. Like the document: an empty one here takes the file's; one with
+  content is kept unless the person asked to replace the memory.
+- ``grants``: who may do what, by user name. A grant to a name this install has no account for
+  is skipped, and the report names it; a grant this memory already has for that person wins.
+  The same name is taken to be the same person: importing is for those who administer the
+  memory, who could give the same grants by hand.
 
 Every entry is checked before anything is written; a bad one raises ImportRejected naming it.
-A subject reference is resolved while loading, inside the import's transaction, so one this
-memory cannot resolve still leaves nothing written.
+A reference is resolved while loading, inside the import's transaction, so one this memory
+cannot resolve still leaves nothing written.
 """
 
 from __future__ import annotations
 
-import logging
-import math
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+from django.contrib.auth import get_user_model
+from django.core.validators import MaxLengthValidator
+from django.db import models
 from django.db.models import F, Prefetch
 
 from brain.portable import (
+    UID,
+    Column,
     ImportOptions,
     ImportRejected,
-    check_entries,
+    Section,
+    between,
+    check_chains,
+    col,
     in_batches,
-    is_datetime,
-    is_name,
-    is_optional_datetime,
-    is_uuid,
     placements,
+    ref,
+    remember,
     require,
     when,
 )
 from knowledge import statements
 from knowledge.embedding import get_embedder
-from knowledge.models import Fact, Memory, Source, Subject
+from knowledge.episodes import MAX_EPISODE_CHARS
+from knowledge.models import (
+    Conflict,
+    Episode,
+    Fact,
+    Membership,
+    Memory,
+    Observation,
+    Permission,
+    Procedure,
+    Source,
+    Subject,
+)
 
-logger = logging.getLogger(__name__)
-
-NAME_CHARS = Subject._meta.get_field("name").max_length
-ENTITY_ID_CHARS = Subject._meta.get_field("entity_id").max_length
-ALIAS_CHARS = Subject._meta.get_field("aliases").base_field.max_length
-SOURCE_CHARS = Source._meta.get_field("title").max_length  # title and reference alike
-REASON_CHARS = Fact._meta.get_field("forgotten_reason").max_length
 EMBED_BATCH = 256  # texts per embedder call
 WRITE_BATCH = 1000  # rows per INSERT or UPDATE
-
-
-def _summary(options: ImportOptions, name: str, added: int, total: int) -> None:
-    options.report.append(f"{name}: {added} added, {total - added} already here.")
+SOURCE = [c.resolve(Source) for c in (col("kind"), col("title"), col("reference"), col("text"))]
+# How a fact names a subject: by entity id, or by kind and name.
+ENTITY_ID, KIND, NAME = (
+    ref("entity_id", Subject.entity_id),
+    ref("kind", Subject.kind),
+    ref("name", Subject.name),
+)
 
 
 # Subjects -------------------------------------------------------------------------------------
+
+
+def _names_a_subject(reference: Any) -> bool:
+    if not isinstance(reference, dict):
+        return False
+    entity_id = reference.get("entity_id", "")
+    if not ENTITY_ID.accepts(entity_id):
+        return False
+    return entity_id != "" or (
+        KIND.accepts(reference.get("kind")) and NAME.accepts(reference.get("name"))
+    )
 
 
 def _reference(subject: Subject) -> dict[str, str]:
@@ -91,62 +134,32 @@ class _Subjects:
         return self.by_name.get((reference.get("kind"), reference.get("name")))
 
 
-class SubjectsSection:
+class SubjectsSection(Section):
     key = "subjects"
+    model = Subject
+    uid = False
+    columns = (
+        col("kind"),
+        col("name"),
+        col("entity_id"),
+        ref("room", Subject.name, null=True),  # a room's name
+        col("aliases"),
+        col("present"),
+        col("removed_at"),
+    )
 
-    def dump(self, memory: Memory) -> list[dict]:
-        return [
-            {
-                "kind": subject.kind,
-                "name": subject.name,
-                "entity_id": subject.entity_id,
-                "room": subject.room.name if subject.room_id else None,
-                "aliases": subject.aliases,
-                "present": subject.present,
-                "removed_at": subject.removed_at.isoformat() if subject.removed_at else None,
-            }
-            for subject in Subject.objects.for_memory(memory).select_related("room").order_by("pk")
-        ]
+    def rows(self, memory: Memory):
+        return Subject.objects.for_memory(memory).select_related("room").order_by("pk")
 
-    def check(self, data: Any) -> None:
-        require(isinstance(data, list), '"subjects" must be a list.')
+    def links(self, subject: Subject) -> dict:
+        return {"room": subject.room.name if subject.room_id else None}
+
+    def check_all(self, data: list[dict]) -> None:
         names: set[tuple[str, str]] = set()
         entities: set[str] = set()
         for number, entry in enumerate(data, start=1):
-            where = f"subjects entry {number}"
-            require(isinstance(entry, dict), f"{where} is not an object.")
-            require(
-                entry.get("kind") in Subject.Kind.values,
-                f"{where} has an unknown kind {entry.get('kind')!r}: use one of "
-                f"{', '.join(Subject.Kind.values)}.",
-            )
-            name, entity_id = entry.get("name"), entry.get("entity_id", "")
-            require(
-                is_name(name, NAME_CHARS) and name.strip() != "",
-                f'{where} has no valid "name" (1 to {NAME_CHARS} characters).',
-            )
-            require(
-                is_name(entity_id, ENTITY_ID_CHARS),
-                f'{where} has an invalid "entity_id" (at most {ENTITY_ID_CHARS} characters).',
-            )
-            aliases = entry.get("aliases", [])
-            require(
-                isinstance(aliases, list) and all(is_name(a, ALIAS_CHARS) for a in aliases),
-                f'{where} has invalid "aliases" (a list of names of at most {ALIAS_CHARS} '
-                "characters).",
-            )
-            require(
-                isinstance(entry.get("present", True), bool),
-                f'{where} has an invalid "present" (true or false).',
-            )
-            require(
-                is_optional_datetime(entry.get("removed_at")),
-                f"{where} has an invalid removed_at.",
-            )
-            require(
-                entry.get("room") is None or isinstance(entry["room"], str),
-                f'{where} has an invalid "room" (a room\'s name, or null).',
-            )
+            where, name = f"subjects entry {number}", entry["name"]
+            entity_id = entry.get("entity_id", "")
             require((entry["kind"], name) not in names, f"{where} repeats an earlier subject.")
             require(entity_id not in entities, f"{where} repeats the entity id {entity_id!r}.")
             names.add((entry["kind"], name))
@@ -166,12 +179,10 @@ class SubjectsSection:
             [
                 Subject(
                     memory=memory,
-                    kind=entry["kind"],
-                    name=entry["name"],
-                    entity_id=entry.get("entity_id", ""),
-                    aliases=[alias.casefold() for alias in entry.get("aliases", [])],
-                    present=entry.get("present", True),
-                    removed_at=when(entry.get("removed_at")),
+                    **{
+                        **self.values(entry),
+                        "aliases": [alias.casefold() for alias in entry.get("aliases", [])],
+                    },
                 )
                 for entry in fresh
             ]
@@ -186,195 +197,16 @@ class SubjectsSection:
                 subject.room = rooms[entry["room"]]
                 placed_in_rooms.append(subject)
         Subject.objects.bulk_update(placed_in_rooms, ["room"])
-        _summary(options, "Subjects", len(created), len(data))
+        self.summary(options, "Subjects", len(created), len(data))
 
 
-# Facts ----------------------------------------------------------------------------------------
-
-
-class FactsSection:
-    key = "facts"
-    fields = {
-        "uid": str,
-        "text": str,
-        "kind": str,
-        "valence": str,
-        "channel": str,
-        "status": str,
-        "valid_from": str,
-        "created_at": str,
-    }
-    choices = {
-        "kind": Fact.Kind.values,
-        "valence": Fact.Valence.values,
-        "channel": Fact.Channel.values,
-        "status": Fact.Status.values,
-    }
-
-    def dump(self, memory: Memory) -> list[dict]:
-        return list(self._dumped(memory))
-
-    def _dumped(self, memory: Memory) -> Iterator[dict]:
-        # The whole memory, read as the system (user None): where labels narrow reading, an
-        # export narrows with them.
-        facts = (
-            Fact.objects.for_memory(memory)
-            .readable_by(None)
-            .select_related("source")
-            .defer("embedding", "normalized")
-            .annotate(successor=F("superseded_by__uid"))
-            .prefetch_related(
-                Prefetch("subjects", queryset=Subject.objects.only("kind", "name", "entity_id"))
-            )
-            .order_by("created_at", "pk")
-        )
-        for fact in facts.iterator(chunk_size=2000):
-            yield {
-                "uid": str(fact.uid),
-                "text": fact.text,
-                "kind": fact.kind,
-                "valence": fact.valence,
-                "outcome": fact.outcome,
-                "channel": fact.channel,
-                "taught_by": fact.taught_by_name,
-                "source": _source(fact.source),
-                "confidence": fact.confidence,
-                "prior": fact.prior,
-                "support": fact.support,
-                "successes": fact.successes,
-                "failures": fact.failures,
-                "valid_from": fact.valid_from.isoformat(),
-                "valid_to": _iso(fact.valid_to),
-                "superseded_by": str(fact.successor) if fact.successor else None,
-                "expires_at": _iso(fact.expires_at),
-                "status": fact.status,
-                "forgotten_at": _iso(fact.forgotten_at),
-                "forgotten_reason": fact.forgotten_reason,
-                "subject_removed": fact.subject_removed,
-                "in_document": fact.in_document,
-                "subjects": [_reference(subject) for subject in fact.subjects.all()],
-                "created_at": fact.created_at.isoformat(),
-            }
-
-    def check(self, data: Any) -> None:
-        check_entries(data, "facts", self.fields, person="taught_by")
-        successors: dict[uuid.UUID, uuid.UUID] = {}
-        for number, entry in enumerate(data, start=1):
-            self._check_entry(f"facts entry {number}", entry)
-            if entry.get("superseded_by") is not None:
-                successors[uuid.UUID(entry["uid"])] = uuid.UUID(entry["superseded_by"])
-        uids = {uuid.UUID(entry["uid"]): number for number, entry in enumerate(data, start=1)}
-        for uid, successor in successors.items():
-            require(
-                successor in uids,
-                f"facts entry {uids[uid]} is superseded by {str(successor)!r}, a fact the file "
-                "does not hold.",
-            )
-        _check_no_cycle(successors, uids)
-
-    def _check_entry(self, where: str, entry: dict) -> None:
-        for name, allowed in self.choices.items():
-            require(
-                entry[name] in allowed,
-                f"{where} has an unknown {name} {entry[name]!r}: use one of {', '.join(allowed)}.",
-            )
-        require(entry["text"].strip() != "", f"{where} has an empty text.")
-        require(is_datetime(entry["valid_from"]), f"{where} has an invalid valid_from.")
-        for name in ("valid_to", "expires_at", "forgotten_at"):
-            require(is_optional_datetime(entry.get(name)), f"{where} has an invalid {name}.")
-        for name in ("confidence", "prior"):
-            value = entry.get(name, 0.6)
-            require(
-                _is_number(value) and 0 <= value <= 1,
-                f"{where} has an invalid {name} (a number from 0 to 1).",
-            )
-        for name in ("support", "successes", "failures"):
-            value = entry.get(name, 0)
-            require(
-                isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31,
-                f"{where} has an invalid {name} (a whole number, 0 or more).",
-            )
-        for name in ("subject_removed", "in_document"):
-            require(
-                isinstance(entry.get(name, False), bool),
-                f"{where} has an invalid {name} (true or false).",
-            )
-        require(
-            entry.get("outcome") is None or isinstance(entry["outcome"], bool),
-            f"{where} has an invalid outcome (true, false or null).",
-        )
-        require(
-            is_name(entry.get("forgotten_reason", ""), REASON_CHARS),
-            f"{where} has an invalid forgotten_reason (at most {REASON_CHARS} characters).",
-        )
-        successor = entry.get("superseded_by")
-        require(
-            successor is None or is_uuid(successor),
-            f"{where} has an invalid superseded_by (the uid of the fact that replaced it).",
-        )
-        require(
-            successor is None or uuid.UUID(successor) != uuid.UUID(entry["uid"]),
-            f"{where} is superseded by itself.",
-        )
-        _check_source(where, entry.get("source"))
-        subjects = entry.get("subjects", [])
-        require(isinstance(subjects, list), f'{where} has invalid "subjects" (a list).')
-        for reference in subjects:
-            require(
-                isinstance(reference, dict)
-                and is_name(reference.get("entity_id", ""), ENTITY_ID_CHARS)
-                and (
-                    reference.get("entity_id", "") != ""
-                    or (
-                        reference.get("kind") in Subject.Kind.values
-                        and is_name(reference.get("name"), NAME_CHARS)
-                    )
-                ),
-                f"{where} names a subject by neither an entity id nor a kind and name.",
-            )
-
-    def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
-        where = placements(Fact, memory, (uuid.UUID(entry["uid"]) for entry in data))
-        fresh = [
-            (number, entry, where[uuid.UUID(entry["uid"])][0])
-            for number, entry in enumerate(data, start=1)
-            if not where[uuid.UUID(entry["uid"])][1]
-        ]
-        about = _resolve_subjects(memory, fresh)
-        sources = _sources(memory, [entry for _, entry, _ in fresh])
-        facts = [_fact(memory, entry, uid, about[number], sources) for number, entry, uid in fresh]
-        _embed(facts)
-        Fact.objects.bulk_create(facts, batch_size=WRITE_BATCH)
-        Link = Fact.subjects.through
-        Link.objects.bulk_create(
-            [
-                Link(fact_id=fact.pk, subject_id=subject.pk)
-                for fact, (number, _, _) in zip(facts, fresh, strict=True)
-                for subject in about[number]
-            ],
-            batch_size=WRITE_BATCH,
-        )
-        _link_successors(memory, [entry for _, entry, _ in fresh], facts, where)
-        _summary(options, "Facts", len(facts), len(data))
-
-
-def _iso(moment) -> str | None:
-    return moment.isoformat() if moment else None
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+# Sources, shared by facts and observations ----------------------------------------------------
 
 
 def _source(source: Source | None) -> dict | None:
     if source is None:
         return None
-    return {
-        "kind": source.kind,
-        "title": source.title,
-        "reference": source.reference,
-        "text": source.text,
-    }
+    return {column.key: column.dumped(source) for column in SOURCE}
 
 
 def _source_key(source: dict) -> tuple[str, str, str, str]:
@@ -384,59 +216,14 @@ def _source_key(source: dict) -> tuple[str, str, str, str]:
 def _check_source(where: str, source: Any) -> None:
     if source is None:
         return
-    require(
-        isinstance(source, dict)
-        and source.get("kind") in Source.Kind.values
-        and is_name(source.get("title"), SOURCE_CHARS)
-        and is_name(source.get("reference", ""), SOURCE_CHARS)
-        and isinstance(source.get("text", ""), str),
-        f'{where} has an invalid "source" (kind, a title and reference of at most '
-        f"{SOURCE_CHARS} characters, and text; or null).",
-    )
-
-
-def _check_no_cycle(successors: dict[uuid.UUID, uuid.UUID], numbers: dict[uuid.UUID, int]) -> None:
-    """A chain of replacements ends: no fact is, through its successors, replaced by itself."""
-    done: set[uuid.UUID] = set()
-    for start in successors:
-        path: list[uuid.UUID] = []
-        uid: uuid.UUID | None = start
-        while uid is not None and uid not in done:
-            require(
-                uid not in path,
-                f"facts entry {numbers[start]} is, through its successors, superseded by itself.",
-            )
-            path.append(uid)
-            uid = successors.get(uid)
-        done.update(path)
-
-
-def _resolve_subjects(
-    memory: Memory, fresh: list[tuple[int, dict, uuid.UUID]]
-) -> dict[int, list[Subject]]:
-    """Each new entry's subjects in this memory (made by the subjects section if they were
-    new). Raises ImportRejected naming the first entry with one this memory does not have."""
-    known = _Subjects(memory)
-    about: dict[int, list[Subject]] = {}
-    for number, entry, _ in fresh:
-        found: list[Subject] = []
-        for reference in entry.get("subjects", []):
-            subject = known.find(reference)
-            if subject is None:
-                shown = reference.get("entity_id") or f"{reference['kind']} {reference['name']!r}"
-                raise ImportRejected(
-                    f"facts entry {number} is about {shown}, which neither the file's subjects "
-                    f"nor {memory.name} has; nothing was imported."
-                )
-            if subject not in found:
-                found.append(subject)
-        about[number] = found
-    return about
+    require(isinstance(source, dict), f'{where} has an invalid "source" (an object, or null).')
+    for column in SOURCE:
+        column.check(f"{where}'s source", source)
 
 
 def _sources(memory: Memory, entries: list[dict]) -> dict[tuple, Source]:
     """The source each entry cites, as a row of this memory: an identical one if it has one,
-    else a new one (dated by the first fact that cites it). Sources are never edited."""
+    else a new one (dated by the first entry that cites it). Sources are never edited."""
     first_cited: dict[tuple, datetime] = {}
     for entry in entries:
         if entry.get("source") is not None:
@@ -467,52 +254,176 @@ def _sources(memory: Memory, entries: list[dict]) -> dict[tuple, Source]:
     return found
 
 
-def _fact(
-    memory: Memory, entry: dict, uid: uuid.UUID, subjects: list[Subject], sources: dict
-) -> Fact:
-    confidence = entry.get("confidence", 0.6)
-    return Fact(
-        memory=memory,
-        uid=uid,
-        text=entry["text"],
-        normalized=statements.normalise(entry["text"]),
-        kind=entry["kind"],
-        valence=entry["valence"],
-        outcome=entry.get("outcome"),
-        channel=entry["channel"],
-        taught_by_name=entry.get("taught_by", ""),
-        source=sources[_source_key(entry["source"])] if entry.get("source") else None,
-        confidence=confidence,
-        prior=entry.get("prior", confidence),
-        support=entry.get("support", 1),
-        successes=entry.get("successes", 0),
-        failures=entry.get("failures", 0),
-        valid_from=when(entry["valid_from"]),
-        valid_to=when(entry.get("valid_to")),
-        expires_at=when(entry.get("expires_at")),
-        status=entry["status"],
-        forgotten_at=when(entry.get("forgotten_at")),
-        forgotten_reason=entry.get("forgotten_reason", ""),
-        # A fact rests while one of its subjects is gone, as this memory knows them (its own
-        # subjects win over the file's); with no subjects, the file's word stands.
-        subject_removed=(
-            any(not subject.present for subject in subjects)
-            if subjects
-            else entry.get("subject_removed", False)
-        ),
-        in_document=entry.get("in_document", False),
-        created_at=when(entry["created_at"]),
-    )
+def _cited(entry: dict, sources: dict[tuple, Source]) -> Source | None:
+    return sources[_source_key(entry["source"])] if entry.get("source") else None
 
 
-def _embed(facts: list[Fact]) -> None:
-    """Vectors from the current embedder, a batch of texts at a time."""
-    if not facts:
+def _embedded(rows: list) -> None:
+    """Vectors from the current embedder for rows with a ``text``, a batch at a time."""
+    if not rows:
         return
     embedder = get_embedder()
-    for batch in in_batches(facts, EMBED_BATCH):
-        for fact, vector in zip(batch, embedder.embed([f.text for f in batch]), strict=True):
-            fact.embedding, fact.embedder = vector, embedder.name
+    for batch in in_batches(rows, EMBED_BATCH):
+        for row, vector in zip(batch, embedder.embed([r.text for r in batch]), strict=True):
+            row.embedding, row.embedder = vector, embedder.name
+
+
+# Facts ----------------------------------------------------------------------------------------
+
+
+class FactsSection(Section):
+    key = "facts"
+    model = Fact
+    columns = (
+        col("text"),
+        col("kind", required=True),
+        col("valence", required=True),
+        col("outcome"),
+        col("channel"),
+        col("taught_by_name", key="taught_by"),
+        col("confidence", validators=between(0, 1)),
+        col("prior", validators=between(0, 1)),
+        col("support"),
+        col("successes"),
+        col("failures"),
+        col("valid_from", required=True),
+        col("valid_to"),
+        ref("superseded_by", UID, null=True),
+        col("expires_at"),
+        col("status", required=True),
+        col("forgotten_at"),
+        col("forgotten_reason"),
+        col("subject_removed"),
+        col("in_document"),
+        col("created_at", required=True),
+    )
+
+    def dump(self, memory: Memory) -> list[dict]:
+        return list(self._dumped(memory))
+
+    def _dumped(self, memory: Memory) -> Iterator[dict]:
+        for fact in self.rows(memory).iterator(chunk_size=2000):
+            yield self.entry(fact)
+
+    def rows(self, memory: Memory):
+        # The whole memory, read as the system (user None): where labels narrow reading, an
+        # export narrows with them.
+        return (
+            Fact.objects.for_memory(memory)
+            .readable_by(None)
+            .select_related("source")
+            .defer("embedding", "normalized")
+            .annotate(successor=F("superseded_by__uid"))
+            .prefetch_related(
+                Prefetch("subjects", queryset=Subject.objects.only("kind", "name", "entity_id"))
+            )
+            .order_by("created_at", "pk")
+        )
+
+    def links(self, fact: Fact) -> dict:
+        return {
+            "source": _source(fact.source),
+            "superseded_by": str(fact.successor) if fact.successor else None,
+            "subjects": [_reference(subject) for subject in fact.subjects.all()],
+        }
+
+    def check_entry(self, where: str, entry: dict) -> None:
+        successor = entry.get("superseded_by")
+        require(
+            successor is None or uuid.UUID(successor) != uuid.UUID(entry["uid"]),
+            f"{where} is superseded by itself.",
+        )
+        _check_source(where, entry.get("source"))
+        subjects = entry.get("subjects", [])
+        require(isinstance(subjects, list), f'{where} has invalid "subjects" (a list).')
+        for reference in subjects:
+            require(
+                _names_a_subject(reference),
+                f"{where} names a subject by neither an entity id nor a kind and name.",
+            )
+
+    def check_all(self, data: list[dict]) -> None:
+        uids = {uuid.UUID(entry["uid"]): number for number, entry in enumerate(data, start=1)}
+        successors = {
+            uuid.UUID(entry["uid"]): uuid.UUID(entry["superseded_by"])
+            for entry in data
+            if entry.get("superseded_by") is not None
+        }
+        check_chains(
+            "facts",
+            successors,
+            uids,
+            missing="{where} is superseded by {target!r}, a fact the file does not hold.",
+            circle="{where} is, through its successors, superseded by itself.",
+        )
+
+    def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
+        where = placements(Fact, memory, (uuid.UUID(entry["uid"]) for entry in data))
+        fresh = [
+            (number, entry, where[uuid.UUID(entry["uid"])][0])
+            for number, entry in enumerate(data, start=1)
+            if not where[uuid.UUID(entry["uid"])][1]
+        ]
+        about = _resolve_subjects(memory, fresh)
+        sources = _sources(memory, [entry for _, entry, _ in fresh])
+        facts = [
+            self._fact(memory, entry, uid, about[number], sources) for number, entry, uid in fresh
+        ]
+        _embedded(facts)
+        Fact.objects.bulk_create(facts, batch_size=WRITE_BATCH)
+        Link = Fact.subjects.through
+        Link.objects.bulk_create(
+            [
+                Link(fact_id=fact.pk, subject_id=subject.pk)
+                for fact, (number, _, _) in zip(facts, fresh, strict=True)
+                for subject in about[number]
+            ],
+            batch_size=WRITE_BATCH,
+        )
+        _link_successors(memory, [entry for _, entry, _ in fresh], facts, where)
+        remember(options, self.key, Fact, memory, where)
+        self.summary(options, "Facts", len(facts), len(data))
+
+    def _fact(
+        self, memory: Memory, entry: dict, uid: uuid.UUID, subjects: list[Subject], sources: dict
+    ) -> Fact:
+        values = self.values(entry)
+        if "prior" not in entry:  # taught with the confidence it has
+            values["prior"] = values["confidence"]
+        if subjects:
+            # A fact rests while one of its subjects is gone, as this memory knows them (its own
+            # subjects win over the file's); with no subjects, the file's word stands.
+            values["subject_removed"] = any(not subject.present for subject in subjects)
+        return Fact(
+            memory=memory,
+            uid=uid,
+            normalized=statements.normalise(entry["text"]),
+            source=_cited(entry, sources),
+            **values,
+        )
+
+
+def _resolve_subjects(
+    memory: Memory, fresh: list[tuple[int, dict, uuid.UUID]]
+) -> dict[int, list[Subject]]:
+    """Each new entry's subjects in this memory (made by the subjects section if they were
+    new). Raises ImportRejected naming the first entry with one this memory does not have."""
+    known = _Subjects(memory)
+    about: dict[int, list[Subject]] = {}
+    for number, entry, _ in fresh:
+        found: list[Subject] = []
+        for reference in entry.get("subjects", []):
+            subject = known.find(reference)
+            if subject is None:
+                shown = reference.get("entity_id") or f"{reference['kind']} {reference['name']!r}"
+                raise ImportRejected(
+                    f"facts entry {number} is about {shown}, which neither the file's subjects "
+                    f"nor {memory.name} has; nothing was imported."
+                )
+            if subject not in found:
+                found.append(subject)
+        about[number] = found
+    return about
 
 
 def _link_successors(
@@ -539,5 +450,436 @@ def _link_successors(
     )
 
 
+def _fact_here(options: ImportOptions, where: str, entry: dict, key: str) -> int:
+    """The row in this memory of the fact ``entry[key]`` names (the facts section placed it)."""
+    pk = options.here.get("facts", {}).get(uuid.UUID(entry[key]))
+    if pk is None:
+        raise ImportRejected(
+            f"{where} names the fact {entry[key]!r} as its {key}, which the file does not hold; "
+            "nothing was imported."
+        )
+    return pk
+
+
+# Episodes -------------------------------------------------------------------------------------
+
+EPISODES = uuid.UUID("6f1d3a52-53c4-4f0e-9d55-2f7d0f0c2c0e")  # namespace of episode uids
+
+
+def _episode_key(occurred_at: datetime, created_at: datetime, outcome: str, text: str) -> tuple:
+    return (occurred_at, created_at, outcome, text)
+
+
+def episode_uid(key: tuple) -> uuid.UUID:
+    """The uid the file gives an episode: from when it happened, when it was recorded, its
+    outcome and its words."""
+    occurred_at, created_at, outcome, text = key
+    return uuid.uuid5(
+        EPISODES, "\n".join([occurred_at.isoformat(), created_at.isoformat(), outcome, text])
+    )
+
+
+class EpisodesSection(Section):
+    key = "episodes"
+    model = Episode
+    columns = (
+        col("text", validators=(MaxLengthValidator(MAX_EPISODE_CHARS),)),
+        col("outcome"),
+        col("occurred_at", required=True),
+        col("recorded_by_name", key="recorded_by"),
+        ref("restates", UID, null=True),
+        col("distilled_at"),
+        col("created_at", required=True),
+    )
+
+    def rows(self, memory: Memory):
+        return (
+            Episode.objects.for_memory(memory)
+            .defer("embedding", "normalized")
+            .order_by("created_at", "pk")
+        )
+
+    def dump(self, memory: Memory) -> list[dict]:
+        rows = list(self.rows(memory))
+        uids = {row.pk: episode_uid(_key_of(row)) for row in rows}
+        entries: dict[uuid.UUID, dict] = {}
+        for row in rows:  # two episodes alike in all four are one: the file carries it once
+            restates = uids.get(row.restates_id)
+            entries.setdefault(
+                uids[row.pk],
+                {
+                    "uid": str(uids[row.pk]),
+                    **{column.key: column.dumped(row) for column in self.own},
+                    "restates": str(restates) if restates else None,
+                },
+            )
+        return list(entries.values())
+
+    def check_all(self, data: list[dict]) -> None:
+        uids = {uuid.UUID(entry["uid"]): number for number, entry in enumerate(data, start=1)}
+        check_chains(
+            "episodes",
+            {
+                uuid.UUID(entry["uid"]): uuid.UUID(entry["restates"])
+                for entry in data
+                if entry.get("restates") is not None
+            },
+            uids,
+            missing="{where} restates {target!r}, an episode the file does not hold.",
+            circle="{where} is, through what it restates, a restatement of itself.",
+        )
+
+    def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
+        keys = {uuid.UUID(e["uid"]): _key_of_entry(e) for e in data}
+        here = _episodes_here(memory, set(keys.values()))
+        fresh: dict[tuple, tuple[dict, Episode]] = {}
+        for entry in data:
+            key = keys[uuid.UUID(entry["uid"])]
+            if key not in here and key not in fresh:
+                values = self.values(entry)
+                fresh[key] = (
+                    entry,
+                    Episode(
+                        memory=memory, normalized=statements.normalise(entry["text"]), **values
+                    ),
+                )
+        new = [episode for _, episode in fresh.values()]
+        _embedded(new)
+        Episode.objects.bulk_create(new, batch_size=WRITE_BATCH)
+        here.update((key, episode.pk) for key, (_, episode) in fresh.items())
+        # What each new episode restates: new too, or already here.
+        restating = []
+        for entry, episode in fresh.values():
+            if entry.get("restates") is not None:
+                episode.restates_id = here[keys[uuid.UUID(entry["restates"])]]
+                restating.append(episode)
+        Episode.objects.bulk_update(restating, ["restates"], batch_size=WRITE_BATCH)
+        options.here["episodes"] = {uid: here[key] for uid, key in keys.items()}
+        self.summary(options, "Episodes", len(new), len(data))
+
+
+def _key_of(episode: Episode) -> tuple:
+    return _episode_key(episode.occurred_at, episode.created_at, episode.outcome, episode.text)
+
+
+def _key_of_entry(entry: dict) -> tuple:
+    return _episode_key(
+        when(entry["occurred_at"]), when(entry["created_at"]), entry["outcome"], entry["text"]
+    )
+
+
+def _episodes_here(memory: Memory, keys: set[tuple]) -> dict[tuple, int]:
+    """The episodes of ``memory`` with one of ``keys``, by key."""
+    found: dict[tuple, int] = {}
+    for chunk in in_batches({key[1] for key in keys}, WRITE_BATCH):
+        for pk, *key in (
+            Episode.objects.for_memory(memory)
+            .filter(created_at__in=chunk)
+            .values_list("pk", "occurred_at", "created_at", "outcome", "text")
+        ):
+            if tuple(key) in keys:
+                found.setdefault(tuple(key), pk)
+    return found
+
+
+# Observations ---------------------------------------------------------------------------------
+
+
+class ObservationsSection(Section):
+    key = "observations"
+    model = Observation
+    uid = False
+    columns = (
+        ref("fact", UID, required=True),
+        col("kind"),
+        col("text"),
+        col("said_by_name", key="said_by"),
+        col("channel"),
+        col("outcome"),
+        ref("episode", UID, null=True),
+        col("created_at", required=True),
+    )
+
+    def rows(self, memory: Memory):
+        readable = Fact.objects.for_memory(memory).readable_by(None).values("pk")
+        return (
+            Observation.objects.filter(fact__in=readable)
+            .select_related("source", "episode")
+            .annotate(fact_uid=F("fact__uid"))
+            .order_by("created_at", "pk")
+        )
+
+    def links(self, observation: Observation) -> dict:
+        episode = observation.episode
+        return {
+            "fact": str(observation.fact_uid),
+            "source": _source(observation.source),
+            "episode": str(episode_uid(_key_of(episode))) if episode else None,
+        }
+
+    def check_entry(self, where: str, entry: dict) -> None:
+        _check_source(where, entry.get("source"))
+
+    def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
+        added = options.added.get("facts", set())
+        episodes = options.here.get("episodes", {})
+        fresh = []
+        for number, entry in enumerate(data, start=1):
+            where = f"observations entry {number}"
+            fact = _fact_here(options, where, entry, "fact")
+            if uuid.UUID(entry["fact"]) not in added:
+                continue  # its fact was here already, with its own history
+            episode = entry.get("episode")
+            if episode is not None and uuid.UUID(episode) not in episodes:
+                raise ImportRejected(
+                    f"{where} cites the episode {episode!r}, which the file does not hold; "
+                    "nothing was imported."
+                )
+            fresh.append((entry, fact, episodes[uuid.UUID(episode)] if episode else None))
+        sources = _sources(memory, [entry for entry, _, _ in fresh])
+        Observation.objects.bulk_create(
+            [
+                Observation(
+                    fact_id=fact,
+                    episode_id=episode,
+                    source=_cited(entry, sources),
+                    **self.values(entry),
+                )
+                for entry, fact, episode in fresh
+            ],
+            batch_size=WRITE_BATCH,
+        )
+        self.summary(options, "Observations", len(fresh), len(data))
+
+
+# Conflicts ------------------------------------------------------------------------------------
+
+
+class ConflictsSection(Section):
+    key = "conflicts"
+    model = Conflict
+    uid = False
+    columns = (
+        ref("old", UID, required=True),
+        ref("new", UID, required=True),
+        col("reason"),
+        col("state"),
+        col("resolution"),
+        col("settled_by_name", key="settled_by"),
+        col("settled_at"),
+        col("created_at", required=True),
+    )
+
+    def rows(self, memory: Memory):
+        return (
+            Conflict.objects.for_memory(memory)
+            .readable_by(None)
+            .annotate(old_uid=F("old__uid"), new_uid=F("new__uid"))
+            .order_by("created_at", "pk")
+        )
+
+    def links(self, conflict: Conflict) -> dict:
+        return {"old": str(conflict.old_uid), "new": str(conflict.new_uid)}
+
+    def check_entry(self, where: str, entry: dict) -> None:
+        require(
+            uuid.UUID(entry["old"]) != uuid.UUID(entry["new"]),
+            f"{where} is between a fact and itself.",
+        )
+        require(
+            (entry.get("state") == Conflict.State.SETTLED) == bool(entry.get("resolution")),
+            f'{where} has a "resolution" exactly when it is settled.',
+        )
+
+    def check_all(self, data: list[dict]) -> None:
+        open_pairs: set[tuple] = set()
+        for number, entry in enumerate(data, start=1):
+            if entry.get("state", Conflict.State.OPEN) == Conflict.State.OPEN:
+                pair = (uuid.UUID(entry["old"]), uuid.UUID(entry["new"]))
+                require(
+                    pair not in open_pairs,
+                    f"conflicts entry {number} repeats an open conflict of an earlier entry.",
+                )
+                open_pairs.add(pair)
+
+    def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
+        added = options.added.get("facts", set())
+        new = []
+        for number, entry in enumerate(data, start=1):
+            where = f"conflicts entry {number}"
+            old, raised_by = (_fact_here(options, where, entry, k) for k in ("old", "new"))
+            if uuid.UUID(entry["new"]) in added:
+                new.append(
+                    Conflict(memory=memory, old_id=old, new_id=raised_by, **self.values(entry))
+                )
+        Conflict.objects.bulk_create(new, batch_size=WRITE_BATCH)
+        self.summary(options, "Conflicts", len(new), len(data))
+
+
+# Procedures -----------------------------------------------------------------------------------
+
+
+class ProceduresSection(Section):
+    key = "procedures"
+    model = Procedure
+    uid = False
+    columns = (
+        col("task"),
+        col("steps"),
+        col("text"),
+        col("successes"),
+        col("failures"),
+        col("confidence", validators=between(0, 1)),
+        col("recorded_by_name", key="recorded_by"),
+        col("created_at", required=True),
+        col("last_run_at"),
+    )
+
+    def rows(self, memory: Memory):
+        return (
+            Procedure.objects.for_memory(memory)
+            .defer("search_vector", "normalized")
+            .order_by("created_at", "pk")
+        )
+
+    def check_entry(self, where: str, entry: dict) -> None:
+        require(len(entry["steps"]) > 0, f"{where} has no steps.")
+
+    def check_all(self, data: list[dict]) -> None:
+        ways: set[str] = set()
+        for number, entry in enumerate(data, start=1):
+            way = statements.normalise(entry["text"])
+            require(way not in ways, f"procedures entry {number} repeats an earlier procedure.")
+            ways.add(way)
+
+    def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
+        ways = {statements.normalise(entry["text"]): entry for entry in data}
+        here = set(
+            Procedure.objects.for_memory(memory)
+            .filter(normalized__in=list(ways))
+            .values_list("normalized", flat=True)
+        )
+        new = [
+            Procedure(memory=memory, normalized=way, **self.values(entry))
+            for way, entry in ways.items()
+            if way not in here
+        ]
+        Procedure.objects.bulk_create(new, batch_size=WRITE_BATCH)
+        self.summary(options, "Procedures", len(new), len(data))
+
+
+# The core -------------------------------------------------------------------------------------
+
+
+class CoreSection:
+    """The pinned block, as ``{"text": ...}``."""
+
+    key = "core"
+    text: Column = col("core", key="text").resolve(Memory)
+
+    def dump(self, memory: Memory) -> dict:
+        return {"text": memory.core}
+
+    def check(self, data: Any) -> None:
+        require(isinstance(data, dict), '"core" must be an object with the core\'s "text".')
+        self.text.check("The core", data)
+
+    def load(self, memory: Memory, data: dict, options: ImportOptions) -> None:
+        text = self.text.loaded(data)
+        ours = Memory.objects.filter(pk=memory.pk).values_list("core", flat=True).get()
+        if text == ours or not text.strip():
+            options.report.append("Core: unchanged.")
+            return
+        if ours.strip() and not options.replace_memory:
+            options.report.append(
+                "Core: kept yours (it is not empty); pass --replace-memory to replace it with "
+                "the imported one."
+            )
+            return
+        Memory.objects.filter(pk=memory.pk).update(core=text)
+        memory.core = text
+        options.report.append("Core: imported.")
+
+
+# Who may do what ------------------------------------------------------------------------------
+
+PERMISSION_WORDS = {str(p.label): p.value for p in Permission}
+# The file writes a permission as its word (read, teach …), not the number the row holds.
+PERMISSION = models.CharField(choices=[(word, word) for word in PERMISSION_WORDS])
+
+
+class GrantsSection(Section):
+    key = "grants"
+    model = Membership
+    uid = False
+
+    def __init__(self) -> None:
+        User = get_user_model()
+        self.columns = (
+            ref("person", User._meta.get_field(User.USERNAME_FIELD), required=True),
+            ref("permission", PERMISSION, required=True),
+        )
+        super().__init__()
+
+    def rows(self, memory: Memory):
+        User = get_user_model()
+        return (
+            Membership.objects.filter(memory=memory)
+            .select_related("user")
+            .order_by(f"user__{User.USERNAME_FIELD}")
+        )
+
+    def links(self, grant: Membership) -> dict:
+        return {
+            "person": grant.user.get_username(),
+            "permission": Permission(grant.permission).label,
+        }
+
+    def check_all(self, data: list[dict]) -> None:
+        people: set[str] = set()
+        for number, entry in enumerate(data, start=1):
+            require(
+                entry["person"] not in people,
+                f"grants entry {number} repeats the grant of an earlier entry.",
+            )
+            people.add(entry["person"])
+
+    def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
+        if not data:
+            return
+        User = get_user_model()
+        field = User.USERNAME_FIELD
+        users = {
+            user.get_username(): user
+            for user in User.objects.filter(**{f"{field}__in": [e["person"] for e in data]})
+        }
+        held = set(Membership.objects.filter(memory=memory).values_list("user_id", flat=True))
+        new, unknown = [], []
+        for entry in data:
+            user = users.get(entry["person"])
+            if user is None:
+                unknown.append(entry["person"])
+            elif user.pk not in held:
+                new.append(
+                    Membership(
+                        memory=memory, user=user, permission=PERMISSION_WORDS[entry["permission"]]
+                    )
+                )
+        Membership.objects.bulk_create(new)
+        line = f"Grants: {len(new)} added, {len(data) - len(new) - len(unknown)} already here"
+        if unknown:
+            line += (
+                f"; {len(unknown)} skipped, for people this install has no account for "
+                f"({', '.join(unknown)})"
+            )
+        options.report.append(line + ".")
+
+
 subjects_section = SubjectsSection()
 facts_section = FactsSection()
+episodes_section = EpisodesSection()
+observations_section = ObservationsSection()
+conflicts_section = ConflictsSection()
+procedures_section = ProceduresSection()
+core_section = CoreSection()
+grants_section = GrantsSection()

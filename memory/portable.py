@@ -8,8 +8,13 @@ written; a bad file imports nothing.
 Each app contributes sections through ``settings.BRAIN_EXPORT_SECTIONS`` (dotted paths to
 objects with ``key``, ``dump(memory)``, ``check(data)`` and ``load(memory, data, options)``), so
 a lower app never needs to know what a higher one keeps. What sections share (ImportRejected,
-ImportOptions, the checks and the uid rules) is ``brain.portable``, which every app may import;
-this module runs the sections and holds the memory app's own.
+ImportOptions, ``Section``, which reads each column's checks from the model, and the uid rules)
+is ``brain.portable``, which every app may import; this module runs the sections and holds the
+memory app's own: the change log, the document and the inbox.
+
+A file keeps importing after brain changes: a section a file does not carry is skipped, and a
+column it does not carry takes the model's default (``brain/tests/fixtures`` holds a file from
+November 2026 that must import as it did then).
 """
 
 from __future__ import annotations
@@ -18,26 +23,28 @@ import json
 import uuid
 
 from django.conf import settings
+from django.core.validators import MaxLengthValidator
 from django.db import transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from brain.db.retry import retry_transaction
 from brain.portable import (
+    UID,
     ImportOptions,
     ImportRejected,
-    check_entries,
+    Section,
+    col,
     has_nul,
-    is_uuid,
     placed,
     placements,
+    ref,
     require,
-    when,
 )
 from knowledge.models import Fact, Memory
 from memory import actions, document, revisions
 from memory.composers.base import VOICE_MAX_BYTES
-from memory.models import Change, Confidence, DocumentRevision, InboxItem, Origin
+from memory.models import Change, DocumentRevision, InboxItem
 
 FORMAT = "brain-export"
 VERSION = 1
@@ -160,63 +167,27 @@ class DocumentSection:
         options.report.append("Document: imported.")
 
 
-class InboxSection:
+class InboxSection(Section):
     key = "inbox"
-    fields = {
-        "uid": str,
-        "text": str,
-        "origin": str,
-        "confidence": str,
-        "created_at": str,
-        "state": str,
-    }
+    model = InboxItem
+    columns = (
+        col("text", validators=(MaxLengthValidator(actions.MAX_ITEM_CHARS),)),
+        col("action"),
+        col("origin"),
+        col("confidence", required=True),
+        col("taught_by_name", key="taught_by"),
+        col("created_at", required=True),
+        col("state", required=True),
+        col("outcome"),
+        col("valence"),
+        ref("fact", UID, null=True),
+    )
 
-    def dump(self, memory: Memory) -> list[dict]:
-        return [
-            {
-                "uid": str(item.uid),
-                "text": item.text,
-                "action": item.action,
-                "origin": item.origin,
-                "confidence": item.confidence,
-                "taught_by": item.taught_by_name,
-                "created_at": item.created_at.isoformat(),
-                "state": item.state,
-                "fact": str(item.fact.uid) if item.fact_id else None,
-            }
-            for item in InboxItem.objects.for_memory(memory)
-            .in_filing_order()
-            .select_related("fact")
-        ]
+    def rows(self, memory: Memory):
+        return InboxItem.objects.for_memory(memory).in_filing_order().select_related("fact")
 
-    def check(self, data) -> None:
-        check_entries(data, "inbox", self.fields, person="taught_by")
-        for number, entry in enumerate(data, start=1):
-            require(
-                entry["origin"] in Origin.values,
-                f"inbox entry {number} has an unknown origin {entry['origin']!r}.",
-            )
-            require(
-                entry["confidence"] in Confidence.values,
-                f"inbox entry {number} has an unknown confidence.",
-            )
-            require(
-                entry["state"] in InboxItem.State.values,
-                f"inbox entry {number} has an unknown state.",
-            )
-            require(
-                entry.get("action", "add") in InboxItem.Action.values,
-                f"inbox entry {number} has an unknown action.",
-            )
-            require(
-                0 < len(entry["text"].strip()) <= actions.MAX_ITEM_CHARS,
-                f"inbox entry {number} is empty or longer than "
-                f"{actions.MAX_ITEM_CHARS:,} characters.",
-            )
-            require(
-                entry.get("fact") is None or is_uuid(entry["fact"]),
-                f'inbox entry {number} has an invalid "fact" (the uid of its fact, or null).',
-            )
+    def links(self, item: InboxItem) -> dict:
+        return {"fact": str(item.fact.uid) if item.fact_id else None}
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         fresh = placed(InboxItem, memory, data)
@@ -225,19 +196,13 @@ class InboxSection:
             InboxItem(
                 uid=uid,
                 memory=memory,
-                text=entry["text"],
-                action=entry.get("action", "add"),
-                origin=entry["origin"],
-                confidence=entry["confidence"],
-                taught_by_name=entry.get("taught_by", ""),
-                created_at=when(entry["created_at"]),
-                state=entry["state"],
                 fact_id=facts.pop(entry.get("fact"), None),
+                **self.values(entry),
             )
             for entry, uid in fresh
         ]
         InboxItem.objects.bulk_create(new)
-        options.report.append(f"Inbox: {len(new)} added, {len(data) - len(new)} already here.")
+        self.summary(options, "Inbox", len(new), len(data))
 
     @staticmethod
     def _facts_here(memory: Memory, entries: list[dict]) -> dict[str, int]:
@@ -257,45 +222,31 @@ class InboxSection:
         return {here[uid]: pk for uid, pk in rows.values_list("uid", "pk")}
 
 
-class ChangeLogSection:
+class ChangeLogSection(Section):
     key = "changes"
-    fields = {
-        "uid": str,
-        "number": int,
-        "summary": str,
-        "operations": list,
-        "created_at": str,
-        "source": str,
-    }
+    model = Change
+    columns = (
+        col("number"),
+        col("source"),
+        col("summary"),
+        col("operations", required=True),
+        col("author_name", key="author"),
+        col("created_at", required=True),
+    )
 
-    def dump(self, memory: Memory) -> list[dict]:
-        return [
-            {
-                "uid": str(change.uid),
-                "number": change.number,
-                "source": change.source,
-                "summary": change.summary,
-                "operations": change.operations,
-                "author": change.author_name,
-                "created_at": change.created_at.isoformat(),
-            }
-            for change in Change.objects.for_memory(memory).order_by("number")
-        ]
+    def rows(self, memory: Memory):
+        return Change.objects.for_memory(memory).order_by("number")
 
-    def check(self, data) -> None:
-        check_entries(data, "changes", self.fields, person="author")
-        for number, entry in enumerate(data, start=1):
+    def check_entry(self, where: str, entry: dict) -> None:
+        operations = entry["operations"]
+        require(isinstance(operations, list), f'{where} has invalid "operations" (a list).')
+        for op in operations:
             require(
-                entry["source"] in Change.Source.values,
-                f"changes entry {number} has an unknown source.",
+                isinstance(op, dict)
+                and op.get("op") in {"add", "remove"}
+                and isinstance(op.get("line"), str),
+                f"{where} has an invalid operation.",
             )
-            for op in entry["operations"]:
-                require(
-                    isinstance(op, dict)
-                    and op.get("op") in {"add", "remove"}
-                    and isinstance(op.get("line"), str),
-                    f"changes entry {number} has an invalid operation.",
-                )
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         fresh = sorted(placed(Change, memory, data), key=lambda placed: placed[0]["number"])
@@ -310,22 +261,11 @@ class ChangeLogSection:
         ) + 1
         Change.objects.bulk_create(
             [
-                Change(
-                    uid=uid,
-                    memory=memory,
-                    number=start + offset,
-                    source=entry["source"],
-                    summary=entry["summary"],
-                    operations=entry["operations"],
-                    author_name=entry.get("author", ""),
-                    created_at=when(entry["created_at"]),
-                )
+                Change(uid=uid, memory=memory, **{**self.values(entry), "number": start + offset})
                 for offset, (entry, uid) in enumerate(fresh)
             ]
         )
-        options.report.append(
-            f"Change log: {len(fresh)} added, {len(data) - len(fresh)} already here."
-        )
+        self.summary(options, "Change log", len(fresh), len(data))
 
 
 document_section = DocumentSection()

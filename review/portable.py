@@ -1,11 +1,19 @@
 """The review app's part of the portable file: the findings work list, the rules your Not a
-problem presses made, the guesses you answered, and brain's judgements about its own calls.
+problem presses made, the guesses you answered, brain's judgements about its own calls, and the
+timeline.
 
-References are resolved in the memory the file is folded into: an entity id becomes that
-memory's subject when it has one. A rule whose entity is not (yet) known keeps its entity id, so
-the new install stays quiet where you told the old one "not here" as soon as the entity appears.
-Entries already here win (matched by uid; a judgement by its check and entity), so importing the
-same file twice changes nothing. Every entry is checked before anything is written.
+Declared with ``brain.portable.Section``: each column's checks come from the model (limits,
+choices, null and blank), and this module keeps what spans rows. References are resolved in the
+memory the file is folded into: an entity id becomes that memory's subject when it has one. A
+rule whose entity is not (yet) known keeps its entity id, so the new install stays quiet where
+you told the old one "not here" as soon as the entity appears. Entries already here win
+(matched by uid; a judgement by its check and entity; a timeline event by its kind, time and
+words), so importing the same file twice changes nothing. Every entry is checked before anything
+is written.
+
+Timeline events name the finding or fact they are about by uid in the file; an import points
+them at that row here, and leaves the reference out when this memory does not hold it. Imported
+events keep when they were pushed to Home Assistant and are never pushed again.
 """
 
 from __future__ import annotations
@@ -13,55 +21,31 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.core.validators import MaxLengthValidator, MinValueValidator
 from django.utils import timezone
 
 from brain.portable import (
+    UID,
     ImportOptions,
-    is_datetime,
-    is_name,
-    is_optional_datetime,
+    Section,
+    col,
+    in_batches,
     is_uuid,
     placed,
     placements,
+    ref,
     require,
     when,
 )
 from knowledge import statements
 from knowledge.embedding import get_embedder
 from knowledge.models import Fact, Memory, Subject
-from review.actions import MAX_REASON, MAX_TEXT
-from review.models import Finding, Guess, Judgement, Rule, Severity
+from review.actions import MAX_TEXT
+from review.models import Event, Finding, Guess, Judgement, Rule
 
-CHECK_CHARS = 100  # Finding.check_id, Rule.check_id, Judgement.check_id
-ENTITY_CHARS = 255  # …entity_id
-ROOM_CHARS = 200  # Subject.name
 LIVE = (Finding.State.OPEN, Finding.State.SUPPRESSED)
-
-
-def _iso(moment) -> str | None:
-    return moment.isoformat() if moment is not None else None
-
-
-def _is_count(value: Any, *, least: int = 0) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= least
-
-
-def _is_text(value: Any, limit: int) -> bool:
-    return isinstance(value, str) and len(value.strip()) > 0 and len(value) <= limit
-
-
-def _entries(data: Any, key: str, *, uids: bool = True):
-    """Each entry of a list, numbered from 1, checked to be an object with a fresh valid uid."""
-    require(isinstance(data, list), f'"{key}" must be a list.')
-    seen: set[uuid.UUID] = set()
-    for number, entry in enumerate(data, start=1):
-        require(isinstance(entry, dict), f"{key} entry {number} is not an object.")
-        if uids:
-            require(is_uuid(entry.get("uid")), f"{key} entry {number} has no valid uid.")
-            uid = uuid.UUID(entry["uid"])
-            require(uid not in seen, f"{key} entry {number} repeats the uid of an earlier entry.")
-            seen.add(uid)
-        yield number, entry
+LOOKUP_BATCH = 10_000
+TEXT = (MaxLengthValidator(MAX_TEXT),)
 
 
 def _subjects_by_entity(memory: Memory, entity_ids) -> dict[str, Subject]:
@@ -71,78 +55,36 @@ def _subjects_by_entity(memory: Memory, entity_ids) -> dict[str, Subject]:
     return {s.entity_id: s for s in Subject.objects.for_memory(memory).filter(entity_id__in=wanted)}
 
 
-class FindingsSection:
+class FindingsSection(Section):
     """Findings: what the house checks raised and how each was settled."""
 
     key = "findings"
+    model = Finding
+    columns = (
+        col("check_id", key="check"),
+        col("entity_id"),
+        col("severity"),
+        col("text", validators=TEXT),
+        col("is_todo", key="todo"),
+        col("protected"),
+        col("state", required=True),
+        col("settled_how"),
+        col("first_raised_at", required=True),
+        col("last_raised_at", required=True),
+        col("settled_at"),
+        col("suppressed_until"),
+        col("times_raised", required=True, validators=(MinValueValidator(1),)),
+        col("reason"),
+    )
 
-    def dump(self, memory: Memory) -> list[dict]:
-        return [
-            {
-                "uid": str(f.uid),
-                "check": f.check_id,
-                "entity_id": f.entity_id,
-                "severity": f.severity,
-                "text": f.text,
-                "todo": f.is_todo,
-                "protected": f.protected,
-                "state": f.state,
-                "settled_how": f.settled_how,
-                "first_raised_at": _iso(f.first_raised_at),
-                "last_raised_at": _iso(f.last_raised_at),
-                "settled_at": _iso(f.settled_at),
-                "suppressed_until": _iso(f.suppressed_until),
-                "times_raised": f.times_raised,
-                "reason": f.reason,
-            }
-            for f in Finding.objects.for_memory(memory).order_by("first_raised_at", "pk")
-        ]
+    def rows(self, memory: Memory):
+        return Finding.objects.for_memory(memory).order_by("first_raised_at", "pk")
 
-    def check(self, data) -> None:
-        for n, entry in _entries(data, self.key):
-            where = f"findings entry {n}"
-            require(
-                _is_text(entry.get("check"), CHECK_CHARS),
-                f'{where} has no valid "check" (at most {CHECK_CHARS} characters).',
-            )
-            require(
-                is_name(entry.get("entity_id", ""), ENTITY_CHARS),
-                f'{where} has an invalid "entity_id".',
-            )
-            require(
-                entry.get("severity") in Severity.values,
-                f"{where} has an unknown severity {entry.get('severity')!r} (high, medium or low).",
-            )
-            require(
-                _is_text(entry.get("text"), MAX_TEXT),
-                f"{where} has no text, or more than {MAX_TEXT:,} characters.",
-            )
-            require(entry.get("state") in Finding.State.values, f"{where} has an unknown state.")
-            require(
-                entry.get("settled_how", "") in ["", *Finding.Settled.values],
-                f'{where} has an unknown "settled_how".',
-            )
-            for name in ("first_raised_at", "last_raised_at"):
-                require(is_datetime(entry.get(name)), f'{where} has an invalid "{name}".')
-            for name in ("settled_at", "suppressed_until"):
-                require(is_optional_datetime(entry.get(name)), f'{where} has an invalid "{name}".')
-            require(
-                entry.get("state") != Finding.State.SUPPRESSED
-                or entry.get("settled_at") is not None,
-                f'{where} is fixed but has no "settled_at".',
-            )
-            require(
-                _is_count(entry.get("times_raised"), least=1),
-                f'{where} has an invalid "times_raised" (a whole number from 1).',
-            )
-            require(
-                is_name(entry.get("reason", ""), MAX_REASON),
-                f'{where} has an invalid "reason" (at most {MAX_REASON} characters).',
-            )
-            for name in ("todo", "protected"):
-                require(
-                    isinstance(entry.get(name, False), bool), f'{where} has an invalid "{name}".'
-                )
+    def check_entry(self, where: str, entry: dict) -> None:
+        require(
+            entry["state"] != Finding.State.SUPPRESSED or entry.get("settled_at") is not None,
+            f'{where} is fixed but has no "settled_at".',
+        )
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         if not data:  # the file carries none: nothing to say
@@ -157,33 +99,15 @@ class FindingsSection:
         )
         new, kept_ours = [], 0
         for entry, uid in fresh:
-            pair = (entry["check"].strip(), entry.get("entity_id", ""))
+            values = self.values(entry)
+            values["check_id"] = values["check_id"].strip()
+            pair = (values["check_id"], values["entity_id"])
             if entry["state"] in LIVE:
                 if pair in live:
                     kept_ours += 1
                     continue
                 live.add(pair)
-            new.append(
-                Finding(
-                    uid=uid,
-                    memory=memory,
-                    check_id=pair[0],
-                    subject=subjects.get(pair[1]),
-                    entity_id=pair[1],
-                    severity=entry["severity"],
-                    text=entry["text"],
-                    is_todo=entry.get("todo", False),
-                    protected=entry.get("protected", False),
-                    state=entry["state"],
-                    settled_how=entry.get("settled_how", ""),
-                    first_raised_at=when(entry["first_raised_at"]),
-                    last_raised_at=when(entry["last_raised_at"]),
-                    settled_at=when(entry.get("settled_at")),
-                    suppressed_until=when(entry.get("suppressed_until")),
-                    times_raised=entry["times_raised"],
-                    reason=entry.get("reason", ""),
-                )
-            )
+            new.append(Finding(uid=uid, memory=memory, subject=subjects.get(pair[1]), **values))
         Finding.objects.bulk_create(new)
         options.report.append(
             f"Findings: {len(new)} added, {len(data) - len(new)} already here"
@@ -191,64 +115,36 @@ class FindingsSection:
         )
 
 
-class RulesSection:
+class RulesSection(Section):
     """Rules you set: the checks told "not here", how far and for how long."""
 
     key = "rules"
+    model = Rule
+    columns = (
+        col("check_id", key="check"),
+        col("scope", required=True),
+        col("entity_id"),
+        ref("room", Subject.name, blank=True),  # a room's name, or "" for none
+        col("until"),
+        col("reason"),
+        col("origin"),
+        ref("finding", UID, null=True),
+        col("created_at", required=True),
+        col("removed_at"),
+    )
 
-    def dump(self, memory: Memory) -> list[dict]:
-        rows = (
+    def rows(self, memory: Memory):
+        return (
             Rule.objects.for_memory(memory)
             .select_related("room", "finding")
             .order_by("created_at", "pk")
         )
-        return [
-            {
-                "uid": str(r.uid),
-                "check": r.check_id,
-                "scope": r.scope,
-                "entity_id": r.entity_id,
-                "room": r.room.name if r.room else "",
-                "until": _iso(r.until),
-                "reason": r.reason,
-                "origin": r.origin,
-                "finding": str(r.finding.uid) if r.finding else None,
-                "created_at": _iso(r.created_at),
-                "removed_at": _iso(r.removed_at),
-            }
-            for r in rows
-        ]
 
-    def check(self, data) -> None:
-        for n, entry in _entries(data, self.key):
-            where = f"rules entry {n}"
-            require(
-                _is_text(entry.get("check"), CHECK_CHARS),
-                f'{where} has no valid "check" (at most {CHECK_CHARS} characters).',
-            )
-            require(
-                entry.get("scope") in Rule.Scope.values,
-                f"{where} has an unknown scope {entry.get('scope')!r} "
-                f"({', '.join(Rule.Scope.values)}).",
-            )
-            require(
-                is_name(entry.get("entity_id", ""), ENTITY_CHARS),
-                f'{where} has an invalid "entity_id".',
-            )
-            require(is_name(entry.get("room", ""), ROOM_CHARS), f'{where} has an invalid "room".')
-            require(
-                entry.get("origin") in Rule.Origin.values,
-                f"{where} has an unknown origin {entry.get('origin')!r}.",
-            )
-            require(
-                is_name(entry.get("reason", ""), MAX_REASON),
-                f'{where} has an invalid "reason" (at most {MAX_REASON} characters).',
-            )
-            require(is_datetime(entry.get("created_at")), f'{where} has an invalid "created_at".')
-            for name in ("until", "removed_at"):
-                require(is_optional_datetime(entry.get(name)), f'{where} has an invalid "{name}".')
-            finding = entry.get("finding")
-            require(finding is None or is_uuid(finding), f'{where} has an invalid "finding".')
+    def links(self, rule: Rule) -> dict:
+        return {
+            "room": rule.room.name if rule.room else "",
+            "finding": str(rule.finding.uid) if rule.finding else None,
+        }
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         if not data:  # the file carries none: nothing to say
@@ -270,7 +166,9 @@ class RulesSection:
         )
         new = []
         for entry, uid in fresh:
-            subject = subjects.get(entry.get("entity_id", ""))
+            values = self.values(entry)
+            values["check_id"] = values["check_id"].strip()
+            subject = subjects.get(values["entity_id"])
             room = rooms.get(entry.get("room", "").casefold()) or (
                 subject.room if subject and subject.room_id else None
             )
@@ -279,61 +177,39 @@ class RulesSection:
                 Rule(
                     uid=uid,
                     memory=memory,
-                    check_id=entry["check"].strip(),
-                    scope=entry["scope"],
                     subject=subject,
-                    entity_id=entry.get("entity_id", ""),
                     room=room,
-                    until=when(entry.get("until")),
-                    reason=entry.get("reason", ""),
-                    origin=entry["origin"],
                     finding_id=findings.get(finding_uid),
                     created_by=None,
-                    created_at=when(entry["created_at"]),
-                    removed_at=when(entry.get("removed_at")),
+                    **values,
                 )
             )
         Rule.objects.bulk_create(new)
-        options.report.append(f"Rules: {len(new)} added, {len(data) - len(new)} already here.")
+        self.summary(options, "Rules", len(new), len(data))
 
 
-class AnsweredGuessesSection:
+class AnsweredGuessesSection(Section):
     """Guesses you answered yes or no: never asked again, in any wording."""
 
     key = "guesses"
+    model = Guess
     states = (Guess.State.CONFIRMED, Guess.State.REJECTED)
+    columns = (
+        col("text", validators=TEXT),
+        col("state", required=True),
+        col("created_at", null=True),  # none: when it was answered
+        col("answered_at"),
+        col("reason"),
+    )
 
-    def dump(self, memory: Memory) -> list[dict]:
-        rows = Guess.objects.for_memory(memory).settled().order_by("answered_at", "pk")
-        return [
-            {
-                "uid": str(g.uid),
-                "text": g.text,
-                "state": g.state,
-                "created_at": _iso(g.created_at),
-                "answered_at": _iso(g.answered_at),
-                "reason": g.reason,
-            }
-            for g in rows
-        ]
+    def rows(self, memory: Memory):
+        return Guess.objects.for_memory(memory).settled().order_by("answered_at", "pk")
 
-    def check(self, data) -> None:
-        for n, entry in _entries(data, self.key):
-            where = f"guesses entry {n}"
-            require(
-                _is_text(entry.get("text"), MAX_TEXT),
-                f"{where} has no text, or more than {MAX_TEXT:,} characters.",
-            )
-            require(
-                entry.get("state") in self.states,
-                f"{where} is {entry.get('state')!r}; only confirmed or rejected guesses travel.",
-            )
-            for name in ("created_at", "answered_at"):
-                require(is_optional_datetime(entry.get(name)), f'{where} has an invalid "{name}".')
-            require(
-                is_name(entry.get("reason", ""), MAX_REASON),
-                f'{where} has an invalid "reason" (at most {MAX_REASON} characters).',
-            )
+    def check_entry(self, where: str, entry: dict) -> None:
+        require(
+            entry["state"] in self.states,
+            f"{where} is {entry['state']!r}; only confirmed or rejected guesses travel.",
+        )
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         if not data:  # the file carries none: nothing to say
@@ -342,73 +218,68 @@ class AnsweredGuessesSection:
         # Vectors from this install's embedder, so a rewording is recognised here too.
         embedder = get_embedder()
         vectors = embedder.embed([entry["text"] for entry, _ in fresh]) if fresh else []
-        Guess.objects.bulk_create(
-            [
+        new = []
+        for (entry, uid), vector in zip(fresh, vectors, strict=True):
+            values = self.values(entry)
+            values["created_at"] = (
+                when(entry.get("created_at") or entry.get("answered_at")) or timezone.now()
+            )
+            new.append(
                 Guess(
                     uid=uid,
                     memory=memory,
-                    text=entry["text"],
                     normalized=statements.normalise(entry["text"]),
                     embedding=vector,
                     embedder=embedder.name,
-                    state=entry["state"],
-                    created_at=when(entry.get("created_at") or entry.get("answered_at"))
-                    or timezone.now(),
-                    answered_at=when(entry.get("answered_at")),
-                    reason=entry.get("reason", ""),
+                    **values,
                 )
-                for (entry, uid), vector in zip(fresh, vectors, strict=True)
-            ]
-        )
-        options.report.append(
-            f"Answered guesses: {len(fresh)} added, {len(data) - len(fresh)} already here."
-        )
+            )
+        Guess.objects.bulk_create(new)
+        self.summary(options, "Answered guesses", len(new), len(data))
 
 
-class JudgementsSection:
+class JudgementsSection(Section):
     """brain's arithmetic about its own calls, one per check and entity."""
 
     key = "judgements"
+    model = Judgement
+    uid = False
+    columns = (
+        col("check_id", key="check"),
+        ref("entity_id", Subject.entity_id),
+        col("raised"),
+        col("marked_not_a_problem"),
+        col("renewed_at", required=True),
+        ref("text", Fact.text, blank=True, validators=TEXT),  # the fact that states it
+    )
 
-    def dump(self, memory: Memory) -> list[dict]:
-        rows = (
+    def rows(self, memory: Memory):
+        return (
             Judgement.objects.filter(memory=memory)
             .select_related("subject", "fact")
             .order_by("check_id", "pk")
         )
-        return [
-            {
-                "check": j.check_id,
-                "entity_id": j.subject.entity_id if j.subject else "",
-                "raised": j.raised,
-                "marked_not_a_problem": j.marked_not_a_problem,
-                "renewed_at": _iso(j.renewed_at),
-                "text": j.fact.text if j.fact else "",
-            }
-            for j in rows
-        ]
 
-    def check(self, data) -> None:
+    def links(self, judgement: Judgement) -> dict:
+        return {
+            "entity_id": judgement.subject.entity_id if judgement.subject else "",
+            "text": judgement.fact.text if judgement.fact else "",
+        }
+
+    def check_entry(self, where: str, entry: dict) -> None:
+        require(
+            entry["marked_not_a_problem"] <= entry["raised"],
+            f'{where} has invalid counts ("marked_not_a_problem" of "raised").',
+        )
+
+    def check_all(self, data: list[dict]) -> None:
         seen = set()
-        for n, entry in _entries(data, self.key, uids=False):
-            where = f"judgements entry {n}"
-            require(
-                _is_text(entry.get("check"), CHECK_CHARS),
-                f'{where} has no valid "check" (at most {CHECK_CHARS} characters).',
-            )
-            require(
-                is_name(entry.get("entity_id", ""), ENTITY_CHARS),
-                f'{where} has an invalid "entity_id".',
-            )
-            raised, marked = entry.get("raised"), entry.get("marked_not_a_problem")
-            require(
-                _is_count(raised) and _is_count(marked) and marked <= raised,
-                f'{where} has invalid counts ("marked_not_a_problem" of "raised").',
-            )
-            require(is_datetime(entry.get("renewed_at")), f'{where} has an invalid "renewed_at".')
-            require(is_name(entry.get("text", ""), MAX_TEXT), f'{where} has an invalid "text".')
+        for number, entry in enumerate(data, start=1):
             pair = (entry["check"].strip(), entry.get("entity_id", ""))
-            require(pair not in seen, f"{where} repeats the check and entity of an earlier entry.")
+            require(
+                pair not in seen,
+                f"judgements entry {number} repeats the check and entity of an earlier entry.",
+            )
             seen.add(pair)
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
@@ -423,8 +294,9 @@ class JudgementsSection:
             if entity_id and subject is None:
                 elsewhere += 1  # about something this house does not have
                 continue
-            key = (entry["check"].strip(), subject.pk if subject else None)
-            if key in ours:
+            values = self.values(entry)
+            values["check_id"] = values["check_id"].strip()
+            if (values["check_id"], subject.pk if subject else None) in ours:
                 continue
             fact = (
                 Fact.objects.for_memory(memory)
@@ -434,17 +306,7 @@ class JudgementsSection:
                 if entry.get("text")
                 else None
             )
-            new.append(
-                Judgement(
-                    memory=memory,
-                    check_id=key[0],
-                    subject=subject,
-                    raised=entry["raised"],
-                    marked_not_a_problem=entry["marked_not_a_problem"],
-                    fact=fact,
-                    renewed_at=when(entry["renewed_at"]),
-                )
-            )
+            new.append(Judgement(memory=memory, subject=subject, fact=fact, **values))
         Judgement.objects.bulk_create(new)
         options.report.append(
             f"Judgements: {len(new)} added, {len(data) - len(new)} already here"
@@ -452,7 +314,110 @@ class JudgementsSection:
         )
 
 
+class EventsSection(Section):
+    """The timeline: what brain learned and what the checks raised, as it happened."""
+
+    key = "events"
+    model = Event
+    uid = False
+    columns = (
+        col("kind"),
+        col("text"),
+        col("data"),
+        col("created_at", required=True),
+        col("pushed_at"),
+    )
+    # Keys of an event's data that name a row, and the model of that row.
+    rows_named = {"finding": Finding, "fact": Fact}
+
+    def rows(self, memory: Memory):
+        return Event.objects.for_memory(memory).order_by("created_at", "pk")
+
+    def dump(self, memory: Memory) -> list[dict]:
+        events = list(self.rows(memory))
+        uids = {
+            name: _uids_of(model, memory, {e.data.get(name) for e in events})
+            for name, model in self.rows_named.items()
+        }
+        entries = []
+        for event in events:
+            entry = self.entry(event)
+            entry["data"] = {
+                name: _as_uid(uids[name].get(value)) if name in uids else value
+                for name, value in event.data.items()
+            }
+            entries.append(entry)
+        return entries
+
+    def check_entry(self, where: str, entry: dict) -> None:
+        data = entry.get("data", {})
+        require(isinstance(data, dict), f'{where} has an invalid "data" (an object).')
+        for name in self.rows_named:
+            require(
+                data.get(name) is None or is_uuid(data[name]),
+                f'{where} has an invalid "{name}" in its data (a uid, or null).',
+            )
+
+    def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
+        if not data:  # the file carries none: nothing to say
+            return
+        here: set[tuple] = set()
+        for chunk in in_batches({when(e["created_at"]) for e in data}, LOOKUP_BATCH):
+            here.update(
+                Event.objects.for_memory(memory)
+                .filter(created_at__in=chunk)
+                .values_list("kind", "created_at", "text")
+            )
+        pks = {
+            name: _pks_here(model, memory, {e.get("data", {}).get(name) for e in data})
+            for name, model in self.rows_named.items()
+        }
+        new = []
+        for entry in data:
+            values = self.values(entry)
+            key = (values["kind"], values["created_at"], values["text"])
+            if key in here:
+                continue
+            here.add(key)
+            values["data"] = {
+                name: (pks[name].get(value) if name in pks else value)
+                for name, value in values["data"].items()
+            }
+            new.append(Event(memory=memory, **values))
+        Event.objects.bulk_create(new)
+        self.summary(options, "Timeline", len(new), len(data))
+
+
+def _as_uid(uid: uuid.UUID | None) -> str | None:
+    return str(uid) if uid is not None else None
+
+
+def _uids_of(model, memory: Memory, pks: set[Any]) -> dict[int, uuid.UUID]:
+    """The uid of each row of ``model`` in ``memory`` whose pk is in ``pks``."""
+    wanted = [pk for pk in pks if isinstance(pk, int)]
+    found: dict[int, uuid.UUID] = {}
+    for chunk in in_batches(wanted, LOOKUP_BATCH):
+        found.update(model.objects.filter(memory=memory, pk__in=chunk).values_list("pk", "uid"))
+    return found
+
+
+def _pks_here(model, memory: Memory, uids: set[str | None]) -> dict[str, int]:
+    """The row in ``memory`` each uid of the file names, by that uid as the file writes it."""
+    wanted = {uuid.UUID(uid): uid for uid in uids if uid is not None}
+    where = {
+        here: wanted[uid]
+        for uid, (here, present) in placements(model, memory, wanted).items()
+        if present
+    }
+    found: dict[str, int] = {}
+    for chunk in in_batches(where, LOOKUP_BATCH):
+        rows = model.objects.filter(memory=memory, uid__in=chunk).values_list("uid", "pk")
+        found.update((where[uid], pk) for uid, pk in rows)
+    return found
+
+
 findings_section = FindingsSection()
 rules_section = RulesSection()
 guesses_section = AnsweredGuessesSection()
 judgements_section = JudgementsSection()
+events_section = EventsSection()

@@ -285,18 +285,18 @@ BAD_ENTRIES = [
     ),
     pytest.param(
         _spoil_fact(NINETEEN, "valid_from", "last tuesday"),
-        "facts entry 1 has an invalid valid_from",
+        'facts entry 1 has an invalid "valid_from" (a date and time)',
         id="valid_from not a date",
     ),
     pytest.param(
         _spoil_fact(NINETEEN, "valid_to", "2025-13-45T10:00:00+00:00"),
-        "facts entry 1 has an invalid valid_to",
+        'facts entry 1 has an invalid "valid_to" (a date and time, or null)',
         id="valid_to in month 13",
     ),
     pytest.param(
         _spoil_fact(BEACON, "created_at", None),
-        'facts entry 2 has no valid "created_at"',
-        id="created_at missing",
+        'facts entry 2 has an invalid "created_at" (a date and time)',
+        id="created_at null",
     ),
     pytest.param(
         _spoil_fact(NINETEEN, "superseded_by", "5f0c6f5e-8d2a-4b9e-9a57-0d7c1f3e2b11"),
@@ -315,7 +315,7 @@ BAD_ENTRIES = [
     ),
     pytest.param(
         _spoil_fact(BEACON, "confidence", 1.5),
-        "facts entry 2 has an invalid confidence (a number from 0 to 1)",
+        'facts entry 2 has an invalid "confidence" (a number from 0 to 1)',
         id="confidence over 1",
     ),
     pytest.param(
@@ -345,7 +345,7 @@ BAD_ENTRIES = [
                 "fact": "the porch one",
             }
         ),
-        'inbox entry 1 has an invalid "fact" (the uid of its fact, or null)',
+        'inbox entry 1 has an invalid "fact" (a uid, or null)',
         id="candidate's fact not a uid",
     ),
     pytest.param(

@@ -446,7 +446,7 @@ def _broken(exported: Path, change) -> Path:
         ),
         (
             lambda path: _broken(path, lambda data: data["inbox"][1].update(origin="fax")),
-            "inbox entry 2 has an unknown origin 'fax'.",
+            "inbox entry 2 has an unknown origin 'fax': use one of insight, voice, chat",
         ),
         (
             lambda path: path.unlink(),

@@ -178,12 +178,12 @@ BAD_FILES = [
     ),
     pytest.param(
         lambda data: _with(data, ("inbox", 1, "created_at"), "last tuesday"),
-        "inbox entry 2 has an invalid created_at",
+        'inbox entry 2 has an invalid "created_at" (a date and time)',
         id="created_at not a date",
     ),
     pytest.param(
         lambda data: _with(data, ("inbox", 1, "created_at"), "2025-13-45T10:00:00+00:00"),
-        "inbox entry 2 has an invalid created_at",
+        'inbox entry 2 has an invalid "created_at" (a date and time)',
         id="created_at in month 13",
     ),
     pytest.param(
@@ -193,7 +193,7 @@ BAD_FILES = [
     ),
     pytest.param(
         lambda data: _with(data, ("inbox", 0, "text"), "x" * 1001),
-        "inbox entry 1 is empty or longer than 1,000 characters",
+        'inbox entry 1 has an invalid "text" (text, not empty, at most 1,000 characters)',
         id="over-long fact",
     ),
     pytest.param(

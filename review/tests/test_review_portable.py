@@ -238,10 +238,10 @@ def test_entries_already_here_win(home, other):
     ("section", "spoil", "message"),
     [
         ("findings", {"severity": "urgent"}, "findings entry 2 has an unknown severity 'urgent'"),
-        ("findings", {"text": ""}, "findings entry 2 has no text"),
+        ("findings", {"text": ""}, 'findings entry 2 has an empty "text"'),
         ("findings", {"times_raised": 0}, 'findings entry 2 has an invalid "times_raised"'),
         ("findings", {"last_raised_at": "yesterday"}, 'findings entry 2 has an invalid "last_'),
-        ("findings", {"uid": "not-a-uid"}, "findings entry 2 has no valid uid"),
+        ("findings", {"uid": "not-a-uid"}, "findings entry 2 has an invalid uid"),
         ("rules", {"scope": "street"}, "rules entry 2 has an unknown scope 'street'"),
         ("rules", {"origin": "a whim"}, "rules entry 2 has an unknown origin"),
         ("rules", {"until": "2031-02-30T00:00:00"}, 'rules entry 2 has an invalid "until"'),
