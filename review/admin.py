@@ -2,9 +2,9 @@
 registered here because merging two moves this app's rows too (rules, findings, guesses,
 judgements: ``review.merging``), and a lower app never imports a higher one.
 
-Findings are settled, rules lifted and guesses answered only through ``review.actions``, as on
-the Findings tab, so the timeline and the judgements stay true. The rules every admin class
-follows: ``knowledge/admin.py``.
+Findings are settled, rules lifted and guesses answered only through ``review.findings`` and
+``review.guesses``, as on the Findings tab, so the timeline and the judgements stay true. The
+rules every admin class follows: ``knowledge/admin.py``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from knowledge import actions as knowledge_actions
 from knowledge.access import Permission
 from knowledge.admin import EVERYWHERE, MemoryScopedAdmin, ReadOnlyInline, link_to
 from knowledge.models import Subject
-from review import actions, merging
+from review import findings as review_findings
+from review import guesses as review_guesses
+from review import merging
 from review.models import DeepReview, Event, Finding, Guess, Judgement, Rule
 
 # Subjects ------------------------------------------------------------------------------------
@@ -158,13 +160,13 @@ class FindingAdmin(MemoryScopedAdmin):
     search_fields = ["text", "check_id", "entity_id", "subject__name", "subject__aliases"]
     date_hierarchy = "last_raised_at"
     inlines = [RuleInline]
-    refusals = (actions.Refused,)
+    refusals = (review_findings.Refused,)
     actions = ["fixed", "not_a_problem"]
 
     @admin.action(permissions=["curate"], description="I've already fixed it", location=EVERYWHERE)
     def fixed(self, request, queryset) -> None:
         def fixed(finding: Finding) -> str:
-            actions.mark_fixed(finding=finding, by=request.user)
+            review_findings.mark_fixed(finding=finding, by=request.user)
             return f"“{finding.text}”: quiet while it stays fixed."
 
         self.act(request, queryset, Permission.CURATE, fixed)
@@ -174,7 +176,7 @@ class FindingAdmin(MemoryScopedAdmin):
     )
     def not_a_problem(self, request, queryset) -> None:
         def not_a_problem(finding: Finding) -> str:
-            rule = actions.not_a_problem(finding=finding, by=request.user)
+            rule = review_findings.not_a_problem(finding=finding, by=request.user)
             return f"“{finding.text}”: {rule.describe()}."
 
         self.act(request, queryset, Permission.CURATE, not_a_problem)
@@ -218,7 +220,7 @@ class RuleAdmin(MemoryScopedAdmin):
     )
     def lift(self, request, queryset) -> None:
         def lift(rule: Rule) -> str:
-            actions.remove_rule(rule=rule, by=request.user)
+            review_findings.remove_rule(rule=rule, by=request.user)
             return f"Lifted: {rule.describe().removeprefix('Not raised: ')} may be raised again."
 
         self.act(request, queryset, Permission.CURATE, lift)
@@ -252,7 +254,7 @@ class GuessAdmin(MemoryScopedAdmin):
         "reason",
         "fact",
     ]
-    refusals = (actions.Refused,)
+    refusals = (review_guesses.Refused,)
     actions = ["confirm", "reject", "dismiss"]
 
     def _answer(self, request, queryset, answer: str) -> None:
@@ -262,7 +264,7 @@ class GuessAdmin(MemoryScopedAdmin):
             Permission.TEACH,
             lambda guess: (
                 f"“{guess.text}”: "
-                + actions.answer_guess(guess=guess, answer=answer, by=request.user).message
+                + review_guesses.answer_guess(guess=guess, answer=answer, by=request.user).message
             ),
         )
 
@@ -277,7 +279,7 @@ class GuessAdmin(MemoryScopedAdmin):
     @admin.action(permissions=["teach"], description="Not now", location=EVERYWHERE)
     def dismiss(self, request, queryset) -> None:
         def dismiss(guess: Guess) -> str:
-            actions.dismiss_guess(guess=guess, by=request.user)
+            review_guesses.dismiss_guess(guess=guess, by=request.user)
             return f"“{guess.text}”: put away for now; it comes back later."
 
         self.act(request, queryset, Permission.TEACH, dismiss)

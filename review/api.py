@@ -23,15 +23,16 @@ from brain import inputs
 from knowledge import access
 from knowledge import api as knowledge_api
 from knowledge.models import Memory, Permission
-from review import actions
+from review import findings as review_findings
+from review import guesses as review_guesses
 from review import status as review_status
-from review.models import Event, Finding, Guess, Rule, Severity
+from review.models import MAX_REASON, MAX_TEXT, Event, Finding, Guess, Rule, Severity
 
 _bad_request = knowledge_api.bad_request
 _invalid = knowledge_api.invalid
 
 
-def _conflict(refused: actions.Refused) -> Response:
+def _conflict(refused: review_findings.Refused | review_guesses.Refused) -> Response:
     return knowledge_api.conflict(str(refused))
 
 
@@ -86,7 +87,7 @@ class NewFindingSerializer(serializers.Serializer):
     check = serializers.CharField(max_length=100)
     entity_id = serializers.CharField(max_length=255, required=False, default="", allow_blank=True)
     severity = serializers.ChoiceField(choices=Severity.choices)
-    text = serializers.CharField(max_length=actions.MAX_TEXT)
+    text = serializers.CharField(max_length=MAX_TEXT)
     todo = serializers.BooleanField(required=False, default=False)
     protected = serializers.BooleanField(required=False, default=False)
 
@@ -115,7 +116,7 @@ def findings(request: Request, memory: Memory) -> Response:
     form.is_valid(raise_exception=True)
     data = form.validated_data
     try:
-        raised = actions.raise_finding(
+        raised = review_findings.raise_finding(
             memory=memory,
             check_id=data["check"],
             text=data["text"],
@@ -162,7 +163,7 @@ class RuleSerializer(serializers.ModelSerializer):
 
 class NotAProblemSerializer(serializers.Serializer):
     reason = serializers.CharField(
-        max_length=actions.MAX_REASON, required=False, default="", allow_blank=True
+        max_length=MAX_REASON, required=False, default="", allow_blank=True
     )
     scope = serializers.ChoiceField(choices=Rule.Scope.choices, default=Rule.Scope.SENSOR)
     until = serializers.CharField(
@@ -174,7 +175,7 @@ class NotAProblemSerializer(serializers.Serializer):
 
     def validate_until(self, value: str) -> str | datetime:
         value = value.strip()
-        if value in actions.UNTIL_CHOICES:
+        if value in review_findings.UNTIL_CHOICES:
             return value
         try:
             moment = inputs.moment(value)  # in UTC: PostgreSQL refuses offsets past 15:59
@@ -203,7 +204,7 @@ def not_a_problem(request: Request, pk: int, memory: Memory) -> Response:
     form.is_valid(raise_exception=True)
     data = form.validated_data
     try:
-        rule = actions.not_a_problem(
+        rule = review_findings.not_a_problem(
             finding=finding,
             by=request.user,
             reason=data["reason"],
@@ -213,7 +214,7 @@ def not_a_problem(request: Request, pk: int, memory: Memory) -> Response:
         )
     except ValidationError as error:
         return _invalid(error)
-    except actions.Refused as refused:
+    except review_findings.Refused as refused:
         return _conflict(refused)
     return Response(RuleSerializer(rule).data, status=status.HTTP_201_CREATED)
 
@@ -231,10 +232,10 @@ def fixed(request: Request, pk: int, memory: Memory) -> Response:
     form = FixedSerializer(data=request.data)
     form.is_valid(raise_exception=True)
     try:
-        settled = actions.mark_fixed(
+        settled = review_findings.mark_fixed(
             finding=finding, how=form.validated_data["how"], by=request.user
         )
-    except actions.Refused as refused:
+    except review_findings.Refused as refused:
         return _conflict(refused)
     return Response(FindingSerializer(settled).data)
 
@@ -265,8 +266,8 @@ def rule(request: Request, pk: int, memory: Memory) -> Response:
     if found is None:
         raise NotFound(f"There is no rule #{pk}.")
     if found.removed_at is not None:
-        return _conflict(actions.Refused(f"Rule #{pk} was already removed."))
-    actions.remove_rule(rule=found, by=request.user)
+        return _conflict(review_findings.Refused(f"Rule #{pk} was already removed."))
+    review_findings.remove_rule(rule=found, by=request.user)
     return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -297,12 +298,12 @@ def guesses(request: Request, memory: Memory) -> Response:
 
 class AnswerSerializer(serializers.Serializer):
     answer = serializers.CharField(
-        max_length=actions.MAX_TEXT,
+        max_length=MAX_TEXT,
         allow_blank=True,
         help_text='Starts with yes or no: "yes", "no, it\'s the cat".',
     )
     reason = serializers.CharField(
-        max_length=actions.MAX_REASON, required=False, default="", allow_blank=True
+        max_length=MAX_REASON, required=False, default="", allow_blank=True
     )
 
 
@@ -324,7 +325,7 @@ def answer(request: Request, pk: int, memory: Memory) -> Response:
     form = AnswerSerializer(data=request.data)
     form.is_valid(raise_exception=True)
     try:
-        answered = actions.answer_guess(
+        answered = review_guesses.answer_guess(
             guess=guess,
             answer=form.validated_data["answer"],
             reason=form.validated_data["reason"],
@@ -332,7 +333,7 @@ def answer(request: Request, pk: int, memory: Memory) -> Response:
         )
     except ValidationError as error:
         return _invalid(error)
-    except actions.Refused as refused:
+    except review_guesses.Refused as refused:
         return _conflict(refused)
     return Response(
         {
@@ -351,8 +352,8 @@ def dismiss(request: Request, pk: int, memory: Memory) -> Response:
     """Not now: the guess sleeps, off every screen and not counted, and comes back later."""
     guess = _guess(memory, pk)
     try:
-        slept = actions.dismiss_guess(guess=guess, by=request.user)
-    except actions.Refused as refused:
+        slept = review_guesses.dismiss_guess(guess=guess, by=request.user)
+    except review_guesses.Refused as refused:
         return _conflict(refused)
     return Response(GuessSerializer(slept).data)
 

@@ -12,6 +12,6 @@ class ReviewConfig(AppConfig):
 
 
 def _on_learned(sender, *, fact, memory, **kwargs) -> None:
-    from review.actions import record_learned
+    from review import timeline
 
-    record_learned(fact=fact, memory=memory)
+    timeline.record_learned(fact=fact, memory=memory)

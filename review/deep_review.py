@@ -11,8 +11,8 @@ Offline heuristics by default, each deterministic:
 - a health note saying a device's battery is at or below BATTERY_LOW_AT % → a low-severity
   "battery low" finding on that device.
 
-Everything proposed goes through ``actions.propose_guess`` and ``actions.raise_finding``, so the
-limits hold whatever this module finds: three open guesses, never one already answered in any
+Everything proposed goes through ``guesses.propose_guess`` and ``findings.raise_finding``, so
+the limits hold whatever this module finds: three open guesses, never one already answered in any
 wording, and rules keep findings quiet. At most NEW_GUESSES_PER_RUN guesses are worked out per
 run; what is left over is found again by the next run.
 
@@ -37,9 +37,11 @@ from django.db.models import Q
 from django.utils import timezone
 
 from brain import llm
+from brain.celery import send_on_commit
 from knowledge import statements
 from knowledge.models import Fact, Memory, Subject
-from review import actions
+from review import findings as review_findings
+from review import guesses as review_guesses
 from review.models import OPEN_GUESSES_AT_MOST, DeepReview, Finding, Guess, Rule, Severity
 
 logger = logging.getLogger(__name__)
@@ -209,9 +211,7 @@ def start(*, memory: Memory, by=None) -> DeepReview:
     if running is not None:
         return running
     review = DeepReview.objects.create(memory=memory, requested_by=by)
-    from review.tasks import deep_review
-
-    deep_review.delay_on_commit(review.pk)
+    send_on_commit("review.tasks.deep_review", review.pk)
     return review
 
 
@@ -247,7 +247,7 @@ def run_for_id(review_id: int) -> Report | None:
 def _propose(memory: Memory, candidate: Candidate, report: Report) -> int:
     """Offer one guess through the limits; 1 when a guess was worked out (open or waiting)."""
     try:
-        proposed = actions.propose_guess(
+        proposed = review_guesses.propose_guess(
             memory=memory, text=candidate.text, why=candidate.why, subject=candidate.subject
         )
     except ValidationError as error:
@@ -327,7 +327,7 @@ def _rule_explanations(rules: list[Rule], facts: list[Fact]) -> list[Candidate]:
         if rule.subject is None or rule.scope not in (Rule.Scope.SENSOR, Rule.Scope.DEVICE):
             continue
         phrase = _phrase(rule.check_id)
-        if actions.PROTECTED_WORDS.search(phrase):
+        if review_findings.PROTECTED_WORDS.search(phrase):
             continue  # leaks, smoke, gas and freezing are never explained away
         # What the check saw, less the device's own name: "night", not "motion".
         words = statements.content_words(phrase) - statements.content_words(
@@ -410,7 +410,7 @@ def _raise_battery_low(
     ):
         report.findings_seen += 1  # raised, fixed or answered since brain was told
         return
-    raised = actions.raise_finding(
+    raised = review_findings.raise_finding(
         memory=memory,
         check_id=BATTERY_CHECK,
         entity_id=device.entity_id,

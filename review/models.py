@@ -15,6 +15,8 @@ from knowledge.models import Fact, Memory, Subject
 SUPPRESSION_LAPSES_AFTER = timedelta(days=90)
 GUESS_LIFETIME = timedelta(days=14)
 OPEN_GUESSES_AT_MOST = 3
+MAX_TEXT = 1000  # a finding or a guess is a sentence or two
+MAX_REASON = 300  # why a rule was set, or what a "no" to a guess said
 
 
 class Severity(models.TextChoices):

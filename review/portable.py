@@ -40,8 +40,7 @@ from brain.portable import (
 from knowledge import statements
 from knowledge.embedding import get_embedder
 from knowledge.models import Fact, Memory, Subject
-from review.actions import MAX_TEXT
-from review.models import Event, Finding, Guess, Judgement, Rule
+from review.models import MAX_TEXT, Event, Finding, Guess, Judgement, Rule
 
 LIVE = (Finding.State.OPEN, Finding.State.SUPPRESSED)
 LOOKUP_BATCH = 10_000

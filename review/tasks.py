@@ -1,7 +1,8 @@
 import httpx2
 from celery import shared_task
 
-from review import actions, timeline
+from review import findings, guesses, timeline
+from review.deep_review import run_for_id
 from review.models import Event
 
 
@@ -21,13 +22,11 @@ def push_event(event_id: int) -> None:
 @shared_task(ignore_result=True)
 def tend() -> None:
     """Daily: guesses expire, wake and fill free slots; fixes that held 90 days close."""
-    actions.tend_guesses()
-    actions.lapse_suppressions()
+    guesses.tend_guesses()
+    findings.lapse_suppressions()
 
 
 @shared_task(acks_late=True, ignore_result=True)
 def deep_review(review_id: int) -> None:
     """Deep review from the Knowledge tab. Safe to run twice; exits when its row is settled."""
-    from review.deep_review import run_for_id
-
     run_for_id(review_id)

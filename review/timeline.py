@@ -1,5 +1,6 @@
 """The timeline: brain_learned and brain_finding events, recorded and — when Home Assistant is
-configured (HA_URL, HA_TOKEN) — pushed to it as events and sensor states, after commit."""
+configured (HA_URL, HA_TOKEN) — pushed to it as events and sensor states, after commit, by the
+``review.tasks.push_event`` task (sent by name: the task calls back into this module)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import logging
 
 import httpx2
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
+from brain.celery import send_on_commit
+from knowledge.models import Fact, Memory
 from review import status
 from review.models import Event
 
@@ -21,11 +23,16 @@ def configured() -> bool:
     return bool(settings.HA_URL and settings.HA_TOKEN)
 
 
-def push_after_commit(event: Event) -> None:
+def record(memory: Memory, kind: str, text: str, data: dict) -> Event:
+    """Put an event on the timeline, and push it once the transaction commits."""
+    event = Event.objects.create(memory=memory, kind=kind, text=text, data=data)
     if configured():
-        from review.tasks import push_event
+        send_on_commit("review.tasks.push_event", event.pk)
+    return event
 
-        transaction.on_commit(lambda: push_event.delay(event.pk))
+
+def record_learned(*, fact: Fact, memory: Memory) -> Event:
+    return record(memory, Event.Kind.LEARNED, f"brain learned: {fact.text}", {"fact": fact.pk})
 
 
 def push(event: Event) -> None:

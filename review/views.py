@@ -23,8 +23,10 @@ from django_htmx.http import trigger_client_event
 
 from knowledge import access
 from knowledge.models import Memory, Permission, Subject
-from review import actions, counts, deep_review
-from review.models import DeepReview, Event, Finding, Guess, Rule, Severity
+from review import counts, deep_review
+from review import findings as review_findings
+from review import guesses as review_guesses
+from review.models import MAX_REASON, DeepReview, Event, Finding, Guess, Rule, Severity
 
 PAGE = "review/findings.html"
 CHANGED = "findingsChanged"
@@ -247,7 +249,7 @@ def timeline(request: HttpRequest, memory: Memory) -> HttpResponse:
 def not_a_problem(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     finding = _finding(memory, pk)
     form = {
-        "reason": request.POST.get("reason", "").strip()[: actions.MAX_REASON],
+        "reason": request.POST.get("reason", "").strip()[:MAX_REASON],
         "scope": request.POST.get("scope", Rule.Scope.SENSOR),
         "until": request.POST.get("until", "good"),
         "until_date": request.POST.get("until_date", "")[:10],
@@ -262,7 +264,7 @@ def not_a_problem(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse
             return _again(request, memory, finding_forms={finding.pk: form})
         # A protected finding never gets a wide rule, so there is nothing to confirm: the action
         # is asked anyway and its refusal is what the person sees.
-        rule = actions.not_a_problem(
+        rule = review_findings.not_a_problem(
             finding=finding,
             by=request.user,
             reason=form["reason"],
@@ -273,14 +275,18 @@ def not_a_problem(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse
     except ValidationError as error:
         form["error"] = _message(error)
         return _again(request, memory, finding_forms={finding.pk: form})
-    except actions.Refused as refused:
+    except review_findings.Refused as refused:
         return _refused(request, memory, finding, refused, form)
     where = rule.describe().removeprefix("Not raised: ")
     return _done(request, memory, (f"Not a problem: brain won't raise {where}.", "success"))
 
 
 def _refused(
-    request: HttpRequest, memory: Memory, finding: Finding, refused: actions.Refused, form: dict
+    request: HttpRequest,
+    memory: Memory,
+    finding: Finding,
+    refused: review_findings.Refused,
+    form: dict,
 ) -> HttpResponse:
     finding.refresh_from_db(fields=["state"])
     if finding.state != Finding.State.OPEN:  # someone settled it first
@@ -305,8 +311,8 @@ def mark_fixed(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     if how not in Finding.Settled.values:
         return _bad_request(request)
     try:
-        actions.mark_fixed(finding=finding, how=how, by=request.user)
-    except actions.Refused as refused:
+        review_findings.mark_fixed(finding=finding, how=how, by=request.user)
+    except review_findings.Refused as refused:
         return _done(request, memory, (str(refused), "error"))
     return _done(request, memory, (SETTLED_NOTES[how].format(finding.text), "success"))
 
@@ -320,12 +326,14 @@ def answer_guess(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """✓ Yes or ✕ No; two people answering at once: the second is told who won."""
     guess = _guess(memory, pk)
     answer = request.POST.get("answer", "")
-    reason = request.POST.get("reason", "").strip()[: actions.MAX_REASON]
+    reason = request.POST.get("reason", "").strip()[:MAX_REASON]
     if answer not in ("yes", "no"):
         return _bad_request(request)
     try:
-        answered = actions.answer_guess(guess=guess, answer=answer, by=request.user, reason=reason)
-    except actions.Refused as refused:
+        answered = review_guesses.answer_guess(
+            guess=guess, answer=answer, by=request.user, reason=reason
+        )
+    except review_guesses.Refused as refused:
         return _done(request, memory, (str(refused), "error"))
     except ValidationError as error:  # a reason that can't be kept, such as a secret
         form = {"reason": reason, "error": _message(error)}
@@ -338,8 +346,8 @@ def answer_guess(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
 def dismiss_guess(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     guess = _guess(memory, pk)
     try:
-        actions.dismiss_guess(guess=guess, by=request.user)
-    except actions.Refused as refused:
+        review_guesses.dismiss_guess(guess=guess, by=request.user)
+    except review_guesses.Refused as refused:
         return _done(request, memory, (str(refused), "error"))
     return _done(
         request, memory, (f"Dismissed for now: “{guess.text}” comes back later.", "success")
@@ -356,7 +364,7 @@ def remove_rule(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     rule = get_object_or_404(Rule.objects.select_related("subject", "room"), pk=pk, memory=memory)
     described = rule.describe().removeprefix("Not raised: ")
     if rule.removed_at is None:
-        actions.remove_rule(rule=rule, by=request.user)
+        review_findings.remove_rule(rule=rule, by=request.user)
         toast = (f"Removed the rule: brain may raise {described} again.", "success")
     else:
         toast = ("That rule was already removed.", "error")

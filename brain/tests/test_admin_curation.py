@@ -21,7 +21,8 @@ from knowledge.embedding import get_embedder
 from knowledge.models import Conflict, Fact, Membership, Memory, Permission, Subject
 from memory import actions, consolidator
 from memory.models import Brief, Change, DocumentRevision, InboxItem, Origin
-from review import actions as review_actions
+from review import findings as review_findings
+from review import guesses as review_guesses
 from review.models import DeepReview, Guess, Judgement, Rule
 
 LAMP = "light.office_lamp"
@@ -90,15 +91,15 @@ def content(home, admin_user, alice) -> SimpleNamespace:
     agent_actions.encode(memory=home, text="Deploys take 20 minutes.", outcome="ok")
     agent_actions.record_procedure(memory=home, task="Deploy", steps=["push"], outcome="ok")
     Brief.objects.create(memory=home, text="Nothing new.", composer="offline")
-    finding = review_actions.raise_finding(
+    finding = review_findings.raise_finding(
         memory=home,
         check_id="left_on",
         text="The lamp was left on",
         severity="low",
         entity_id=LAMP,
     ).finding
-    rule = review_actions.not_a_problem(finding=finding, by=admin_user)
-    guess = review_actions.propose_guess(
+    rule = review_findings.not_a_problem(finding=finding, by=admin_user)
+    guess = review_guesses.propose_guess(
         memory=home, text="The office lamp is a night light", subject=lamp
     ).guess
     Judgement.objects.create(

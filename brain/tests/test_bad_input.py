@@ -229,10 +229,10 @@ def test_a_page_number_past_every_fact_shows_no_rows_rather_than_failing(signed_
 
 
 def test_a_rule_until_a_moment_the_database_cannot_hold_is_a_400_and_no_rule(signed_in, home):
-    from review import actions as review_actions
+    from review import findings as review_findings
     from review.models import Rule
 
-    finding = review_actions.raise_finding(
+    finding = review_findings.raise_finding(
         memory=home, check_id="night_motion", entity_id="", severity="low", text="Motion at 3am"
     ).finding
 

@@ -14,7 +14,8 @@ from playwright.sync_api import expect
 from knowledge.models import Memory, Source, Subject
 from memory import actions as memory_actions
 from memory.models import ConsolidationRun, Origin
-from review import actions as review_actions
+from review import findings as review_findings
+from review import guesses as review_guesses
 
 POLICY = {
     "default-src": {"'self'"},
@@ -44,10 +45,10 @@ def content(db, admin_user) -> SimpleNamespace:
         memory=home, text="The garage freezer is off in winter.", origin=Origin.TYPED, by=admin_user
     ).fact
     hall = Subject.objects.create(memory=home, kind="room", name="Hall")
-    review_actions.raise_finding(
+    review_findings.raise_finding(
         memory=home, check_id="motion-at-night", text="Motion in the hall at 3am", severity="medium"
     )
-    review_actions.propose_guess(memory=home, text="The garage fridge is meant to run 24/7")
+    review_guesses.propose_guess(memory=home, text="The garage fridge is meant to run 24/7")
     return SimpleNamespace(
         home=home, fact=fact, hall=hall, source=Source.objects.filter(memory=home).first()
     )

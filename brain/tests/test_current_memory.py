@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from knowledge.models import Fact, Memory
 from memory.models import InboxItem
-from review import actions as review_actions
+from review import findings as review_findings
 from review.models import Finding
 
 LOFT = "The loft window sticks in winter."
@@ -64,7 +64,7 @@ def test_an_htmx_request_acts_on_the_memory_of_the_page_that_sent_it(signed_in):
 
 
 def test_every_form_on_the_page_carries_the_memory_in_view(signed_in):
-    review_actions.raise_finding(
+    review_findings.raise_finding(
         memory=Memory.objects.get(slug="office"),
         check_id="leak",
         text="Water under the sink.",
@@ -89,7 +89,7 @@ def test_the_api_names_its_own_memory_whatever_the_session_holds(signed_in):
 
 
 def test_the_findings_tab_shows_and_acts_on_the_memory_in_view(signed_in, office):
-    raised = review_actions.raise_finding(
+    raised = review_findings.raise_finding(
         memory=office, check_id="leak", text="Water under the sink.", severity="high"
     )
 

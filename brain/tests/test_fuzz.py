@@ -34,7 +34,8 @@ from brain.tests.endpoints import Route, routes
 from knowledge.models import Conflict, Memory, Source
 from memory import actions, consolidator, revisions
 from memory.models import Origin
-from review import actions as review_actions
+from review import findings as review_findings
+from review import guesses as review_guesses
 
 pytestmark = pytest.mark.django_db
 
@@ -254,13 +255,13 @@ def world(admin_user) -> dict[str, int]:
     )[0]
     run = consolidator.request_consolidation(memory=home, trigger="api", send=False).run
     finding, quiet = (
-        review_actions.raise_finding(
+        review_findings.raise_finding(
             memory=home, check_id=check, entity_id="", severity="low", text=f"{check} at 3am"
         ).finding
         for check in ("night_motion", "door_left_open")
     )
-    rule = review_actions.not_a_problem(finding=quiet, by=admin_user, reason="the cat")
-    guess = review_actions.propose_guess(memory=home, text="The garage fridge runs 24/7").guess
+    rule = review_findings.not_a_problem(finding=quiet, by=admin_user, reason="the cat")
+    guess = review_guesses.propose_guess(memory=home, text="The garage fridge runs 24/7").guess
     source = Source.objects.create(memory=home, kind=Source.Kind.values[0], title="A manual")
     old.fact.source = source
     old.fact.save(update_fields=["source"])

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 from knowledge.models import Fact, Memory, Subject
 from memory import actions, consolidator
 from memory.models import Origin
-from review import actions as review_actions
+from review import guesses as review_guesses
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -112,7 +112,7 @@ def test_a_curator_merges_two_subjects_that_are_one_thing(signed_in_page, home, 
 
 
 def test_a_curator_confirms_a_guess(signed_in_page, home):
-    guess = review_actions.propose_guess(
+    guess = review_guesses.propose_guess(
         memory=home, text="The garage fridge is meant to run all day"
     ).guess
     page = signed_in_page

@@ -10,7 +10,9 @@ from brain.llm.stub import stub_json, stub_overloaded
 from brain.models import ModelCall
 from knowledge.models import Fact, Memory, Subject
 from memory import actions as memory_actions
-from review import actions, deep_review, tasks
+from review import deep_review, tasks
+from review import findings as review_findings
+from review import guesses as review_guesses
 from review.models import Finding, Guess, Rule
 
 HALL = "binary_sensor.hall_sensor"
@@ -77,14 +79,14 @@ def _offline_quirk(home) -> list[Fact]:
 
 
 def _landing_rule(home) -> Rule:
-    finding = actions.raise_finding(
+    finding = review_findings.raise_finding(
         memory=home,
         check_id="night_motion",
         entity_id=LANDING,
         severity="low",
         text="Motion on the landing at 03:10",
     ).finding
-    rule = actions.not_a_problem(finding=finding)
+    rule = review_findings.not_a_problem(finding=finding)
     _learn(
         home,
         "The cat sleeps on the landing and sets off the motion sensor at night",
@@ -160,7 +162,7 @@ def test_running_it_twice_proposes_nothing_new(household):
 def test_an_answered_guess_is_not_proposed_again(household):
     deep_review.run(household)
     for guess in Guess.objects.for_memory(household):
-        actions.answer_guess(guess=guess, answer="no")
+        review_guesses.answer_guess(guess=guess, answer="no")
 
     again = deep_review.run(household)
 
@@ -170,7 +172,7 @@ def test_an_answered_guess_is_not_proposed_again(household):
 
 def test_with_three_guesses_open_new_ones_wait(household):
     for text in OTHER_GUESSES:
-        actions.propose_guess(memory=household, text=text)
+        review_guesses.propose_guess(memory=household, text=text)
 
     report = deep_review.run(household)
 
@@ -181,7 +183,7 @@ def test_with_three_guesses_open_new_ones_wait(household):
     assert Guess.objects.for_memory(household).open().count() == 3
 
     first_open = Guess.objects.for_memory(household).open().order_by("pk").first()
-    actions.answer_guess(guess=first_open, answer="yes")
+    review_guesses.answer_guess(guess=first_open, answer="yes")
     assert Guess.objects.get(text=RULE_GUESS).state == Guess.State.OPEN  # oldest worked out
 
 
@@ -251,10 +253,10 @@ def test_quirks_on_different_devices_are_asked_about_separately(home, devices):
 
 
 def test_a_rule_whose_device_has_no_fact_saying_why_is_not_explained(home, devices):
-    finding = actions.raise_finding(
+    finding = review_findings.raise_finding(
         memory=home, check_id="night_motion", entity_id=LANDING, severity="low", text="Motion"
     ).finding
-    actions.not_a_problem(finding=finding)
+    review_findings.not_a_problem(finding=finding)
     _learn(home, "The landing motion sensor was installed in 2021", about=[LANDING])
 
     report = deep_review.run(home)
@@ -266,11 +268,11 @@ def test_a_protected_check_is_never_explained_away(home, devices):
     Subject.objects.create(
         memory=home, kind="device", name="Sink leak", entity_id="binary_sensor.sink_leak"
     )
-    finding = actions.raise_finding(
+    finding = review_findings.raise_finding(
         memory=home, check_id="leak", entity_id="binary_sensor.sink_leak", severity="high",
         text="Leak under the sink",
     ).finding  # fmt: skip
-    actions.not_a_problem(finding=finding)
+    review_findings.not_a_problem(finding=finding)
     _learn(home, "The sink leak sensor reports a leak when the floor is mopped")
 
     report = deep_review.run(home)
@@ -303,7 +305,7 @@ def test_yes_to_a_stale_fact_strengthens_it(home):
     fact = _learn(home, STALE_GUESS, confidence="low", days_ago=90)
     deep_review.run(home)
 
-    actions.answer_guess(guess=Guess.objects.get(text=STALE_GUESS), answer="yes")
+    review_guesses.answer_guess(guess=Guess.objects.get(text=STALE_GUESS), answer="yes")
 
     fact.refresh_from_db()
     assert fact.support == 2
@@ -340,14 +342,14 @@ def test_only_the_newest_battery_note_counts(home, devices):
 
 
 def test_rules_keep_findings_quiet(home, devices):
-    earlier = actions.raise_finding(
+    earlier = review_findings.raise_finding(
         memory=home,
         check_id="battery_low",
         entity_id=THERMOMETER,
         severity="low",
         text="Kitchen thermometer: battery low",
     ).finding
-    actions.not_a_problem(finding=earlier, reason="It runs on mains; the reading is wrong.")
+    review_findings.not_a_problem(finding=earlier, reason="It runs on mains; the reading is wrong.")
     Finding.objects.filter(pk=earlier.pk).update(
         first_raised_at=timezone.now() - timedelta(days=5),
         last_raised_at=timezone.now() - timedelta(days=5),
@@ -363,10 +365,10 @@ def test_rules_keep_findings_quiet(home, devices):
 
 
 def test_a_device_rule_keeps_its_battery_quiet_too(home, devices):
-    finding = actions.raise_finding(
+    finding = review_findings.raise_finding(
         memory=home, check_id="unavailable", entity_id=THERMOMETER, severity="low", text="Gone"
     ).finding
-    actions.not_a_problem(finding=finding, scope=Rule.Scope.DEVICE)
+    review_findings.not_a_problem(finding=finding, scope=Rule.Scope.DEVICE)
     _learn(home, "The kitchen thermometer's battery is at 12%")
 
     assert deep_review.run(home).findings_quiet == 1
@@ -375,7 +377,7 @@ def test_a_device_rule_keeps_its_battery_quiet_too(home, devices):
 def test_a_battery_fixed_since_the_note_is_not_raised_again(home, devices):
     _learn(home, "The kitchen thermometer's battery is at 12%")
     deep_review.run(home)
-    actions.mark_fixed(finding=Finding.objects.get(check_id="battery_low"))
+    review_findings.mark_fixed(finding=Finding.objects.get(check_id="battery_low"))
 
     report = deep_review.run(home)
 
@@ -413,8 +415,10 @@ def stub(llm_stub, settings):
 
 
 def test_the_model_may_add_guesses_through_the_same_limits(home, devices, stub):
-    rejected = actions.propose_guess(memory=home, text="The garage fridge is meant to run 24/7")
-    actions.answer_guess(guess=rejected.guess, answer="no")
+    rejected = review_guesses.propose_guess(
+        memory=home, text="The garage fridge is meant to run 24/7"
+    )
+    review_guesses.answer_guess(guess=rejected.guess, answer="no")
     stub.script(
         stub_json(
             {
@@ -466,7 +470,7 @@ def test_the_model_is_not_asked_when_the_heuristics_spent_the_run(household, stu
 
 def test_the_model_is_not_asked_while_three_guesses_are_open(home, stub):
     for text in OTHER_GUESSES:
-        actions.propose_guess(memory=home, text=text)
+        review_guesses.propose_guess(memory=home, text=text)
 
     report = deep_review.run(home)
 

@@ -13,7 +13,8 @@ from rest_framework.authtoken.models import Token
 from knowledge.models import Fact, Membership, Memory, Permission, Subject
 from memory import actions as memory_actions
 from memory.models import InboxItem, Origin
-from review import actions
+from review import findings as review_findings
+from review import guesses as review_guesses
 from review.models import Event, Finding, Guess, Rule
 
 HALL = "binary_sensor.hall_motion"
@@ -50,7 +51,7 @@ def _post(api, path: str, data: dict | None = None):
 
 
 def _raise(home, check="night_motion", entity_id=HALL, severity="low", text=None) -> Finding:
-    raised = actions.raise_finding(
+    raised = review_findings.raise_finding(
         memory=home,
         check_id=check,
         entity_id=entity_id,
@@ -62,7 +63,7 @@ def _raise(home, check="night_motion", entity_id=HALL, severity="low", text=None
 
 
 def _guess(home, text=FRIDGE) -> Guess:
-    proposed = actions.propose_guess(memory=home, text=text)
+    proposed = review_guesses.propose_guess(memory=home, text=text)
     assert proposed.guess is not None, proposed.message
     return proposed.guess
 
@@ -158,7 +159,7 @@ def test_a_fixed_finding_that_comes_back_answers_200_saying_how_long_it_stayed_a
     api, home, hall_motion
 ):
     finding = _raise(home, check="offline", text="The hall sensor is offline")
-    actions.mark_fixed(finding=finding)
+    review_findings.mark_fixed(finding=finding)
     Finding.objects.filter(pk=finding.pk).update(settled_at=timezone.now() - timedelta(days=12))
 
     response = _post(
@@ -174,7 +175,7 @@ def test_a_fixed_finding_that_comes_back_answers_200_saying_how_long_it_stayed_a
 
 
 def test_a_finding_a_rule_keeps_quiet_answers_200_naming_the_rule(api, home, hall_motion):
-    rule = actions.not_a_problem(finding=_raise(home), reason="it's the cat")
+    rule = review_findings.not_a_problem(finding=_raise(home), reason="it's the cat")
 
     response = _post(
         api,
@@ -235,7 +236,7 @@ def test_open_findings_are_listed_high_stakes_first_and_settled_ones_not_at_all(
     low = _raise(home, check="night_motion", severity="low")
     high = _raise(home, check="leak", entity_id="", severity="high", text="Water by the boiler")
     medium = _raise(home, check="battery_low", severity="medium")
-    actions.mark_fixed(finding=_raise(home, check="offline", severity="high"))
+    review_findings.mark_fixed(finding=_raise(home, check="offline", severity="high"))
 
     with django_assert_max_num_queries(5):
         response = api.get("/api/findings/")
@@ -373,8 +374,8 @@ def test_fixed_answers_200_and_keeps_it_quiet_only_while_it_stays_fixed(api, hom
 
 
 def test_rules_are_listed_and_deleting_one_lets_brain_raise_it_again(api, home, hall_motion):
-    kept = actions.not_a_problem(finding=_raise(home, check="offline"))
-    rule = actions.not_a_problem(finding=_raise(home))
+    kept = review_findings.not_a_problem(finding=_raise(home, check="offline"))
+    rule = review_findings.not_a_problem(finding=_raise(home))
 
     listed = api.get("/api/rules/")
     assert [r["id"] for r in listed.json()] == [rule.pk, kept.pk]
@@ -385,7 +386,7 @@ def test_rules_are_listed_and_deleting_one_lets_brain_raise_it_again(api, home, 
     assert [r["id"] for r in api.get("/api/rules/").json()] == [kept.pk]
     assert Finding.objects.get(pk=rule.finding_id).state == "lapsed"
     assert (
-        actions.raise_finding(
+        review_findings.raise_finding(
             memory=home, check_id="night_motion", entity_id=HALL, severity="low", text="Motion"
         ).outcome
         == "new"
@@ -458,7 +459,7 @@ def test_an_answer_missing_altogether_answers_400_naming_it(api, home):
 
 def test_answering_an_answered_guess_answers_409_naming_who_answered(api, home, admin_user):
     guess = _guess(home)
-    actions.answer_guess(guess=guess, answer="yes", by=admin_user)
+    review_guesses.answer_guess(guess=guess, answer="yes", by=admin_user)
 
     response = _post(api, f"guesses/{guess.pk}/answer", {"answer": "no"})
 
@@ -540,7 +541,7 @@ def test_the_status_shows_the_four_sensors_after_a_few_actions(
         memory_actions.learn(memory=home, text="Guests use the loft", origin=Origin.TYPED)
     leak = _raise(home, check="leak", entity_id="", severity="high", text="Water by the boiler")
     _raise(home, check="night_motion", severity="low", text="Motion at 3am")
-    actions.mark_fixed(finding=_raise(home, check="offline", severity="medium"))
+    review_findings.mark_fixed(finding=_raise(home, check="offline", severity="medium"))
     guess = _guess(home)
 
     sensors = api.get("/api/status/").json()

@@ -6,7 +6,8 @@ import pytest
 from playwright.sync_api import expect
 
 from knowledge.models import Memory, Subject
-from review import actions
+from review import findings as review_findings
+from review import guesses as review_guesses
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -29,17 +30,17 @@ def waiting(home) -> SimpleNamespace:
         entity_id="binary_sensor.landing_motion",
         room=hall,
     )
-    motion = actions.raise_finding(
+    motion = review_findings.raise_finding(
         memory=home,
         check_id="motion-at-night",
         text="Motion on the landing at 3am",
         severity="medium",
         entity_id="binary_sensor.landing_motion",
     ).finding
-    todo = actions.raise_finding(
+    todo = review_findings.raise_finding(
         memory=home, check_id="descale", text="Descale the kettle", severity="low", is_todo=True
     ).finding
-    guess = actions.propose_guess(memory=home, text=FRIDGE).guess
+    guess = review_guesses.propose_guess(memory=home, text=FRIDGE).guess
     return SimpleNamespace(motion=motion, todo=todo, guess=guess)
 
 
@@ -170,10 +171,10 @@ def test_dismiss(findings, waiting):
 
 
 def test_undo_on_a_rule(signed_in_page, home, waiting):
-    porch = actions.raise_finding(
+    porch = review_findings.raise_finding(
         memory=home, check_id="light-on", text="The porch light is on", severity="low"
     ).finding
-    rule = actions.not_a_problem(finding=porch, reason="It's a night light")
+    rule = review_findings.not_a_problem(finding=porch, reason="It's a night light")
     page = signed_in_page
     page.goto("/findings/")
     page.evaluate("window.stayedOnThePage = true")

@@ -8,7 +8,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from knowledge.models import Fact, Memory, Subject
-from review import actions
+from review import findings as review_findings
+from review import guesses as review_guesses
 from review.models import Event, Finding, Guess, Rule
 
 HTMX = {"HX-Request": "true"}
@@ -39,7 +40,7 @@ def landing(home) -> Subject:
 
 
 def _raise(home, text, severity="medium", check="motion-at-night", entity="", **kwargs) -> Finding:
-    raised = actions.raise_finding(
+    raised = review_findings.raise_finding(
         memory=home, check_id=check, text=text, severity=severity, entity_id=entity, **kwargs
     )
     assert raised.finding is not None, raised.message
@@ -47,7 +48,7 @@ def _raise(home, text, severity="medium", check="motion-at-night", entity="", **
 
 
 def _guess(home, text=FRIDGE) -> Guess:
-    proposed = actions.propose_guess(memory=home, text=text)
+    proposed = review_guesses.propose_guess(memory=home, text=text)
     assert proposed.guess is not None, proposed.message
     return proposed.guess
 
@@ -95,7 +96,7 @@ def test_a_finding_shows_its_subject_severity_first_raise_times_raised_and_its_r
 ):
     finding = _raise(home, "Motion on the landing at 3am", entity=landing.entity_id)
     _raise(home, "Motion on the landing at 3am", entity=landing.entity_id)
-    actions.mark_fixed(finding=finding)
+    review_findings.mark_fixed(finding=finding)
     Finding.objects.filter(pk=finding.pk).update(settled_at=timezone.now() - timedelta(days=12))
     _raise(home, "Motion on the landing at 3am", entity=landing.entity_id)
 
@@ -140,7 +141,7 @@ def test_the_page_costs_the_same_number_of_queries_for_3_or_30_findings(
     fill(0, 3)
     _guess(home)
     rule_finding = _raise(home, "Motion", check="motion", entity=landing.entity_id)
-    actions.not_a_problem(finding=rule_finding, reason="The cat")
+    review_findings.not_a_problem(finding=rule_finding, reason="The cat")
     with django_assert_max_num_queries(10) as small:
         signed_in.get(reverse("review:findings"))
     fill(3, 27)
@@ -322,7 +323,7 @@ def test_not_a_problem_on_a_house_wide_finding_keeps_it_quiet_on_the_next_pass(s
 
     _post(signed_in, "review:not-a-problem", finding.pk, {"scope": "sensor"})
 
-    again = actions.raise_finding(
+    again = review_findings.raise_finding(
         memory=home, check_id="descale", text="Descale the kettle", severity="low"
     )
     assert again.outcome == "quiet"
@@ -378,7 +379,7 @@ def test_fixed_without_javascript_redirects_back_with_a_message(signed_in, home)
 
 def test_settling_a_finding_someone_already_settled_says_so_and_changes_nothing(signed_in, home):
     finding = _raise(home, "The fridge door is open")
-    actions.mark_fixed(finding=finding, how="got_it")
+    review_findings.mark_fixed(finding=finding, how="got_it")
 
     fixed = _post(signed_in, "review:mark-fixed", finding.pk, {"how": "fixed"})
     wrong = _post(signed_in, "review:not-a-problem", finding.pk, {"scope": "sensor"})
@@ -490,12 +491,12 @@ def test_rules_you_set_lists_each_active_rule_with_reason_who_when_and_until(
     signed_in, home, landing, admin_user
 ):
     finding = _raise(home, "Motion on the landing at 3am", entity=landing.entity_id)
-    rule = actions.not_a_problem(finding=finding, by=admin_user, reason="It's the cat")
+    rule = review_findings.not_a_problem(finding=finding, by=admin_user, reason="It's the cat")
     old = _raise(home, "The porch light is on", check="light-on", entity=landing.entity_id)
-    older = actions.not_a_problem(finding=old, until="month")
+    older = review_findings.not_a_problem(finding=old, until="month")
     Rule.objects.filter(pk=older.pk).update(created_at=timezone.now() - timedelta(days=3))
-    gone = actions.not_a_problem(finding=_raise(home, "Gone", check="gone"))
-    actions.remove_rule(rule=gone)
+    gone = review_findings.not_a_problem(finding=_raise(home, "Gone", check="gone"))
+    review_findings.remove_rule(rule=gone)
 
     page = _page(signed_in)
 
@@ -511,7 +512,7 @@ def test_rules_you_set_lists_each_active_rule_with_reason_who_when_and_until(
 @pytest.mark.parametrize("htmx", [True, False])
 def test_undo_removes_the_rule_so_brain_may_raise_it_again(signed_in, home, landing, htmx):
     finding = _raise(home, "Motion on the landing at 3am", entity=landing.entity_id)
-    rule = actions.not_a_problem(finding=finding)
+    rule = review_findings.not_a_problem(finding=finding)
 
     response = _post(signed_in, "review:remove-rule", rule.pk, htmx=htmx)
 

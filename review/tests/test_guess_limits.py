@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from knowledge.models import Fact, Memory, Subject
 from memory.models import InboxItem
-from review import actions
+from review import guesses as review_guesses
 from review.models import GUESS_LIFETIME, Guess
 
 FRIDGE = "The garage fridge is meant to run 24/7"
@@ -27,7 +27,7 @@ def minilm(settings):
 
 
 def _propose(home, text, **kwargs) -> Guess:
-    proposed = actions.propose_guess(memory=home, text=text, **kwargs)
+    proposed = review_guesses.propose_guess(memory=home, text=text, **kwargs)
     assert proposed.guess is not None, proposed.message
     return proposed.guess
 
@@ -66,7 +66,7 @@ def test_a_proposed_guess_is_open_for_a_fortnight_and_phrased_for_a_yes_or_no(ho
 def test_a_fourth_guess_waits_while_three_are_open(home):
     _three_open(home)
 
-    fourth = actions.propose_guess(memory=home, text=FRIDGE)
+    fourth = review_guesses.propose_guess(memory=home, text=FRIDGE)
 
     assert fourth.guess.state == Guess.State.WAITING
     assert "waits for a free slot" in fourth.message
@@ -77,7 +77,7 @@ def test_answering_one_offers_the_waiting_guess_with_a_fresh_fortnight(home):
     first, *_ = _three_open(home)
     fourth = _propose(home, FRIDGE)
 
-    actions.answer_guess(guess=first, answer="yes")
+    review_guesses.answer_guess(guess=first, answer="yes")
 
     fourth.refresh_from_db()
     assert fourth.state == Guess.State.OPEN
@@ -90,7 +90,7 @@ def test_dismissing_one_offers_the_waiting_guess(home):
     first, *_ = _three_open(home)
     fourth = _propose(home, FRIDGE)
 
-    actions.dismiss_guess(guess=first)
+    review_guesses.dismiss_guess(guess=first)
 
     assert _state(fourth) == Guess.State.OPEN
     assert Guess.objects.for_memory(home).open().count() == 3
@@ -101,10 +101,10 @@ def test_waiting_guesses_are_offered_oldest_first(home):
     fourth = _propose(home, FRIDGE)
     fifth = _propose(home, "The hall sensor dropping offline briefly is normal")
 
-    actions.answer_guess(guess=first, answer="no")
+    review_guesses.answer_guess(guess=first, answer="no")
     assert (_state(fourth), _state(fifth)) == (Guess.State.OPEN, Guess.State.WAITING)
 
-    actions.answer_guess(guess=second, answer="yes")
+    review_guesses.answer_guess(guess=second, answer="yes")
     assert _state(fifth) == Guess.State.OPEN
 
 
@@ -114,10 +114,10 @@ def test_waiting_guesses_are_offered_oldest_first(home):
 def test_an_unanswered_guess_expires_after_fourteen_days(home):
     guess = _propose(home, FRIDGE)
 
-    actions.tend_guesses(now=timezone.now() + timedelta(days=13))
+    review_guesses.tend_guesses(now=timezone.now() + timedelta(days=13))
     assert _state(guess) == Guess.State.OPEN
 
-    actions.tend_guesses(now=timezone.now() + timedelta(days=14, minutes=1))
+    review_guesses.tend_guesses(now=timezone.now() + timedelta(days=14, minutes=1))
     assert _state(guess) == Guess.State.EXPIRED
     assert Guess.objects.for_memory(home).open().count() == 0
 
@@ -127,7 +127,7 @@ def test_an_expiry_offers_the_waiting_guess_a_fortnight_from_then(home):
     fourth = _propose(home, FRIDGE)
     later = timezone.now() + timedelta(days=15)
 
-    actions.tend_guesses(now=later)
+    review_guesses.tend_guesses(now=later)
 
     fourth.refresh_from_db()
     assert fourth.state == Guess.State.OPEN
@@ -135,7 +135,7 @@ def test_an_expiry_offers_the_waiting_guess_a_fortnight_from_then(home):
     assert fourth.expires_at == later + GUESS_LIFETIME
     assert Guess.objects.for_memory(home).filter(state=Guess.State.EXPIRED).count() == 3
 
-    actions.tend_guesses(now=later + timedelta(days=13))  # still inside its own fortnight
+    review_guesses.tend_guesses(now=later + timedelta(days=13))  # still inside its own fortnight
     assert _state(fourth) == Guess.State.OPEN
 
 
@@ -145,7 +145,7 @@ def test_an_expiry_offers_the_waiting_guess_a_fortnight_from_then(home):
 def test_a_dismissed_guess_sleeps_and_stops_counting(home):
     first, second, third = _three_open(home)
 
-    slept = actions.dismiss_guess(guess=first)
+    slept = review_guesses.dismiss_guess(guess=first)
 
     assert slept.state == Guess.State.SLEEPING
     assert set(Guess.objects.for_memory(home).open()) == {second, third}
@@ -154,24 +154,24 @@ def test_a_dismissed_guess_sleeps_and_stops_counting(home):
 
 def test_a_sleeping_guess_does_not_expire_while_it_sleeps(home):
     guess = _propose(home, FRIDGE)
-    actions.dismiss_guess(guess=guess)
+    review_guesses.dismiss_guess(guess=guess)
     Guess.objects.filter(pk=guess.pk).update(expires_at=timezone.now() - timedelta(days=1))
 
     Guess.objects.filter(pk=guess.pk).update(slept_at=timezone.now())  # still resting
-    actions.tend_guesses()
+    review_guesses.tend_guesses()
 
     assert _state(guess) == Guess.State.SLEEPING
 
 
 def test_a_sleeping_guess_comes_back_after_its_rest_with_a_fresh_fortnight(home):
     guess = _propose(home, FRIDGE)
-    actions.dismiss_guess(guess=guess)
+    review_guesses.dismiss_guess(guess=guess)
 
-    actions.tend_guesses(now=timezone.now() + timedelta(days=3))
+    review_guesses.tend_guesses(now=timezone.now() + timedelta(days=3))
     assert _state(guess) == Guess.State.SLEEPING  # still resting
 
     later = timezone.now() + timedelta(days=8)
-    actions.tend_guesses(now=later)
+    review_guesses.tend_guesses(now=later)
 
     guess.refresh_from_db()
     assert guess.state == Guess.State.OPEN
@@ -180,32 +180,32 @@ def test_a_sleeping_guess_comes_back_after_its_rest_with_a_fresh_fortnight(home)
 
 def test_a_rested_guess_waits_until_a_slot_is_free(home):
     sleeper = _propose(home, FRIDGE)
-    actions.dismiss_guess(guess=sleeper)
+    review_guesses.dismiss_guess(guess=sleeper)
     first, *_ = _three_open(home)
     Guess.objects.filter(pk=sleeper.pk).update(slept_at=timezone.now() - timedelta(days=8))
 
-    actions.tend_guesses()
+    review_guesses.tend_guesses()
     assert _state(sleeper) == Guess.State.SLEEPING  # three are open: no room
 
-    actions.answer_guess(guess=first, answer="yes")
+    review_guesses.answer_guess(guess=first, answer="yes")
     assert _state(sleeper) == Guess.State.OPEN
 
 
 def test_a_dismissed_guess_can_still_be_answered(home):
     guess = _propose(home, FRIDGE)
-    actions.dismiss_guess(guess=guess)
+    review_guesses.dismiss_guess(guess=guess)
 
-    answered = actions.answer_guess(guess=guess, answer="yes")
+    answered = review_guesses.answer_guess(guess=guess, answer="yes")
 
     assert answered.guess.state == Guess.State.CONFIRMED
 
 
 def test_only_an_open_guess_can_be_dismissed(home):
     guess = _propose(home, FRIDGE)
-    actions.dismiss_guess(guess=guess)
+    review_guesses.dismiss_guess(guess=guess)
 
-    with pytest.raises(actions.Refused, match="not open"):
-        actions.dismiss_guess(guess=guess)
+    with pytest.raises(review_guesses.Refused, match="not open"):
+        review_guesses.dismiss_guess(guess=guess)
 
 
 # Never asked again, in any wording ------------------------------------------------------------
@@ -225,9 +225,9 @@ def test_an_answered_guess_is_never_asked_again_however_it_is_reworded(
     home, minilm, answer, rewording
 ):
     guess = _propose(home, FRIDGE)
-    actions.answer_guess(guess=guess, answer=answer)
+    review_guesses.answer_guess(guess=guess, answer=answer)
 
-    again = actions.propose_guess(memory=home, text=rewording)
+    again = review_guesses.propose_guess(memory=home, text=rewording)
 
     assert again.guess is None
     assert "already" in again.message
@@ -237,7 +237,9 @@ def test_an_answered_guess_is_never_asked_again_however_it_is_reworded(
 def test_a_pending_guess_is_not_asked_twice(home, minilm):
     _propose(home, FRIDGE)
 
-    again = actions.propose_guess(memory=home, text="Is the garage fridge meant to be on 24/7?")
+    again = review_guesses.propose_guess(
+        memory=home, text="Is the garage fridge meant to be on 24/7?"
+    )
 
     assert again.guess is None
     assert "pending" in again.message
@@ -245,23 +247,23 @@ def test_a_pending_guess_is_not_asked_twice(home, minilm):
 
 def test_a_genuinely_different_guess_is_asked(home, minilm):
     guess = _propose(home, FRIDGE)
-    actions.answer_guess(guess=guess, answer="no")
+    review_guesses.answer_guess(guess=guess, answer="no")
 
     for text in (
         "The garage freezer is switched off in winter",
         "The hall sensor dropping offline briefly is normal",
         "The garage fridge is meant to run in winter only",
     ):
-        assert actions.propose_guess(memory=home, text=text).guess is not None, text
+        assert review_guesses.propose_guess(memory=home, text=text).guess is not None, text
 
 
 def test_the_same_words_about_a_different_device_are_a_different_question(home, minilm):
     garage = Subject.objects.create(memory=home, kind="device", name="Garage fridge")
     kitchen = Subject.objects.create(memory=home, kind="device", name="Kitchen fridge")
     guess = _propose(home, FRIDGE, subject=garage)
-    actions.answer_guess(guess=guess, answer="no")
+    review_guesses.answer_guess(guess=guess, answer="no")
 
-    other = actions.propose_guess(
+    other = review_guesses.propose_guess(
         memory=home, text="The kitchen fridge is meant to run 24/7", subject=kitchen
     )
 
@@ -270,10 +272,10 @@ def test_the_same_words_about_a_different_device_are_a_different_question(home, 
 
 def test_an_expired_guess_may_be_asked_again(home):
     guess = _propose(home, FRIDGE)
-    actions.tend_guesses(now=timezone.now() + timedelta(days=15))
+    review_guesses.tend_guesses(now=timezone.now() + timedelta(days=15))
     assert _state(guess) == Guess.State.EXPIRED
 
-    assert actions.propose_guess(memory=home, text=FRIDGE).guess is not None
+    assert review_guesses.propose_guess(memory=home, text=FRIDGE).guess is not None
 
 
 # Answers ----------------------------------------------------------------------------------
@@ -282,7 +284,7 @@ def test_an_expired_guess_may_be_asked_again(home):
 def test_yes_files_it_as_a_plain_fact(home, alice):
     guess = _propose(home, FRIDGE)
 
-    answered = actions.answer_guess(guess=guess, answer="Yes", by=alice)
+    answered = review_guesses.answer_guess(guess=guess, answer="Yes", by=alice)
 
     assert answered.guess.state == Guess.State.CONFIRMED
     assert answered.message == "Filed as known."
@@ -298,7 +300,7 @@ def test_yes_files_it_as_a_plain_fact(home, alice):
 def test_no_keeps_the_reason_as_a_correction_and_files_nothing_else(home, alice):
     guess = _propose(home, FRIDGE)
 
-    answered = actions.answer_guess(
+    answered = review_guesses.answer_guess(
         guess=guess, answer="No", reason="It is switched off in winter.", by=alice
     )
 
@@ -314,7 +316,7 @@ def test_no_keeps_the_reason_as_a_correction_and_files_nothing_else(home, alice)
 def test_a_no_with_its_reason_in_the_answer_keeps_the_reason(home):
     guess = _propose(home, FRIDGE)
 
-    actions.answer_guess(guess=guess, answer="no, it's off in winter")
+    review_guesses.answer_guess(guess=guess, answer="no, it's off in winter")
 
     guess.refresh_from_db()
     assert guess.reason == "it's off in winter"
@@ -324,7 +326,7 @@ def test_a_no_with_its_reason_in_the_answer_keeps_the_reason(home):
 def test_a_bare_no_files_nothing(home):
     guess = _propose(home, FRIDGE)
 
-    answered = actions.answer_guess(guess=guess, answer="no")
+    answered = review_guesses.answer_guess(guess=guess, answer="no")
 
     assert answered.message == "Noted: brain won't ask that again."
     assert not Fact.objects.for_memory(home).exists()
@@ -336,7 +338,7 @@ def test_an_answer_that_starts_with_neither_yes_nor_no_is_refused(home, answer):
     guess = _propose(home, FRIDGE)
 
     with pytest.raises(ValidationError, match="Start the answer with yes or no"):
-        actions.answer_guess(guess=guess, answer=answer)
+        review_guesses.answer_guess(guess=guess, answer=answer)
 
     assert _state(guess) == Guess.State.OPEN
     assert not Fact.objects.for_memory(home).exists()
@@ -344,7 +346,7 @@ def test_an_answer_that_starts_with_neither_yes_nor_no_is_refused(home, answer):
 
 def test_a_guess_is_answered_once(home, alice, admin_user):
     guess = _propose(home, FRIDGE)
-    actions.answer_guess(guess=guess, answer="yes", by=alice)
+    review_guesses.answer_guess(guess=guess, answer="yes", by=alice)
 
-    with pytest.raises(actions.Refused, match="already confirmed by alice"):
-        actions.answer_guess(guess=guess, answer="no", by=admin_user)
+    with pytest.raises(review_guesses.Refused, match="already confirmed by alice"):
+        review_guesses.answer_guess(guess=guess, answer="no", by=admin_user)

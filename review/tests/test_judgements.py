@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from knowledge.models import Fact, Memory, Subject
 from memory import actions as memory_actions
-from review import actions, judgements
+from review import findings as review_findings
+from review import judgements
 from review.models import Finding, Judgement, Rule
 
 LANDING = "binary_sensor.landing_motion"
@@ -30,7 +31,7 @@ def landing(home) -> Subject:
 
 
 def _raise(home, *, check_id=CHECK, entity_id=LANDING, text="Motion on the landing at 03:10"):
-    raised = actions.raise_finding(
+    raised = review_findings.raise_finding(
         memory=home, check_id=check_id, entity_id=entity_id, severity="low", text=text
     )
     assert raised.finding is not None, raised.message
@@ -40,7 +41,7 @@ def _raise(home, *, check_id=CHECK, entity_id=LANDING, text="Motion on the landi
 def _not_a_problem(home, *, reason="the cat", **kwargs) -> Finding:
     """Raised, marked not a problem for a month, and the month run out: ready to come again."""
     finding = _raise(home, **kwargs)
-    rule = actions.not_a_problem(finding=finding, reason=reason, until="month")
+    rule = review_findings.not_a_problem(finding=finding, reason=reason, until="month")
     Rule.objects.filter(pk=rule.pk).update(until=timezone.now() - timedelta(seconds=1))
     return finding
 
@@ -48,8 +49,8 @@ def _not_a_problem(home, *, reason="the cat", **kwargs) -> Finding:
 def _fixed(home, **kwargs) -> Finding:
     """Raised, fixed, and the fix held long enough to lapse: a real problem, now closed."""
     finding = _raise(home, **kwargs)
-    actions.mark_fixed(finding=finding)
-    actions.lapse_suppressions(now=timezone.now() + timedelta(days=91))
+    review_findings.mark_fixed(finding=finding)
+    review_findings.lapse_suppressions(now=timezone.now() + timedelta(days=91))
     return finding
 
 
@@ -161,7 +162,7 @@ def test_no_judgement_is_ever_written_about_a_protected_finding(home, landing, c
     for _ in range(5):
         finding = _raise(home, check_id=check_id, text="Sensor tripped")
         assert finding.protected
-        actions.not_a_problem(finding=finding, reason="the test button")
+        review_findings.not_a_problem(finding=finding, reason="the test button")
 
     assert Finding.objects.filter(check_id=check_id, state="not_a_problem").count() == 5
     assert not _judgement_facts(home).exists()
@@ -217,7 +218,7 @@ def test_a_later_finding_marked_fixed_forgets_the_judgement(home, judged):
     finding = _raise(home)
     assert judged in _judgement_facts(home)  # raising alone decides nothing
 
-    actions.mark_fixed(finding=finding)
+    review_findings.mark_fixed(finding=finding)
 
     judged.refresh_from_db()
     assert judged.status == Fact.Status.FORGOTTEN
@@ -228,12 +229,12 @@ def test_a_later_finding_marked_fixed_forgets_the_judgement(home, judged):
 
 def test_a_finding_raised_again_after_its_fix_forgets_the_judgement(home, landing, judged):
     finding = _raise(home)
-    actions.mark_fixed(finding=finding)
+    review_findings.mark_fixed(finding=finding)
     # The arithmetic written again while the fix holds (4 of 5 marked not a problem).
     rewritten = judgements.recount(memory=home, check_id=CHECK, subject=landing)
     assert "4 of 5" in rewritten.fact.text
 
-    again = actions.raise_finding(
+    again = review_findings.raise_finding(
         memory=home, check_id=CHECK, entity_id=LANDING, severity="low", text="Motion again"
     )
 
@@ -244,7 +245,7 @@ def test_a_finding_raised_again_after_its_fix_forgets_the_judgement(home, landin
 
 
 def test_a_real_finding_about_another_check_leaves_the_judgement(home, judged):
-    actions.mark_fixed(finding=_raise(home, check_id="battery_low", text="Battery at 5%"))
+    review_findings.mark_fixed(finding=_raise(home, check_id="battery_low", text="Battery at 5%"))
 
     assert judged in _judgement_facts(home)
 

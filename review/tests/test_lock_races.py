@@ -13,7 +13,9 @@ from brain.db import retry
 from knowledge.models import Fact, Memory
 from memory import actions as memory_actions
 from memory.models import InboxItem, Origin
-from review import actions
+from review import findings as review_findings
+from review import guesses as review_guesses
+from review import timeline
 from review.models import Finding, Guess
 
 
@@ -33,10 +35,10 @@ def _lose_a_race() -> None:
 
 @pytest.fixture
 def races(monkeypatch):
-    """Make ``actions.<name>`` lose a lock race the first time it is called."""
+    """Make ``module.<name>`` lose a lock race the first time it is called."""
 
-    def install(name: str) -> list:
-        original, calls = getattr(actions, name), []
+    def install(module, name: str) -> list:
+        original, calls = getattr(module, name), []
 
         def losing(*args, **kwargs):
             calls.append(1)
@@ -44,7 +46,7 @@ def races(monkeypatch):
                 _lose_a_race()
             return original(*args, **kwargs)
 
-        monkeypatch.setattr(actions, name, losing)
+        monkeypatch.setattr(module, name, losing)
         monkeypatch.setattr(retry.time, "sleep", lambda seconds: None)
         return calls
 
@@ -52,9 +54,9 @@ def races(monkeypatch):
 
 
 def test_a_finding_raised_through_a_lost_race_is_raised_once(home, races):
-    calls = races("_event")
+    calls = races(timeline, "record")
 
-    raised = actions.raise_finding(
+    raised = review_findings.raise_finding(
         memory=home, check_id="fridge_door", text="The fridge door is open.", severity="medium"
     )
 
@@ -64,9 +66,9 @@ def test_a_finding_raised_through_a_lost_race_is_raised_once(home, races):
 
 
 def test_a_guess_proposed_through_a_lost_race_is_asked_once(home, races):
-    calls = races("_offer_waiting")
+    calls = races(review_guesses, "_offer_waiting")
 
-    proposed = actions.propose_guess(memory=home, text="Does Sarah get up at 6?")
+    proposed = review_guesses.propose_guess(memory=home, text="Does Sarah get up at 6?")
 
     assert len(calls) == 2
     assert proposed.message == "Asked."
@@ -74,10 +76,10 @@ def test_a_guess_proposed_through_a_lost_race_is_asked_once(home, races):
 
 
 def test_a_yes_through_a_lost_race_files_the_guess_once(home, races):
-    guess = actions.propose_guess(memory=home, text="Does Sarah get up at 6?").guess
-    calls = races("_offer_waiting")
+    guess = review_guesses.propose_guess(memory=home, text="Does Sarah get up at 6?").guess
+    calls = races(review_guesses, "_offer_waiting")
 
-    answered = actions.answer_guess(guess=guess, answer="yes")
+    answered = review_guesses.answer_guess(guess=guess, answer="yes")
 
     assert len(calls) == 2
     assert answered.guess.state == Guess.State.CONFIRMED
@@ -86,10 +88,10 @@ def test_a_yes_through_a_lost_race_files_the_guess_once(home, races):
 
 
 def test_a_guess_put_to_sleep_through_a_lost_race_sleeps(home, races):
-    guess = actions.propose_guess(memory=home, text="Does Sarah get up at 6?").guess
-    calls = races("_offer_waiting")
+    guess = review_guesses.propose_guess(memory=home, text="Does Sarah get up at 6?").guess
+    calls = races(review_guesses, "_offer_waiting")
 
-    slept = actions.dismiss_guess(guess=guess)
+    slept = review_guesses.dismiss_guess(guess=guess)
 
     assert len(calls) == 2
     assert slept.state == Guess.State.SLEEPING
@@ -97,12 +99,12 @@ def test_a_guess_put_to_sleep_through_a_lost_race_sleeps(home, races):
 
 def test_tending_guesses_through_a_lost_race_fills_the_slots(home, races):
     for text in ("Is the loft used?", "Does Sarah get up at 6?", "Is the cellar damp?"):
-        actions.propose_guess(memory=home, text=text)
-    fourth = actions.propose_guess(memory=home, text="Does the dog sleep inside?").guess
+        review_guesses.propose_guess(memory=home, text=text)
+    fourth = review_guesses.propose_guess(memory=home, text="Does the dog sleep inside?").guess
     Guess.objects.filter(text="Is the loft used").update(state=Guess.State.EXPIRED)
-    calls = races("_offer_waiting")
+    calls = races(review_guesses, "_offer_waiting")
 
-    actions.tend_guesses()
+    review_guesses.tend_guesses()
 
     assert len(calls) == 2
     fourth.refresh_from_db()
@@ -111,7 +113,7 @@ def test_tending_guesses_through_a_lost_race_fills_the_slots(home, races):
 
 def test_raising_a_finding_does_not_hold_up_a_fact_taught_at_the_same_moment(home, monkeypatch):
     locked, go_on, errors = threading.Event(), threading.Event(), []
-    event = actions._event
+    event = timeline.record
 
     def event_then_wait(*args, **kwargs):
         created = event(*args, **kwargs)
@@ -119,11 +121,11 @@ def test_raising_a_finding_does_not_hold_up_a_fact_taught_at_the_same_moment(hom
         go_on.wait(timeout=30)
         return created
 
-    monkeypatch.setattr(actions, "_event", event_then_wait)
+    monkeypatch.setattr(timeline, "record", event_then_wait)
 
     def raise_one() -> None:
         try:
-            actions.raise_finding(
+            review_findings.raise_finding(
                 memory=home, check_id="fridge_door", text="The fridge door is open.", severity="low"
             )
         except Exception as error:  # reported by the assertion below

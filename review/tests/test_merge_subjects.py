@@ -7,7 +7,9 @@ from knowledge import subjects as knowledge_subjects
 from knowledge.models import Fact, Memory, Subject
 from memory import actions as memory_actions
 from memory.models import Origin
-from review import actions, merging
+from review import findings as review_findings
+from review import guesses as review_guesses
+from review import merging
 from review.models import Finding, Guess, Judgement, Rule
 
 LAMP = "light.office_lamp"
@@ -79,13 +81,15 @@ def test_an_entity_id_moves_to_a_subject_that_had_none(home, office):
 
 
 def test_rules_findings_and_guesses_follow(home, lamp, beacon):
-    finding = actions.raise_finding(
+    finding = review_findings.raise_finding(
         memory=home, check_id="left_on", text="The beacon was left on", severity="low"
     ).finding
     Finding.objects.filter(pk=finding.pk).update(subject=beacon)
     finding.refresh_from_db()
-    rule = actions.not_a_problem(finding=finding)
-    guess = actions.propose_guess(memory=home, text="The beacon is a night light", subject=beacon)
+    rule = review_findings.not_a_problem(finding=finding)
+    guess = review_guesses.propose_guess(
+        memory=home, text="The beacon is a night light", subject=beacon
+    )
 
     merged = merging.merge_subjects(keep=lamp, merged=beacon)
 
@@ -115,7 +119,7 @@ def _marked_not_a_problem(home, subject, times: int) -> None:
         finding = Finding.objects.create(
             memory=home, check_id="left_on", subject=subject, severity="low", text=f"On {n}"
         )
-        actions.not_a_problem(finding=finding, reason="It's the night light")
+        review_findings.not_a_problem(finding=finding, reason="It's the night light")
 
 
 def _judgement_facts(home) -> list[str]:

@@ -12,7 +12,8 @@ from django.utils import timezone
 from brain.portable import ImportRejected
 from knowledge.models import Fact, Memory, Subject
 from memory import portable
-from review import actions
+from review import findings as review_findings
+from review import guesses as review_guesses
 from review.models import Finding, Guess, Judgement, Rule
 
 HALL = "binary_sensor.hall_motion"
@@ -39,7 +40,7 @@ def _house(memory: Memory, *, loft: bool = True) -> None:
 
 
 def _raise(memory: Memory, check: str, entity_id: str = HALL, severity: str = "low", text=""):
-    return actions.raise_finding(
+    return review_findings.raise_finding(
         memory=memory,
         check_id=check,
         entity_id=entity_id,
@@ -57,17 +58,19 @@ def home(db, alice) -> Memory:
     _house(home)
     for night in range(3):
         finding = _raise(home, "night_motion", text=f"Motion on the hall landing, night {night}")
-        rule = actions.not_a_problem(finding=finding.finding, reason="the cat", by=alice)
+        rule = review_findings.not_a_problem(finding=finding.finding, reason="the cat", by=alice)
         if night < 2:
-            actions.remove_rule(rule=rule)
+            review_findings.remove_rule(rule=rule)
     loft = _raise(home, "too_warm", LOFT, "medium", "The loft is 29°C").finding
-    actions.not_a_problem(finding=loft, until="season", reason="it's a loft")
-    actions.mark_fixed(finding=_raise(home, "offline", severity="medium").finding, how="got_it")
+    review_findings.not_a_problem(finding=loft, until="season", reason="it's a loft")
+    review_findings.mark_fixed(
+        finding=_raise(home, "offline", severity="medium").finding, how="got_it"
+    )
     _raise(home, "battery_low", severity="high", text="The hall sensor battery is at 4%")
     for text, answer in ((FRIDGE, "yes"), (FREEZER, "no, it's on all year")):
-        guess = actions.propose_guess(memory=home, text=text).guess
-        actions.answer_guess(guess=guess, answer=answer, by=alice)
-    actions.propose_guess(memory=home, text="Guests use the loft")
+        guess = review_guesses.propose_guess(memory=home, text=text).guess
+        review_guesses.answer_guess(guess=guess, answer=answer, by=alice)
+    review_guesses.propose_guess(memory=home, text="Guests use the loft")
     assert Judgement.objects.filter(memory=home).count() == 1
     return home
 
@@ -193,13 +196,13 @@ def test_a_rewording_of_an_imported_rejected_guess_is_never_asked(home, other, m
     assert imported.embedder == "minilm-int8-v1"
     assert imported.embedding is not None
 
-    again = actions.propose_guess(
+    again = review_guesses.propose_guess(
         memory=other, text="In winter the freezer in the garage is turned off"
     )
 
     assert again.guess is None
     assert "already rejected" in again.message
-    assert actions.propose_guess(memory=other, text="The loft is used by guests").guess
+    assert review_guesses.propose_guess(memory=other, text="The loft is used by guests").guess
 
 
 def test_importing_the_same_file_twice_changes_nothing(home, other):

@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from knowledge.models import Memory, Subject
-from review import actions
+from review import findings as review_findings
 from review.models import Event, Finding, Rule
 
 MOTION = "binary_sensor.landing_motion"
@@ -46,7 +46,7 @@ def house(home) -> dict[str, Subject]:
 
 
 def _raise(home, check_id="night_motion", entity_id=MOTION, text=None, **kwargs):
-    return actions.raise_finding(
+    return review_findings.raise_finding(
         memory=home,
         check_id=check_id,
         entity_id=entity_id,
@@ -68,7 +68,7 @@ def _finding(home, **kwargs) -> Finding:
 def test_not_a_problem_writes_a_rule_for_this_check_on_this_sensor(home, house, alice):
     finding = _finding(home)
 
-    rule = actions.not_a_problem(finding=finding, by=alice, reason="It's the cat.")
+    rule = review_findings.not_a_problem(finding=finding, by=alice, reason="It's the cat.")
 
     assert (rule.check_id, rule.scope, rule.entity_id) == ("night_motion", "sensor", MOTION)
     assert rule.subject == house[MOTION]
@@ -82,7 +82,7 @@ def test_not_a_problem_writes_a_rule_for_this_check_on_this_sensor(home, house, 
 
 
 def test_the_same_check_on_that_sensor_is_quiet_afterwards(home, house):
-    actions.not_a_problem(finding=_finding(home))
+    review_findings.not_a_problem(finding=_finding(home))
 
     again = _raise(home)
 
@@ -93,20 +93,20 @@ def test_the_same_check_on_that_sensor_is_quiet_afterwards(home, house):
 
 
 def test_a_different_check_on_that_sensor_is_still_raised(home, house):
-    actions.not_a_problem(finding=_finding(home))
+    review_findings.not_a_problem(finding=_finding(home))
 
     assert _raise(home, check_id="battery_low").outcome == "new"
 
 
 def test_the_same_check_on_another_sensor_is_still_raised(home, house):
-    actions.not_a_problem(finding=_finding(home))
+    review_findings.not_a_problem(finding=_finding(home))
 
     assert _raise(home, entity_id=KITCHEN_MOTION).outcome == "new"
 
 
 def test_two_checks_marked_wrong_on_one_sensor_are_two_rules(home, house):
-    actions.not_a_problem(finding=_finding(home, check_id="night_motion"))
-    actions.not_a_problem(finding=_finding(home, check_id="battery_low"))
+    review_findings.not_a_problem(finding=_finding(home, check_id="night_motion"))
+    review_findings.not_a_problem(finding=_finding(home, check_id="battery_low"))
 
     rules = Rule.objects.for_memory(home).active()
     assert sorted(rules.values_list("check_id", flat=True)) == ["battery_low", "night_motion"]
@@ -117,10 +117,10 @@ def test_two_checks_marked_wrong_on_one_sensor_are_two_rules(home, house):
 
 def test_a_settled_finding_cannot_be_settled_again(home, house):
     finding = _finding(home)
-    actions.not_a_problem(finding=finding)
+    review_findings.not_a_problem(finding=finding)
 
-    with pytest.raises(actions.Refused, match="already settled"):
-        actions.not_a_problem(finding=finding)
+    with pytest.raises(review_findings.Refused, match="already settled"):
+        review_findings.not_a_problem(finding=finding)
     assert Rule.objects.count() == 1
 
 
@@ -128,7 +128,7 @@ def test_a_settled_finding_cannot_be_settled_again(home, house):
 
 
 def test_a_device_rule_quiets_every_check_on_that_device_only(home, house):
-    actions.not_a_problem(finding=_finding(home), scope=Rule.Scope.DEVICE)
+    review_findings.not_a_problem(finding=_finding(home), scope=Rule.Scope.DEVICE)
 
     assert _raise(home, check_id="battery_low").outcome == "quiet"
     assert _raise(home, check_id="unavailable").outcome == "quiet"
@@ -136,7 +136,9 @@ def test_a_device_rule_quiets_every_check_on_that_device_only(home, house):
 
 
 def test_a_room_rule_quiets_this_check_anywhere_in_the_room_only(home, house):
-    rule = actions.not_a_problem(finding=_finding(home), scope=Rule.Scope.ROOM, confirmed=True)
+    rule = review_findings.not_a_problem(
+        finding=_finding(home), scope=Rule.Scope.ROOM, confirmed=True
+    )
 
     assert rule.room == house["landing"]
     assert "anywhere in Landing" in rule.describe()
@@ -146,7 +148,9 @@ def test_a_room_rule_quiets_this_check_anywhere_in_the_room_only(home, house):
 
 
 def test_an_everywhere_rule_quiets_this_check_on_every_sensor_only(home, house):
-    actions.not_a_problem(finding=_finding(home), scope=Rule.Scope.EVERYWHERE, confirmed=True)
+    review_findings.not_a_problem(
+        finding=_finding(home), scope=Rule.Scope.EVERYWHERE, confirmed=True
+    )
 
     assert _raise(home, entity_id=KITCHEN_MOTION).outcome == "quiet"
     assert _raise(home, entity_id=DOOR).outcome == "quiet"
@@ -157,8 +161,8 @@ def test_an_everywhere_rule_quiets_this_check_on_every_sensor_only(home, house):
 def test_a_wide_rule_is_refused_until_it_is_confirmed(home, house, scope):
     finding = _finding(home)
 
-    with pytest.raises(actions.Refused, match="confirm it"):
-        actions.not_a_problem(finding=finding, scope=scope)
+    with pytest.raises(review_findings.Refused, match="confirm it"):
+        review_findings.not_a_problem(finding=finding, scope=scope)
 
     finding.refresh_from_db()
     assert finding.state == Finding.State.OPEN  # nothing was settled
@@ -169,8 +173,8 @@ def test_a_room_rule_needs_something_in_a_known_room(home, house):
     Subject.objects.create(memory=home, kind="device", name="Porch light", entity_id="light.porch")
     finding = _finding(home, entity_id="light.porch", check_id="left_on")
 
-    with pytest.raises(actions.Refused, match="known room"):
-        actions.not_a_problem(finding=finding, scope=Rule.Scope.ROOM, confirmed=True)
+    with pytest.raises(review_findings.Refused, match="known room"):
+        review_findings.not_a_problem(finding=finding, scope=Rule.Scope.ROOM, confirmed=True)
 
     finding.refresh_from_db()
     assert finding.state == Finding.State.OPEN  # the refusal rolled the settling back
@@ -179,14 +183,14 @@ def test_a_room_rule_needs_something_in_a_known_room(home, house):
 
 def test_an_unknown_scope_is_refused(home, house):
     with pytest.raises(ValidationError, match="scope must be"):
-        actions.not_a_problem(finding=_finding(home), scope="street")
+        review_findings.not_a_problem(finding=_finding(home), scope="street")
 
 
 # For a while, not for good -----------------------------------------------------------------
 
 
 def test_a_rule_for_a_month_stops_covering_after_thirty_days(home, house):
-    rule = actions.not_a_problem(finding=_finding(home), until="month")
+    rule = review_findings.not_a_problem(finding=_finding(home), until="month")
 
     assert timezone.now() + timedelta(days=29) < rule.until < timezone.now() + timedelta(days=31)
     assert rule in Rule.objects.active(now=timezone.now() + timedelta(days=29))
@@ -200,14 +204,16 @@ def test_a_rule_for_a_month_stops_covering_after_thirty_days(home, house):
 
 def test_a_rule_until_a_date_in_the_past_is_refused(home, house):
     with pytest.raises(ValidationError, match="future"):
-        actions.not_a_problem(finding=_finding(home), until=timezone.now() - timedelta(days=1))
+        review_findings.not_a_problem(
+            finding=_finding(home), until=timezone.now() - timedelta(days=1)
+        )
 
 
 def test_removing_a_rule_lets_the_check_raise_it_again(home, house):
     finding = _finding(home)
-    rule = actions.not_a_problem(finding=finding)
+    rule = review_findings.not_a_problem(finding=finding)
 
-    actions.remove_rule(rule=rule)
+    review_findings.remove_rule(rule=rule)
 
     assert not Rule.objects.for_memory(home).active().exists()
     finding.refresh_from_db()
@@ -224,7 +230,7 @@ def test_removing_a_rule_lets_the_check_raise_it_again(home, house):
 def test_a_fix_suppresses_the_finding_for_ninety_days(home, house, how):
     finding = _finding(home)
 
-    fixed = actions.mark_fixed(finding=finding, how=how)
+    fixed = review_findings.mark_fixed(finding=finding, how=how)
 
     assert fixed.state == Finding.State.SUPPRESSED
     assert fixed.settled_how == how
@@ -235,7 +241,7 @@ def test_a_fix_suppresses_the_finding_for_ninety_days(home, house, how):
 
 def test_raised_again_while_fixed_it_is_open_again_saying_how_long_it_stayed_away(home, house):
     finding = _finding(home)
-    actions.mark_fixed(finding=finding)
+    review_findings.mark_fixed(finding=finding)
     Finding.objects.filter(pk=finding.pk).update(
         settled_at=timezone.now() - timedelta(days=12, hours=3)
     )
@@ -257,7 +263,7 @@ def test_raised_again_while_fixed_it_is_open_again_saying_how_long_it_stayed_awa
 
 def test_back_within_a_day_says_hours(home, house):
     finding = _finding(home)
-    actions.mark_fixed(finding=finding)
+    review_findings.mark_fixed(finding=finding)
     Finding.objects.filter(pk=finding.pk).update(settled_at=timezone.now() - timedelta(hours=5))
 
     assert _raise(home).message == "Raised again: back after 5 hours."
@@ -265,10 +271,10 @@ def test_back_within_a_day_says_hours(home, house):
 
 def test_a_fix_that_held_ninety_days_lapses(home, house):
     finding = _finding(home)
-    actions.mark_fixed(finding=finding)
+    review_findings.mark_fixed(finding=finding)
 
-    assert actions.lapse_suppressions(now=timezone.now() + timedelta(days=89)) == 0
-    assert actions.lapse_suppressions(now=timezone.now() + timedelta(days=91)) == 1
+    assert review_findings.lapse_suppressions(now=timezone.now() + timedelta(days=89)) == 0
+    assert review_findings.lapse_suppressions(now=timezone.now() + timedelta(days=91)) == 1
 
     finding.refresh_from_db()
     assert finding.state == Finding.State.LAPSED
@@ -279,9 +285,9 @@ def test_a_fix_that_held_ninety_days_lapses(home, house):
 
 def test_lapsing_leaves_not_a_problem_alone(home, house):
     finding = _finding(home)
-    actions.not_a_problem(finding=finding)
+    review_findings.not_a_problem(finding=finding)
 
-    actions.lapse_suppressions(now=timezone.now() + timedelta(days=365))
+    review_findings.lapse_suppressions(now=timezone.now() + timedelta(days=365))
 
     finding.refresh_from_db()
     assert finding.state == Finding.State.NOT_A_PROBLEM
@@ -325,7 +331,7 @@ def test_a_protected_finding_is_raised_even_under_a_rule(home, leak_sensor, chec
     )
     assert finding.protected
 
-    actions.not_a_problem(finding=finding, reason="Test button pressed")
+    review_findings.not_a_problem(finding=finding, reason="Test button pressed")
 
     again = _raise(
         home, check_id=check_id, entity_id=leak_sensor, severity="high", text="Sensor tripped"
@@ -335,7 +341,7 @@ def test_a_protected_finding_is_raised_even_under_a_rule(home, leak_sensor, chec
 
 
 def test_a_protected_finding_is_raised_even_under_a_device_rule(home, leak_sensor):
-    actions.not_a_problem(
+    review_findings.not_a_problem(
         finding=_finding(home, check_id="humidity_high", entity_id=leak_sensor),
         scope=Rule.Scope.DEVICE,
     )
@@ -359,8 +365,8 @@ def test_a_protected_finding_is_recognised_from_its_words(home, leak_sensor):
 def test_a_protected_finding_refuses_wider_rules(home, leak_sensor, scope, confirmed):
     finding = _finding(home, check_id="leak", entity_id=leak_sensor, severity="high")
 
-    with pytest.raises(actions.Refused, match="never silenced beyond one sensor"):
-        actions.not_a_problem(finding=finding, scope=scope, confirmed=confirmed)
+    with pytest.raises(review_findings.Refused, match="never silenced beyond one sensor"):
+        review_findings.not_a_problem(finding=finding, scope=scope, confirmed=confirmed)
 
     finding.refresh_from_db()
     assert finding.state == Finding.State.OPEN
@@ -369,6 +375,6 @@ def test_a_protected_finding_refuses_wider_rules(home, leak_sensor, scope, confi
 
 def test_a_finding_marked_protected_by_its_check_is_never_quiet(home, house):
     finding = _finding(home, check_id="co_alarm_offline", protected=True)
-    actions.not_a_problem(finding=finding)
+    review_findings.not_a_problem(finding=finding)
 
     assert _raise(home, check_id="co_alarm_offline", protected=True).outcome == "new"

@@ -8,9 +8,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx2
 import pytest
 
+from brain.celery import app as celery_app
 from knowledge.models import Memory, Subject
 from memory.actions import learn
-from review import actions, tasks, timeline
+from review import findings as review_findings
+from review import guesses as review_guesses
+from review import tasks, timeline
 from review.models import Event
 
 TOKEN = "a-long-lived-access-token"
@@ -60,9 +63,14 @@ def home(db) -> Memory:
 
 @pytest.fixture
 def queued(monkeypatch) -> list[int]:
-    """The push_event messages sent, instead of sending them to a broker."""
+    """The events whose push_event message was sent, instead of sending them to a broker."""
     sent: list[int] = []
-    monkeypatch.setattr(tasks.push_event, "delay", sent.append)
+
+    def send_task(name: str, args: list) -> None:
+        assert name == "review.tasks.push_event"
+        sent.append(*args)
+
+    monkeypatch.setattr(celery_app, "send_task", send_task)
     return sent
 
 
@@ -78,7 +86,7 @@ def _raise_leak(home: Memory):
     Subject.objects.create(
         memory=home, kind=Subject.Kind.DEVICE, name="Sink leak", entity_id="binary_sensor.sink"
     )
-    return actions.raise_finding(
+    return review_findings.raise_finding(
         memory=home,
         check_id="leak",
         entity_id="binary_sensor.sink",
@@ -145,7 +153,9 @@ def test_raising_a_finding_records_brain_finding_and_pushes_it_with_the_sensors(
 def test_a_guess_waiting_on_you_turns_the_binary_sensor_on_with_its_id(
     home, home_assistant, queued
 ):
-    guess = actions.propose_guess(memory=home, text="The garage fridge is meant to run 24/7").guess
+    guess = review_guesses.propose_guess(
+        memory=home, text="The garage fridge is meant to run 24/7"
+    ).guess
     assert guess.question == "The garage fridge is meant to run 24/7 — right?"
     raised = _raise_leak(home)
     event = Event.objects.get(data__finding=raised.finding.pk)

@@ -1,0 +1,217 @@
+"""How our modules may import each other, read from the source (``ast``; nothing is imported).
+
+The rules:
+
+- No cycles. No module imports one that imports it back, directly or through others. An import
+  made inside a function counts like one at the top: hiding an import in a function is how a
+  cycle survives unnoticed. A module that must start its own Celery task sends it by name
+  (``brain.celery.send_on_commit``), so it never imports the tasks module that imports it.
+- Layers: ``knowledge`` ← ``memory`` ← ``review`` ← ``agent``. A module of an app never imports
+  a module of an app above it; a higher app's behaviour reaches a lower one through URL names in
+  templates and wiring in settings.
+- ``brain`` is the platform: it imports no app. Apps are wired into it by name (``include(
+  "memory.urls")``, the dotted paths in settings), never by import.
+- The top-level ``bench`` package measures everything: it may import any module, and none
+  imports it.
+
+Read: every ``.py`` file of those packages but their ``tests`` and ``migrations`` folders (tests
+drive the whole stack on purpose; migrations are generated).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from collections import deque
+from pathlib import Path
+
+from brain.celery import app as celery_app
+
+ROOT = Path(__file__).resolve().parents[2]
+APPS = ("knowledge", "memory", "review", "agent")  # lowest first
+PACKAGES = ("brain", *APPS, "bench")
+SKIPPED_FOLDERS = {"tests", "migrations", "__pycache__"}
+
+# Benchmarks that still live inside an app and reach above it; they belong in the top-level
+# bench/ package, where importing any app is allowed. Only these exact imports are let through.
+WAITING_TO_MOVE_TO_BENCH = {
+    ("knowledge.bench", "agent.bench"),
+    ("knowledge.bench", "memory.actions"),
+}
+
+
+def modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
+    """Every module of ``packages`` under ``root``, by dotted name (a package by its own)."""
+    found = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            if SKIPPED_FOLDERS & set(parts):
+                continue
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(parts)] = path
+    return found
+
+
+def _ours(name: str, known: dict[str, Path]) -> str | None:
+    """The module of ours that importing ``name`` runs: itself, or the nearest package."""
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
+    """Module → the modules of ours it imports, anywhere in its body."""
+    known = modules(root, packages)
+    graph = {}
+    for name, path in known.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(_ours(alias.name, known) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: from . import x, from ..y import z
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                for alias in node.names:  # "from memory import actions" imports memory.actions
+                    full = f"{base}.{alias.name}"
+                    targets.add(full if full in known else _ours(base, known))
+        targets.discard(None)
+        targets.discard(name)
+        graph[name] = targets
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One shortest cycle through each module that is on one, each cycle reported once."""
+    seen: set[frozenset[str]] = set()
+    found = []
+    for start in sorted(graph):
+        path = _shortest_path_back(graph, start)
+        if path and frozenset(path) not in seen:
+            seen.add(frozenset(path))
+            found.append(path)
+    return found
+
+
+def _shortest_path_back(graph: dict[str, set[str]], start: str) -> list[str] | None:
+    came_from: dict[str, str] = {}
+    queue = deque([start])
+    while queue:
+        module = queue.popleft()
+        for target in sorted(graph.get(module, ())):
+            if target == start:
+                path = [module]
+                while path[-1] != start:
+                    path.append(came_from[path[-1]])
+                return [start, *reversed(path[:-1]), start]
+            if target not in came_from:
+                came_from[target] = module
+                queue.append(target)
+    return None
+
+
+def _ours_only(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    return {
+        module: {t for t in targets if (module, t) not in WAITING_TO_MOVE_TO_BENCH}
+        for module, targets in graph.items()
+    }
+
+
+def _top(module: str) -> str:
+    return module.split(".")[0]
+
+
+GRAPH = _ours_only(imports(ROOT, PACKAGES))
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    found = [" → ".join(cycle) for cycle in cycles(GRAPH)]
+
+    assert found == []
+
+
+def test_a_lower_app_never_imports_a_higher_one():
+    rank = {app: level for level, app in enumerate(APPS)}
+    upward = [
+        f"{module} → {target}"
+        for module, targets in sorted(GRAPH.items())
+        for target in sorted(targets)
+        if _top(module) in rank and _top(target) in rank and rank[_top(target)] > rank[_top(module)]
+    ]
+
+    assert upward == []
+
+
+def test_the_platform_imports_no_app():
+    reaching = [
+        f"{module} → {target}"
+        for module, targets in sorted(GRAPH.items())
+        if _top(module) == "brain"
+        for target in sorted(targets)
+        if _top(target) in APPS
+    ]
+
+    assert reaching == []
+
+
+def test_nothing_but_the_benchmarks_imports_the_benchmarks():
+    reaching = [
+        f"{module} → {target}"
+        for module, targets in sorted(GRAPH.items())
+        if _top(module) != "bench"
+        for target in sorted(targets)
+        if _top(target) == "bench"
+    ]
+
+    assert reaching == []
+
+
+def test_the_graph_sees_a_cycle_hidden_in_a_function_and_a_relative_import(tmp_path):
+    package = tmp_path / "shop"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "orders.py").write_text(
+        "from . import stock\n\ndef cancel():\n    from shop.tasks import refund\n"
+    )
+    (package / "stock.py").write_text("import os\n")
+    (package / "tasks.py").write_text("from shop import orders\n")
+
+    graph = imports(tmp_path, ("shop",))
+
+    assert graph["shop.orders"] == {"shop.stock", "shop.tasks"}
+    assert cycles(graph) == [["shop.orders", "shop.tasks", "shop.orders"]]
+
+
+# Tasks sent by name --------------------------------------------------------------------------
+
+
+def _tasks_sent_by_name() -> list[str]:
+    names = []
+    for path in modules(ROOT, PACKAGES).values():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", "")) == "send_on_commit"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                names.append(node.args[0].value)
+    return sorted(set(names))
+
+
+def test_every_task_sent_by_name_is_one_the_worker_runs():
+    names = _tasks_sent_by_name()
+
+    # The consolidator, Deep review and the timeline each start their own task.
+    assert {
+        "memory.tasks.consolidate",
+        "review.tasks.deep_review",
+        "review.tasks.push_event",
+    } <= set(names)
+    for name in names:
+        importlib.import_module(name.rpartition(".")[0])  # as the worker's autodiscovery does
+    assert [name for name in names if name not in celery_app.tasks] == []
