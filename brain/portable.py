@@ -109,6 +109,8 @@ def when(value: str | None) -> datetime | None:
     if value is None:
         return None
     moment = parse_datetime(value)
+    if moment is None:
+        raise ValueError(f"{value!r} is not a date and time; check it with is_datetime first")
     return moment if timezone.is_aware(moment) else timezone.make_aware(moment)
 
 
@@ -131,11 +133,11 @@ def check_chains(
     done: set[uuid.UUID] = set()
     for start in links:
         path: list[uuid.UUID] = []
-        uid: uuid.UUID | None = start
-        while uid is not None and uid not in done:
-            require(uid not in path, circle.format(where=f"{key} entry {numbers[start]}"))
-            path.append(uid)
-            uid = links.get(uid)
+        at: uuid.UUID | None = start
+        while at is not None and at not in done:
+            require(at not in path, circle.format(where=f"{key} entry {numbers[start]}"))
+            path.append(at)
+            at = links.get(at)
         done.update(path)
 
 
@@ -237,6 +239,10 @@ class Declared:
 
     def resolve(self, model: type[models.Model]) -> Column:
         found = model._meta.get_field(self.name)
+        if not isinstance(found, models.Field):
+            raise TypeError(
+                f"{model.__name__}.{self.name} is a relation seen from the other side, not a column"
+            )
         return Column(
             key=self.key or self.name,
             field=found,
@@ -402,7 +408,7 @@ class Section:
         return [self.entry(row) for row in self.rows(memory)]
 
     def entry(self, row: models.Model) -> dict:
-        entry = {"uid": str(row.uid)} if self.uid else {}
+        entry = {"uid": str(row.serializable_value("uid"))} if self.uid else {}
         entry.update((column.key, column.dumped(row)) for column in self.own)
         entry.update(self.links(row))
         return entry
@@ -465,7 +471,7 @@ def placements(
     derived = {uid: uuid.uuid5(uid, f"memory:{memory.pk}") for uid in uids}
     owners: dict[uuid.UUID, int] = {}
     for chunk in batched([*uids, *derived.values()], LOOKUP_BATCH):
-        owners.update(model.objects.filter(uid__in=chunk).values_list("uid", "memory_id"))
+        owners.update(model._default_manager.filter(uid__in=chunk).values_list("uid", "memory_id"))
     found = {}
     for uid in uids:
         if owners.get(uid) == memory.pk:
@@ -505,7 +511,9 @@ def remember(
     (``options.added[key]``). ``where`` is what ``placements`` answered before the writes."""
     pks: dict[uuid.UUID, int] = {}
     for chunk in in_batches((uid for uid, _ in where.values()), LOOKUP_BATCH):
-        pks.update(model.objects.filter(memory=memory, uid__in=chunk).values_list("uid", "pk"))
+        pks.update(
+            model._default_manager.filter(memory=memory, uid__in=chunk).values_list("uid", "pk")
+        )
     options.here.setdefault(key, {}).update(
         (uid, pks[here]) for uid, (here, _) in where.items() if here in pks
     )
