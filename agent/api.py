@@ -3,12 +3,12 @@ outcomes, the core and the numbers — the same actions the MCP tools and `brain
 
 A token is its person (``knowledge.access``): reads need read; episodes, distilling, procedures,
 outcomes and the sleep pass need teach; changing the core needs curate. Bad input is a 400
-naming the problem; an answer carries the action's own ``message``.
+naming the problem (``brain.api_errors``, for every view); an answer carries the action's own
+``message``.
 """
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
@@ -19,7 +19,6 @@ from rest_framework.response import Response
 
 from agent import actions, tasks
 from knowledge import access, retrieval
-from knowledge.api import invalid
 from knowledge.episodes import MAX_EPISODE_CHARS
 from knowledge.models import CORE_MAX_CHARS, Episode, Memory, Permission, Procedure
 
@@ -137,10 +136,7 @@ def episodes(request: Request, memory: Memory) -> Response:
             }
         )
     data = _valid(NewEpisodeSerializer, request)
-    try:
-        encoded = actions.encode(memory=memory, by=request.user, **data)
-    except ValidationError as error:
-        return invalid(error)
+    encoded = actions.encode(memory=memory, by=request.user, **data)
     return Response(
         {
             "episode": EpisodeSerializer(encoded.episode).data,
@@ -157,10 +153,7 @@ def episodes(request: Request, memory: Memory) -> Response:
 def distil(request: Request, memory: Memory) -> Response:
     """Distil waiting episodes into the propositions given (an empty list clears them)."""
     data = _valid(DistilSerializer, request)
-    try:
-        distilled = actions.distil(memory=memory, by=request.user, **data)
-    except ValidationError as error:
-        return invalid(error)
+    distilled = actions.distil(memory=memory, by=request.user, **data)
     return Response(
         {
             "fact_ids": [learned.fact.pk for learned in distilled.learned],
@@ -187,10 +180,7 @@ def procedures(request: Request, memory: Memory) -> Response:
         )[:LISTED]
         return Response({"procedures": ProcedureSerializer(listed, many=True).data})
     data = _valid(NewProcedureSerializer, request)
-    try:
-        recorded = actions.record_procedure(memory=memory, by=request.user, **data)
-    except ValidationError as error:
-        return invalid(error)
+    recorded = actions.record_procedure(memory=memory, by=request.user, **data)
     return Response(
         {"procedure": ProcedureSerializer(recorded.procedure).data, "message": recorded.message},
         status=status.HTTP_201_CREATED if recorded.created else status.HTTP_200_OK,
@@ -204,10 +194,7 @@ def procedure_outcome(request: Request, pk: int, memory: Memory) -> Response:
     """Report a run of procedure ``pk``: outcome ok or fail."""
     procedure = get_object_or_404(Procedure.objects.for_memory(memory), pk=pk)
     data = _valid(ProcedureOutcomeSerializer, request)
-    try:
-        recorded = actions.procedure_outcome(procedure=procedure, outcome=data["outcome"])
-    except ValidationError as error:
-        return invalid(error)
+    recorded = actions.procedure_outcome(procedure=procedure, outcome=data["outcome"])
     return Response(
         {"procedure": ProcedureSerializer(recorded.procedure).data, "message": recorded.message}
     )
@@ -232,10 +219,7 @@ def sleep(request: Request, memory: Memory) -> Response:
         return Response(
             {"message": "The sleep pass runs in the background."}, status=status.HTTP_202_ACCEPTED
         )
-    try:
-        slept = actions.sleep(memory=memory, by=request.user, keep=data["keep"])
-    except ValidationError as error:
-        return invalid(error)
+    slept = actions.sleep(memory=memory, by=request.user, keep=data["keep"])
     return Response(
         {
             "message": slept.message,
@@ -263,10 +247,7 @@ def decay(request: Request, memory: Memory) -> Response:
 def prune(request: Request, memory: Memory) -> Response:
     """Cap the beliefs scored by outcomes at ``keep`` (default 20) a class."""
     data = _valid(KeepSerializer, request)
-    try:
-        pruned = actions.prune(memory=memory, keep=data["keep"])
-    except ValidationError as error:
-        return invalid(error)
+    pruned = actions.prune(memory=memory, keep=data["keep"])
     return Response(
         {"retired": _ids(pruned.retired), "kept": pruned.kept, "message": pruned.message}
     )
@@ -307,10 +288,7 @@ def retrieve(request: Request, memory: Memory) -> Response:
 def outcome(request: Request, memory: Memory) -> Response:
     """Acting on a fact (``ref`` "12") or a procedure ("p3") worked (ok) or not (fail)."""
     data = _valid(RefOutcomeSerializer, request)
-    try:
-        recorded = actions.record_outcome(memory=memory, **data)
-    except ValidationError as error:
-        return invalid(error)
+    recorded = actions.record_outcome(memory=memory, **data)
     return Response(
         {
             "ref": recorded.ref,
@@ -352,10 +330,7 @@ def core(request: Request, memory: Memory) -> Response:
     if request.method == "GET":
         return Response({"text": memory.core, "tokens": retrieval.tokens(memory.core)})
     data = _valid(CoreSerializer, request)
-    try:
-        saved = actions.set_core(memory=memory, text=data["text"], by=request.user)
-    except ValidationError as error:
-        return invalid(error)
+    saved = actions.set_core(memory=memory, text=data["text"], by=request.user)
     return Response(
         {"text": saved.text, "tokens": retrieval.tokens(saved.text), "message": saved.message}
     )

@@ -54,7 +54,7 @@ class NotPermittedToastMiddleware:
 class BusyWriteMiddleware:
     """A write that lost its lock race on every attempt (``brain.db.retry``) is a 503 saying
     "busy, nothing saved, send it again", never a 500 — the pages' side of the API's 503
-    (``knowledge.api.exception_handler``), for every view at once. htmx swaps nothing on a 503,
+    (``brain.api_errors``), for every view at once. htmx swaps nothing on a 503,
     so the answer raises a toast; a full page gets ``503.html``. Either way ``Retry-After``."""
 
     def __init__(self, get_response):

@@ -232,7 +232,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "knowledge.api.exception_handler",
+    "EXCEPTION_HANDLER": "brain.api_errors.exception_handler",
     # JSON within brain's limits (size, depth) and cleaned of what cannot be stored.
     "DEFAULT_PARSER_CLASSES": [
         "brain.inputs.JSONParser",

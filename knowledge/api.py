@@ -1,57 +1,23 @@
 """Facts over HTTP: list (search, filters, sorts, cursor pages), explain, outcome, context.
 
-Every read goes through ``Fact.objects.readable_by``. Bad input is a 400 naming the problem.
-Every API's error answers are here: 400, 409, and the 503 of ``exception_handler``.
+Every read goes through ``Fact.objects.readable_by``. Bad input is a 400 naming the problem;
+every API's error answers are ``brain.api_errors``.
 """
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.decorators import api_view
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import exception_handler as drf_exception_handler
 
 from brain import inputs
-from brain.db import retry
+from brain.api_errors import bad_request
 from knowledge import access, actions, listing, provenance, retrieval
 from knowledge.models import Fact, Memory, Permission
 from knowledge.subjects import UnknownSubject
-
-
-def bad_request(message: str) -> Response:
-    return Response({"detail": message}, status=status.HTTP_400_BAD_REQUEST)
-
-
-def invalid(error: ValidationError) -> Response:
-    """A 400 naming every problem a ValidationError carries."""
-    return bad_request(" ".join(error.messages))
-
-
-def conflict(message: str, **extra) -> Response:
-    """A 409: the request was fine, but the state has moved on (and says how)."""
-    return Response({"detail": message, **extra}, status=status.HTTP_409_CONFLICT)
-
-
-def busy() -> Response:
-    """A 503: the write lost a lock race on every attempt. Nothing was saved; sending it again
-    in a moment works. The pages and the agent say the same (``brain.db.retry.BUSY_MESSAGE``)."""
-    return Response(
-        {"detail": retry.BUSY_MESSAGE},
-        status=status.HTTP_503_SERVICE_UNAVAILABLE,
-        headers={"Retry-After": str(retry.BUSY_RETRY_AFTER_S)},
-    )
-
-
-def exception_handler(error: Exception, context: dict) -> Response | None:
-    """DRF's mapping, plus the last safety net for a write: the actions retry a deadlock or a
-    serialisation failure, and one that still reaches a view is a 503, never a 500."""
-    if retry.is_retryable(error):
-        return busy()
-    return drf_exception_handler(error, context)
 
 
 def readable_fact(request: Request, memory: Memory, pk: int) -> Fact:

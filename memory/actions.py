@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from brain.db.retry import retry_transaction
+from brain.errors import StateConflict
 from knowledge import actions as knowledge_actions
 from knowledge import episodes as knowledge_episodes
 from knowledge import gate, kinds, statements
@@ -368,7 +369,7 @@ def forget(*, fact: Fact, by=None, origin: str = Origin.TYPED) -> str:
 RESTORE_WINDOW = timedelta(minutes=10)
 
 
-class CannotRestore(Exception):
+class CannotRestore(StateConflict):
     """A forgotten fact that cannot simply be brought back; the message says why."""
 
 
@@ -401,7 +402,7 @@ def restore(*, fact: Fact, by=None) -> None:
 # Conflicts a person settles ------------------------------------------------------------------
 
 
-class AlreadySettled(Exception):
+class AlreadySettled(StateConflict):
     """Someone settled the conflict first; the message says how."""
 
 

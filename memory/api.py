@@ -1,12 +1,12 @@
 """The memory document over HTTP: the same actions the web pages and the CLI call.
 
 Bad input is a 400 naming the problem and the limit; a conflict (the document moved on, a pass
-already running, a change that cannot be undone) is a 409 saying why. Nothing is half-written.
+already running, a change that cannot be undone) is a 409 saying why (``brain.api_errors``
+answers both, whichever view raised them). Nothing is half-written.
 """
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -16,6 +16,8 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from brain.api_errors import bad_request
+from brain.errors import StateConflict
 from knowledge import access, gate
 from knowledge import api as knowledge_api
 from knowledge.models import Conflict, Memory, Permission
@@ -29,9 +31,6 @@ from memory.models import (
     InboxItem,
     Origin,
 )
-
-_bad_request = knowledge_api.invalid
-_conflict = knowledge_api.conflict
 
 
 class InboxItemSerializer(serializers.ModelSerializer):
@@ -99,17 +98,6 @@ class DocumentSerializer(serializers.Serializer):
     base_generation = serializers.IntegerField(min_value=0)
 
 
-def _document_json(memory: Memory) -> dict:
-    current = DocumentRevision.objects.current(memory)
-    return {
-        "text": current.text,
-        "voice": current.voice,
-        "generation": current.generation,
-        "size_bytes": current.size_bytes,
-        "max_bytes": memory.max_bytes,
-    }
-
-
 @extend_schema(request=DocumentSerializer, responses={200: dict})
 @api_view(["GET", "PUT"])
 @access.requires(Permission.READ, PUT=Permission.CURATE)
@@ -118,23 +106,18 @@ def document(request: Request, memory: Memory) -> Response:
     if request.method == "PUT":
         form = DocumentSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        try:
-            revisions.save_user_edit(
-                memory=memory,
-                text=form.validated_data["text"],
-                base_generation=form.validated_data["base_generation"],
-                by=request.user,
-            )
-        except ValidationError as error:
-            return _bad_request(error)
-        except revisions.DocumentChanged as changed:
-            return _conflict(str(changed), current=_document_json(memory))
+        revisions.save_user_edit(
+            memory=memory,
+            text=form.validated_data["text"],
+            base_generation=form.validated_data["base_generation"],
+            by=request.user,
+        )
     waiting = InboxItem.objects.for_memory(memory).pending().count()
     last = ConsolidationRun.objects.latest_for(memory)
     return Response(
         {
             "memory": memory.slug,
-            "document": _document_json(memory),
+            "document": revisions.as_json(revisions.current_revision(memory)),
             "waiting": waiting,
             "last_run": RunSerializer(last).data if last else None,
         }
@@ -175,10 +158,8 @@ def add_memory(request: Request, memory: Memory) -> Response:
             target=data["target"],
             subjects=data["subjects"],
         )
-    except ValidationError as error:
-        return _bad_request(error)
     except (UnknownSubject, gate.BadVerdict) as problem:
-        return Response({"detail": str(problem)}, status=status.HTTP_400_BAD_REQUEST)
+        return bad_request(str(problem))
     body = {
         "verdict": learned.verdict,
         "fact": learned.fact.pk,
@@ -226,10 +207,7 @@ def inbox(request: Request, memory: Memory) -> Response:
     if request.method == "POST":
         form = NewInboxItemSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        try:
-            learned = actions.learn(memory=memory, by=request.user, **form.validated_data)
-        except ValidationError as error:
-            return _bad_request(error)
+        learned = actions.learn(memory=memory, by=request.user, **form.validated_data)
         if learned.item is None:
             return Response({"detail": learned.message, "fact": learned.fact.pk})
         return Response(InboxItemSerializer(learned.item).data, status=status.HTTP_201_CREATED)
@@ -244,7 +222,7 @@ def inbox_item(request: Request, pk: int, memory: Memory) -> Response:
     """Drop a queued item: it leaves the queue and the document is not touched."""
     item = get_object_or_404(InboxItem, pk=pk, memory=memory)
     if not actions.drop_inbox_item(item=item, by=request.user):
-        return _conflict(f"Item #{pk} is no longer waiting (it is {item.state}).")
+        raise StateConflict(f"Item #{pk} is no longer waiting (it is {item.state}).")
     return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -253,14 +231,11 @@ def inbox_item(request: Request, pk: int, memory: Memory) -> Response:
 @access.requires(Permission.CURATE)
 def consolidate(request: Request, memory: Memory) -> Response:
     """Start a pass now; it runs in the background. Poll the run for its outcome."""
-    try:
-        started = consolidator.request_consolidation(
-            memory=memory, by=request.user, trigger=ConsolidationRun.Trigger.API
-        )
-    except consolidator.LearningOff as off:
-        return _conflict(str(off))
+    started = consolidator.request_consolidation(
+        memory=memory, by=request.user, trigger=ConsolidationRun.Trigger.API
+    )
     if not started.started:
-        return _conflict(started.message, run=RunSerializer(started.run).data)
+        raise StateConflict(started.message, run=RunSerializer(started.run).data)
     return Response(RunSerializer(started.run).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -279,7 +254,7 @@ def changes(request: Request, memory: Memory) -> Response:
     try:
         limit = min(max(int(request.query_params.get("limit", 50)), 1), 500)
     except ValueError:
-        return Response({"detail": "limit must be a whole number from 1 to 500."}, status=400)
+        return bad_request("limit must be a whole number from 1 to 500.")
     rows = Change.objects.for_memory(memory).newest_first()[:limit]
     return Response(ChangeSerializer(rows, many=True).data)
 
@@ -289,12 +264,7 @@ def changes(request: Request, memory: Memory) -> Response:
 @access.requires(Permission.CURATE)
 def undo(request: Request, number: int, memory: Memory) -> Response:
     """Revert exactly change ``number``; the undo is itself logged."""
-    try:
-        change = revisions.undo_change(memory=memory, number=number, by=request.user)
-    except revisions.CannotUndo as why:
-        return _conflict(str(why))
-    except ValidationError as error:
-        return _bad_request(error)
+    change = revisions.undo_change(memory=memory, number=number, by=request.user)
     return Response(ChangeSerializer(change).data)
 
 
@@ -352,10 +322,7 @@ def settle(request: Request, pk: int, memory: Memory) -> Response:
     )
     form = SettleSerializer(data=request.data)
     form.is_valid(raise_exception=True)
-    try:
-        settled = actions.settle_conflict(
-            conflict=conflict, keep=form.validated_data["keep"], by=request.user
-        )
-    except actions.AlreadySettled as why:
-        return _conflict(str(why))
+    settled = actions.settle_conflict(
+        conflict=conflict, keep=form.validated_data["keep"], by=request.user
+    )
     return Response({**ConflictSerializer(settled.conflict).data, "detail": settled.message})

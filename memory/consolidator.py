@@ -45,6 +45,7 @@ from django.utils import timezone
 from brain.celery import send_on_commit
 from brain.db import retry
 from brain.embedded import pid_alive
+from brain.errors import StateConflict
 from knowledge.actions import reconcile_with_document
 from knowledge.models import Fact, Memory
 from knowledge.statements import compare
@@ -107,7 +108,7 @@ def _executor() -> str:
 # Asking for a pass ---------------------------------------------------------------------------
 
 
-class LearningOff(Exception):
+class LearningOff(StateConflict):
     def __init__(self, memory: Memory):
         super().__init__(
             f"Learning is switched off for {memory.name}: nothing is filed until it is back on."

@@ -38,6 +38,7 @@ from pydantic import Field
 
 from brain import inputs
 from brain.db import retry
+from brain.errors import StateConflict
 from knowledge import access, provenance, retrieval
 from knowledge import actions as knowledge_actions
 from knowledge import episodes as knowledge_episodes
@@ -173,6 +174,7 @@ _REFUSALS: tuple[type[BaseException], ...] = (
     UnknownSubject,
     retrieval.BadBudget,
     PermissionDenied,  # knowledge.access.NotPermitted: its message says what is needed
+    StateConflict,  # already settled, learning off…: its message says why
 )
 
 

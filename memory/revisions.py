@@ -31,6 +31,7 @@ from django.db import transaction
 from django.db.models import Max
 
 from brain.db.retry import retry_transaction
+from brain.errors import StateConflict
 from knowledge import actions as knowledge_actions
 from knowledge.models import Memory
 from memory import document
@@ -38,23 +39,36 @@ from memory.composers.offline import distil_voice
 from memory.models import Change, ConsolidationRun, DocumentRevision
 
 
-class DocumentChanged(Exception):
-    """The document moved on since the writer read it; nothing was written."""
+class DocumentChanged(StateConflict):
+    """The document moved on since the writer read it; nothing was written. Carries the
+    document as it is now, for the person to merge their text into."""
 
     def __init__(self, current: DocumentRevision):
         self.current = current
         super().__init__(
             f"The memory document changed since you opened it (it is now at revision "
-            f"{current.generation}); nothing was saved."
+            f"{current.generation}); nothing was saved.",
+            current=as_json(current),
         )
 
 
-class CannotUndo(Exception):
+class CannotUndo(StateConflict):
     """The change cannot be reverted; the message explains why in words."""
 
 
 def current_revision(memory: Memory) -> DocumentRevision:
     return DocumentRevision.objects.current(memory)
+
+
+def as_json(revision: DocumentRevision) -> dict:
+    """A revision as the API shows the document (and as a refused edit carries it)."""
+    return {
+        "text": revision.text,
+        "voice": revision.voice,
+        "generation": revision.generation,
+        "size_bytes": revision.size_bytes,
+        "max_bytes": revision.memory.max_bytes,
+    }
 
 
 def lock_document(memory: Memory) -> DocumentRevision:

@@ -2,14 +2,14 @@
 tab and the Home Assistant services call.
 
 Bad input is a 400 naming the problem; a conflict (already settled, already answered, a wide
-rule not confirmed) is a 409 saying why; an id this memory does not have is a 404.
+rule not confirmed) is a 409 saying why (``brain.api_errors`` answers both, whichever view
+raised them); an id this memory does not have is a 404.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, time
 
-from django.core.exceptions import ValidationError
 from django.utils import timezone
 from django.utils.dateparse import parse_date
 from drf_spectacular.utils import extend_schema
@@ -20,20 +20,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from brain import inputs
+from brain.errors import StateConflict
 from knowledge import access
-from knowledge import api as knowledge_api
 from knowledge.models import Memory, Permission
 from review import findings as review_findings
 from review import guesses as review_guesses
 from review import status as review_status
 from review.models import MAX_REASON, MAX_TEXT, Event, Finding, Guess, Rule, Severity
-
-_bad_request = knowledge_api.bad_request
-_invalid = knowledge_api.invalid
-
-
-def _conflict(refused: review_findings.Refused | review_guesses.Refused) -> Response:
-    return knowledge_api.conflict(str(refused))
 
 
 def _finding(memory: Memory, pk: int) -> Finding:
@@ -115,18 +108,15 @@ def findings(request: Request, memory: Memory) -> Response:
     form = NewFindingSerializer(data=request.data)
     form.is_valid(raise_exception=True)
     data = form.validated_data
-    try:
-        raised = review_findings.raise_finding(
-            memory=memory,
-            check_id=data["check"],
-            text=data["text"],
-            severity=data["severity"],
-            entity_id=data["entity_id"].strip(),
-            is_todo=data["todo"],
-            protected=data["protected"],
-        )
-    except ValidationError as error:
-        return _invalid(error)
+    raised = review_findings.raise_finding(
+        memory=memory,
+        check_id=data["check"],
+        text=data["text"],
+        severity=data["severity"],
+        entity_id=data["entity_id"].strip(),
+        is_todo=data["todo"],
+        protected=data["protected"],
+    )
     body = {
         "outcome": raised.outcome,
         "detail": raised.message,
@@ -203,19 +193,14 @@ def not_a_problem(request: Request, pk: int, memory: Memory) -> Response:
     form = NotAProblemSerializer(data=request.data)
     form.is_valid(raise_exception=True)
     data = form.validated_data
-    try:
-        rule = review_findings.not_a_problem(
-            finding=finding,
-            by=request.user,
-            reason=data["reason"],
-            scope=data["scope"],
-            until=data["until"],
-            confirmed=data["confirm"],
-        )
-    except ValidationError as error:
-        return _invalid(error)
-    except review_findings.Refused as refused:
-        return _conflict(refused)
+    rule = review_findings.not_a_problem(
+        finding=finding,
+        by=request.user,
+        reason=data["reason"],
+        scope=data["scope"],
+        until=data["until"],
+        confirmed=data["confirm"],
+    )
     return Response(RuleSerializer(rule).data, status=status.HTTP_201_CREATED)
 
 
@@ -231,12 +216,9 @@ def fixed(request: Request, pk: int, memory: Memory) -> Response:
     finding = _finding(memory, pk)
     form = FixedSerializer(data=request.data)
     form.is_valid(raise_exception=True)
-    try:
-        settled = review_findings.mark_fixed(
-            finding=finding, how=form.validated_data["how"], by=request.user
-        )
-    except review_findings.Refused as refused:
-        return _conflict(refused)
+    settled = review_findings.mark_fixed(
+        finding=finding, how=form.validated_data["how"], by=request.user
+    )
     return Response(FindingSerializer(settled).data)
 
 
@@ -266,7 +248,7 @@ def rule(request: Request, pk: int, memory: Memory) -> Response:
     if found is None:
         raise NotFound(f"There is no rule #{pk}.")
     if found.removed_at is not None:
-        return _conflict(review_findings.Refused(f"Rule #{pk} was already removed."))
+        raise StateConflict(f"Rule #{pk} was already removed.")
     review_findings.remove_rule(rule=found, by=request.user)
     return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -324,17 +306,12 @@ def answer(request: Request, pk: int, memory: Memory) -> Response:
     guess = _guess(memory, pk)
     form = AnswerSerializer(data=request.data)
     form.is_valid(raise_exception=True)
-    try:
-        answered = review_guesses.answer_guess(
-            guess=guess,
-            answer=form.validated_data["answer"],
-            reason=form.validated_data["reason"],
-            by=request.user,
-        )
-    except ValidationError as error:
-        return _invalid(error)
-    except review_guesses.Refused as refused:
-        return _conflict(refused)
+    answered = review_guesses.answer_guess(
+        guess=guess,
+        answer=form.validated_data["answer"],
+        reason=form.validated_data["reason"],
+        by=request.user,
+    )
     return Response(
         {
             "guess": answered.guess.pk,
@@ -351,10 +328,7 @@ def answer(request: Request, pk: int, memory: Memory) -> Response:
 def dismiss(request: Request, pk: int, memory: Memory) -> Response:
     """Not now: the guess sleeps, off every screen and not counted, and comes back later."""
     guess = _guess(memory, pk)
-    try:
-        slept = review_guesses.dismiss_guess(guess=guess, by=request.user)
-    except review_guesses.Refused as refused:
-        return _conflict(refused)
+    slept = review_guesses.dismiss_guess(guess=guess, by=request.user)
     return Response(GuessSerializer(slept).data)
 
 

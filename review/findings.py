@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from brain.db.retry import retry_transaction
+from brain.errors import StateConflict
 from knowledge.models import Memory, Subject
 from review import judgements, timeline
 from review.models import (
@@ -37,7 +38,7 @@ PROTECTED_WORDS = re.compile(
 UNTIL_CHOICES = {"good": None, "month": timedelta(days=30), "season": timedelta(days=91)}
 
 
-class Refused(Exception):
+class Refused(StateConflict):
     """Not done; the message says why (already settled, a wide rule not confirmed, a protected
     finding silenced beyond its sensor)."""
 

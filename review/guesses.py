@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from brain.db.retry import retry_transaction
+from brain.errors import StateConflict
 from knowledge import statements
 from knowledge.embedding import cosine, get_embedder
 from knowledge.models import Memory, Subject
@@ -28,7 +29,7 @@ PARAPHRASE_COSINE = 0.85  # guesses this close in meaning are the same question
 SLEEP_FOR = timedelta(days=7)  # a dismissed guess comes back after this, when a slot is free
 
 
-class Refused(Exception):
+class Refused(StateConflict):
     """Not done; the message says why (already answered, no longer open)."""
 
 

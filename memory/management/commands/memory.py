@@ -18,6 +18,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from brain.errors import StateConflict
 from knowledge import access
 from knowledge.models import Conflict, Fact, Memory, Permission
 from memory import actions, consolidator, portable, revisions
@@ -120,14 +121,7 @@ class Command(BaseCommand):
             handler(**options)
         except ValidationError as error:
             raise CommandError(" ".join(error.messages)) from None
-        except (
-            access.NotPermitted,
-            revisions.DocumentChanged,
-            consolidator.LearningOff,
-            revisions.CannotUndo,
-            actions.AlreadySettled,
-            portable.ImportRejected,
-        ) as error:
+        except (access.NotPermitted, StateConflict, portable.ImportRejected) as error:
             raise CommandError(str(error)) from None
 
     def do_list(self, **_) -> None:
