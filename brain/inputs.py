@@ -41,7 +41,7 @@ import contextlib
 import json
 import re
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.core.exceptions import (
     FieldDoesNotExist,
@@ -57,6 +57,9 @@ from django_htmx.http import trigger_client_event
 from rest_framework import parsers, status
 from rest_framework.exceptions import APIException, ParseError
 from rest_framework.pagination import CursorPagination
+
+if TYPE_CHECKING:
+    from django.http.request import _ImmutableQueryDict
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_JSON_DEPTH = 32
@@ -99,15 +102,15 @@ def clean_text(field: str, value: str) -> str:
         return value
     if field in SEARCH_WORDS:
         return _BAD_CHARACTER.sub("", value)
-    if "\x00" in value:
+    surrogate = _SURROGATE.search(value)
+    if "\x00" in value or surrogate is None:  # what _BAD_CHARACTER found is one or the other
         raise BadInput(
             f"“{_shown(field)}” contains a NUL character (U+0000), which brain cannot store. "
             "Remove it and send again."
         )
-    found = _SURROGATE.search(value).group()
     raise BadInput(
-        f"“{_shown(field)}” contains an unpaired surrogate (U+{ord(found):04X}), which is not "
-        "text. Send it as valid UTF-8."
+        f"“{_shown(field)}” contains an unpaired surrogate (U+{ord(surrogate.group()):04X}), "
+        "which is not text. Send it as valid UTF-8."
     )
 
 
@@ -132,7 +135,7 @@ def clean(field: str, value: Any) -> Any:
     return value
 
 
-def _clean_query(field_values: QueryDict) -> QueryDict | None:
+def _clean_query(field_values: QueryDict) -> _ImmutableQueryDict | None:
     """A copy of ``field_values`` with search words cleaned, or None if nothing changed.
     Raises BadInput for anything else that is not storable text."""
     changed = False
@@ -145,7 +148,9 @@ def _clean_query(field_values: QueryDict) -> QueryDict | None:
     if not changed:
         return None
     cleaned._mutable = False
-    return cleaned
+    # Immutable from here on, as request.GET and request.POST are; the stubs only know a
+    # QueryDict made with mutable=False as immutable.
+    return cast("_ImmutableQueryDict", cleaned)
 
 
 def moment(text: str) -> datetime | None:
@@ -260,7 +265,8 @@ class CursorPages(CursorPagination):
             raise ParseError(BAD_CURSOR) from None
         if cursor is None or cursor.position is None:
             return cursor
-        if _BAD_CHARACTER.search(cursor.position):
+        # DRF decodes the position from the address as text; its stubs say int.
+        if _BAD_CHARACTER.search(cursor.position):  # type: ignore[call-overload]
             raise ParseError(BAD_CURSOR)
         try:
             field = self._model._meta.get_field(self.ordering[0].lstrip("-"))
