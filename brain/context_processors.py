@@ -2,6 +2,7 @@ from django.conf import settings
 from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
 from django.utils.module_loading import import_string
+from django_htmx.middleware import HtmxDetails
 
 
 def navigation(request: HttpRequest) -> dict:
@@ -11,7 +12,8 @@ def navigation(request: HttpRequest) -> dict:
     """
     if not getattr(request, "user", None) or not request.user.is_authenticated:
         return {"navigation": []}
-    if getattr(request, "htmx", False) and not request.htmx.boosted:
+    htmx: HtmxDetails | None = getattr(request, "htmx", None)  # set by django-htmx's middleware
+    if htmx and not htmx.boosted:
         # A fragment has no header: spare the polling banners the badge's counting.
         return {"navigation": []}
     tabs = []

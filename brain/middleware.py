@@ -6,6 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render, resolve_url
 from django.utils.http import urlencode
 from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
+from django_htmx.middleware import HtmxDetails
 
 from brain.db import retry
 
@@ -22,12 +23,13 @@ class HtmxLoginRedirectMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if not getattr(request, "htmx", False) or response.status_code != 302:
+        htmx: HtmxDetails | None = getattr(request, "htmx", None)  # set by django-htmx's middleware
+        if not htmx or response.status_code != 302:
             return response
         login_path = resolve_url(settings.LOGIN_URL)
         if urlsplit(response.get("Location", "")).path != login_path:
             return response
-        current = request.htmx.current_url_abs_path or "/"
+        current = htmx.current_url_abs_path or "/"
         return HttpResponseClientRedirect(f"{login_path}?{urlencode({'next': current})}")
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from celery.schedules import crontab
@@ -102,8 +103,9 @@ TEMPLATES = [
 ]
 
 # Database: DATABASE_URL when set, else the embedded PostgreSQL under var/postgres.
+DATABASES: dict[str, dict[str, Any]]
 if env_str("DATABASE_URL"):
-    DATABASES = {"default": dj_database_url.config(conn_max_age=60, conn_health_checks=True)}
+    DATABASES = {"default": dict(dj_database_url.config(conn_max_age=60, conn_health_checks=True))}
 else:
     DATABASES = {
         "default": {

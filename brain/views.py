@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -14,7 +16,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
     database = health.check_database()
     broker = health.check_broker()
     ok = database.ok and broker.ok
-    body = {
+    body: dict[str, Any] = {
         "status": "ok" if ok else "down",
         "database": database.as_json(),
         "broker": broker.as_json(),

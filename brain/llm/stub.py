@@ -114,8 +114,7 @@ class MessagesStub:
 
     @property
     def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._server.server_port}"
 
     @property
     def requests(self) -> list[StubRequest]:
