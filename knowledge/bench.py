@@ -476,6 +476,10 @@ def delete_household(slug: str) -> None:
             cursor.execute(
                 f"DELETE FROM knowledge_fact_subjects WHERE fact_id IN ({bulk})", [memory.pk]
             )
+            # What intake taught has a source too, and observations citing it.
+            cursor.execute(
+                f"DELETE FROM knowledge_observation WHERE fact_id IN ({bulk})", [memory.pk]
+            )
             cursor.execute(f"DELETE FROM knowledge_fact WHERE id IN ({bulk})", [memory.pk])
             memory.delete()
         if not connection.in_atomic_block:  # VACUUM cannot run in a transaction (a test's)
