@@ -17,8 +17,8 @@ not comparable, and a changed algorithm gets a new name.
 that reads Django settings, so the module imports without them.
 
 Questions (:func:`question_vector`, :func:`question_vector_soon`): recall embeds the question
-on every call, and with MiniLM that is the largest fixed cost of a ``context()`` (measured
-4-6 ms a question on the benchmark machine, against 1-3 ms for all its SQL). So the vector of a
+on every call, and with MiniLM that is the largest fixed cost of a ``context()`` (6.1 ms a
+question in the last quiet `make bench`, 16% of the plain path at 100k). So the vector of a
 question is kept (the last QUESTION_CACHE, per process: a session's hooks and an agent's
 repeated searches ask the same words again) and, when it is not kept, computed on a thread of
 its own while the caller runs its SQL: onnxruntime releases the GIL while the model runs, so
