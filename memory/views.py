@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
@@ -15,8 +14,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.http import trigger_client_event
 
+from brain import htmx
+from brain.htmx import Toast
 from knowledge import access, listing
 from knowledge.models import Conflict, Fact, Memory, Permission
 from knowledge.subjects import UnknownSubject
@@ -46,23 +46,14 @@ WORKER_GRACE_S = 120  # an unclaimed pass this old means no worker is picking it
 CHANGED = "memoryChanged"
 
 
-def _partial(
-    request: HttpRequest,
-    name: str,
-    context: dict,
-    *,
-    event: str | None = None,
-    toast: tuple[str, str] | None = None,
-    status: int = 200,
-) -> HttpResponse:
-    response = render(request, f"{PAGE}#{name}", context, status=status)
-    if event:
-        response = trigger_client_event(response, event)
-    if toast:
-        response = trigger_client_event(
-            response, "showToast", {"text": toast[0], "level": toast[1]}
-        )
-    return response
+def _partial(request: HttpRequest, name: str, context: dict, **answer) -> HttpResponse:
+    return htmx.partial(request, f"{PAGE}#{name}", context, **answer)
+
+
+def _answer(request: HttpRequest, name: str, context: dict, **answer) -> HttpResponse:
+    """A form's answer: the region ``name`` for htmx, else back to the tab (``brain.htmx``)."""
+    answer.setdefault("back", reverse("memory:knowledge"))
+    return htmx.answer(request, f"{PAGE}#{name}", context, **answer)
 
 
 # Contexts, one per region ---------------------------------------------------------------------
@@ -235,9 +226,9 @@ def save_document(request: HttpRequest, memory: Memory) -> HttpResponse:
         )
     except ValidationError as error:
         context["edit_error"] = " ".join(error.messages)
-        if not request.htmx:
-            return render(request, PAGE, {**_full_context(request, memory), **context})
-        return _partial(request, "document", context)
+        return htmx.again(
+            request, f"{PAGE}#document", context, page=lambda: _full_context(request, memory)
+        )
     except revisions.DocumentChanged as changed:
         context["edit_error"] = (
             "The document changed since you opened the editor (a pass filed meanwhile). "
@@ -246,14 +237,11 @@ def save_document(request: HttpRequest, memory: Memory) -> HttpResponse:
         )
         context["conflict"] = changed.current
         context["base_generation"] = changed.current.generation
-        if not request.htmx:
-            return render(request, PAGE, {**_full_context(request, memory), **context})
-        return _partial(request, "document", context)
-    note = ("Saved your edit." if changes else "No changes to save.", "success")
-    if not request.htmx:
-        messages.success(request, note[0])
-        return redirect("memory:knowledge")
-    return _partial(request, "document", _document_context(memory), event=CHANGED, toast=note)
+        return htmx.again(
+            request, f"{PAGE}#document", context, page=lambda: _full_context(request, memory)
+        )
+    saved = Toast("Saved your edit." if changes else "No changes to save.")
+    return _answer(request, "document", _document_context(memory), event=CHANGED, toast=saved)
 
 
 def _full_context(request: HttpRequest, memory: Memory) -> dict:
@@ -281,17 +269,10 @@ def teach(request: HttpRequest, memory: Memory) -> HttpResponse:
         learned = actions.learn(memory=memory, text=text, origin=Origin.TYPED, by=request.user)
     except (ValidationError, UnknownSubject) as error:
         message = " ".join(error.messages) if isinstance(error, ValidationError) else str(error)
-        if not request.htmx:
-            messages.error(request, message)
-            return redirect("memory:knowledge")
-        return _partial(
-            request, "teach", {"teach_error": message, "teach_text": text, "memory": memory}
-        )
-    if not request.htmx:
-        messages.success(request, learned.message)
-        return redirect("memory:knowledge")
-    return _partial(
-        request, "teach", {"memory": memory}, event=CHANGED, toast=(learned.message, "success")
+        typed = {"teach_error": message, "teach_text": text, "memory": memory}
+        return _answer(request, "teach", typed, said=Toast(message, "error"))
+    return _answer(
+        request, "teach", {"memory": memory}, event=CHANGED, toast=Toast(learned.message)
     )
 
 
@@ -300,14 +281,12 @@ def teach(request: HttpRequest, memory: Memory) -> HttpResponse:
 def drop_item(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     item = get_object_or_404(InboxItem, pk=pk, memory=memory)
     dropped = actions.drop_inbox_item(item=item, by=request.user)
-    note = (
-        f"Dropped “{item.text}” from the queue." if dropped else "That line was no longer waiting.",
-        "success" if dropped else "warning",
+    toast = (
+        Toast(f"Dropped “{item.text}” from the queue.")
+        if dropped
+        else Toast("That line was no longer waiting.", "warning")
     )
-    if not request.htmx:
-        messages.success(request, note[0])
-        return redirect("memory:knowledge")
-    return _partial(request, "waiting", _waiting_context(memory), event=CHANGED, toast=note)
+    return _answer(request, "waiting", _waiting_context(memory), event=CHANGED, toast=toast)
 
 
 @require_GET
@@ -324,18 +303,13 @@ def file_now(request: HttpRequest, memory: Memory) -> HttpResponse:
             memory=memory, by=request.user, trigger=ConsolidationRun.Trigger.MANUAL
         )
     except consolidator.LearningOff as off:
-        if not request.htmx:
-            messages.error(request, str(off))
-            return redirect("memory:knowledge")
-        return _partial(request, "banner", {"run": None}, toast=(str(off), "error"))
-    if not request.htmx:
-        messages.info(request, started.message)
-        return redirect("memory:knowledge")
-    return _partial(
-        request,
-        "banner",
-        _banner_context(started.run),
-        toast=None if started.started else (started.message, "warning"),
+        return _answer(request, "banner", {"run": None}, toast=Toast(off.message, "error"))
+    if started.started:  # the banner shows the pass running
+        return _answer(
+            request, "banner", _banner_context(started.run), said=Toast(started.message, "info")
+        )
+    return _answer(
+        request, "banner", _banner_context(started.run), toast=Toast(started.message, "warning")
     )
 
 
@@ -371,10 +345,13 @@ def facts(request: HttpRequest, memory: Memory) -> HttpResponse:
 def forget_fact(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     fact = get_object_or_404(Fact.objects.for_memory(memory).readable_by(request.user), pk=pk)
     message = actions.forget(fact=fact, by=request.user)
-    if not request.htmx:
-        messages.success(request, f"“{fact.text}”: {message}")
-        return redirect("memory:knowledge")
-    return _partial(request, "forgotten-row", {"fact": fact, "message": message}, event=CHANGED)
+    return _answer(
+        request,
+        "forgotten-row",
+        {"fact": fact, "message": message},
+        event=CHANGED,
+        said=Toast(f"“{fact.text}”: {message}"),
+    )
 
 
 @require_POST
@@ -384,17 +361,16 @@ def restore_fact(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     try:
         actions.restore(fact=fact, by=request.user)
     except actions.CannotRestore as why:
-        if not request.htmx:
-            messages.error(request, str(why))
-            return redirect("memory:knowledge")
-        return _partial(
-            request, "forgotten-row", {"fact": fact, "message": str(why)}, toast=(str(why), "error")
+        return _answer(
+            request,
+            "forgotten-row",
+            {"fact": fact, "message": why.message},
+            toast=Toast(why.message, "error"),
         )
     fact.refresh_from_db()
-    if not request.htmx:
-        messages.success(request, f"Kept “{fact.text}”.")
-        return redirect("memory:knowledge")
-    return _partial(request, "fact-row", {"fact": fact}, event=CHANGED)
+    return _answer(
+        request, "fact-row", {"fact": fact}, event=CHANGED, said=Toast(f"Kept “{fact.text}”.")
+    )
 
 
 # Conflicts to settle -------------------------------------------------------------------------
@@ -416,18 +392,19 @@ def settle(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
         settled = actions.settle_conflict(
             conflict=conflict, keep=request.POST.get("keep", ""), by=request.user
         )
-        note = (settled.message, "success")
-    except (actions.AlreadySettled, ValidationError) as why:
-        note = (" ".join(why.messages) if isinstance(why, ValidationError) else str(why), "error")
-    if not request.htmx:
-        (messages.success if note[1] == "success" else messages.error)(request, note[0])
-        return redirect(_knowledge_url(request))
-    return _partial(
+    except ValidationError as why:
+        event, toast = None, Toast(" ".join(why.messages), "error")
+    except actions.AlreadySettled as why:
+        event, toast = None, Toast(why.message, "error")
+    else:
+        event, toast = CHANGED, Toast(settled.message)
+    return _answer(
         request,
         "to-settle",
         _to_settle_context(request, memory),
-        event=CHANGED if note[1] == "success" else None,
-        toast=note,
+        back=_knowledge_url(request),
+        event=event,
+        toast=toast,
     )
 
 
@@ -450,17 +427,10 @@ def changes(request: HttpRequest, memory: Memory) -> HttpResponse:
 def undo(request: HttpRequest, number: int, memory: Memory) -> HttpResponse:
     try:
         change = revisions.undo_change(memory=memory, number=number, by=request.user)
-        note = (f"Undone: {change.summary.removeprefix('Undid ')}", "success")
-    except (revisions.CannotUndo, ValidationError) as why:
-        text = " ".join(why.messages) if isinstance(why, ValidationError) else str(why)
-        note = (text, "error")
-    if not request.htmx:
-        (messages.success if note[1] == "success" else messages.error)(request, note[0])
-        return redirect("memory:knowledge")
-    return _partial(
-        request,
-        "changes",
-        _changes_context(memory),
-        event=CHANGED if note[1] == "success" else None,
-        toast=note,
-    )
+    except ValidationError as why:
+        event, toast = None, Toast(" ".join(why.messages), "error")
+    except revisions.CannotUndo as why:
+        event, toast = None, Toast(why.message, "error")
+    else:
+        event, toast = CHANGED, Toast(f"Undone: {change.summary.removeprefix('Undid ')}")
+    return _answer(request, "changes", _changes_context(memory), event=event, toast=toast)

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 from datetime import date, datetime, time, timedelta
 
-from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.http import trigger_client_event
 
+from brain import htmx
+from brain.htmx import Toast
 from knowledge import access
 from knowledge.models import Memory, Permission, Subject
 from review import counts, deep_review
@@ -40,8 +41,6 @@ UNTIL = [
 ]
 UNDO_FOR = timedelta(days=1)  # a rule this new offers Undo; an older one, Let brain raise it again
 NOT_SENT_BY_THIS_PAGE = "That request wasn't one this page sends. Reload the page and try again."
-
-Toast = tuple[str, str]
 
 
 def _finding(memory: Memory, pk: int) -> Finding:
@@ -164,45 +163,43 @@ def _rules_context(memory: Memory) -> dict:
     return {"rules": list(rules), "recent_since": timezone.now() - UNDO_FOR}
 
 
-def _page(request: HttpRequest, memory: Memory, **forms) -> HttpResponse:
-    context = {"memory": memory, **_list_context(memory, **forms), **_rules_context(memory)}
+def _page(request: HttpRequest, memory: Memory) -> HttpResponse:
+    context = {"memory": memory, **_list_context(memory), **_rules_context(memory)}
     return render(request, PAGE, context)
 
 
 # Responses ------------------------------------------------------------------------------------
 
 
-def _toast(response: HttpResponse, toast: Toast) -> HttpResponse:
-    return trigger_client_event(response, "showToast", {"text": toast[0], "level": toast[1]})
-
-
 def _done(request: HttpRequest, memory: Memory, toast: Toast) -> HttpResponse:
     """The card is settled (by this person, or just now by someone else): it leaves the list."""
-    if not request.htmx:
-        messages.add_message(
-            request, messages.SUCCESS if toast[1] == "success" else messages.ERROR, toast[0]
-        )
-        return redirect("review:findings")
-    response = render(request, f"{PAGE}#findings-list", _list_context(memory))
-    return _toast(trigger_client_event(response, CHANGED), toast)
+    return htmx.answer(
+        request,
+        f"{PAGE}#findings-list",
+        _list_context(memory),
+        back=reverse("review:findings"),
+        event=CHANGED,
+        toast=toast,
+    )
 
 
 def _again(
     request: HttpRequest, memory: Memory, toast: Toast | None = None, **forms
 ) -> HttpResponse:
     """The card stays, showing what was typed and an error or the wide-rule question."""
-    if not request.htmx:
-        if toast:
-            messages.error(request, toast[0])
-        return _page(request, memory, **forms)
-    response = render(request, f"{PAGE}#findings-list", _list_context(memory, **forms))
-    return _toast(response, toast) if toast else response
+    return htmx.again(
+        request,
+        f"{PAGE}#findings-list",
+        _list_context(memory, **forms),
+        page=lambda: {"memory": memory, **_rules_context(memory)},
+        toast=toast,
+    )
 
 
 def _bad_request(request: HttpRequest, message: str = NOT_SENT_BY_THIS_PAGE) -> HttpResponse:
     """A value no form on this page offers: refused, not guessed at."""
     response = HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
-    return _toast(response, (message, "error")) if request.htmx else response
+    return htmx.raise_toast(response, Toast(message, "error")) if request.htmx else response
 
 
 def _message(error: ValidationError) -> str:
@@ -278,7 +275,7 @@ def not_a_problem(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse
     except review_findings.Refused as refused:
         return _refused(request, memory, finding, refused, form)
     where = rule.describe().removeprefix("Not raised: ")
-    return _done(request, memory, (f"Not a problem: brain won't raise {where}.", "success"))
+    return _done(request, memory, Toast(f"Not a problem: brain won't raise {where}."))
 
 
 def _refused(
@@ -290,9 +287,11 @@ def _refused(
 ) -> HttpResponse:
     finding.refresh_from_db(fields=["state"])
     if finding.state != Finding.State.OPEN:  # someone settled it first
-        return _done(request, memory, (str(refused), "error"))
-    form["error"] = str(refused)
-    return _again(request, memory, (str(refused), "error"), finding_forms={finding.pk: form})
+        return _done(request, memory, Toast(refused.message, "error"))
+    form["error"] = refused.message
+    return _again(
+        request, memory, Toast(refused.message, "error"), finding_forms={finding.pk: form}
+    )
 
 
 SETTLED_NOTES = {
@@ -313,8 +312,8 @@ def mark_fixed(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     try:
         review_findings.mark_fixed(finding=finding, how=how, by=request.user)
     except review_findings.Refused as refused:
-        return _done(request, memory, (str(refused), "error"))
-    return _done(request, memory, (SETTLED_NOTES[how].format(finding.text), "success"))
+        return _done(request, memory, Toast(refused.message, "error"))
+    return _done(request, memory, Toast(SETTLED_NOTES[how].format(finding.text)))
 
 
 # Guesses -------------------------------------------------------------------------------------
@@ -334,11 +333,11 @@ def answer_guess(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
             guess=guess, answer=answer, by=request.user, reason=reason
         )
     except review_guesses.Refused as refused:
-        return _done(request, memory, (str(refused), "error"))
+        return _done(request, memory, Toast(refused.message, "error"))
     except ValidationError as error:  # a reason that can't be kept, such as a secret
         form = {"reason": reason, "error": _message(error)}
-        return _again(request, memory, (form["error"], "error"), guess_forms={guess.pk: form})
-    return _done(request, memory, (f"“{guess.text}”: {answered.message}", "success"))
+        return _again(request, memory, Toast(form["error"], "error"), guess_forms={guess.pk: form})
+    return _done(request, memory, Toast(f"“{guess.text}”: {answered.message}"))
 
 
 @require_POST
@@ -348,10 +347,8 @@ def dismiss_guess(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse
     try:
         review_guesses.dismiss_guess(guess=guess, by=request.user)
     except review_guesses.Refused as refused:
-        return _done(request, memory, (str(refused), "error"))
-    return _done(
-        request, memory, (f"Dismissed for now: “{guess.text}” comes back later.", "success")
-    )
+        return _done(request, memory, Toast(refused.message, "error"))
+    return _done(request, memory, Toast(f"Dismissed for now: “{guess.text}” comes back later."))
 
 
 # Rules you set --------------------------------------------------------------------------------
@@ -365,16 +362,17 @@ def remove_rule(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     described = rule.describe().removeprefix("Not raised: ")
     if rule.removed_at is None:
         review_findings.remove_rule(rule=rule, by=request.user)
-        toast = (f"Removed the rule: brain may raise {described} again.", "success")
+        toast = Toast(f"Removed the rule: brain may raise {described} again.")
     else:
-        toast = ("That rule was already removed.", "error")
-    if not request.htmx:
-        messages.add_message(
-            request, messages.SUCCESS if toast[1] == "success" else messages.ERROR, toast[0]
-        )
-        return redirect("review:findings")
+        toast = Toast("That rule was already removed.", "error")
     # Nothing waiting changes when a rule goes (its finding is closed), so no findingsChanged.
-    return _toast(render(request, f"{PAGE}#rules", _rules_context(memory)), toast)
+    return htmx.answer(
+        request,
+        f"{PAGE}#rules",
+        _rules_context(memory),
+        back=reverse("review:findings"),
+        toast=toast,
+    )
 
 
 # Deep review (its button lives on the Knowledge tab) ----------------------------------------
@@ -386,17 +384,20 @@ DEEP_REVIEW = "review/deep_review.html"
 @access.requires(Permission.CURATE)
 def start_deep_review(request: HttpRequest, memory: Memory) -> HttpResponse:
     review = deep_review.start(memory=memory, by=request.user)
-    if not request.htmx:
-        messages.info(request, "Deep review started: what it finds arrives on the Findings tab.")
-        return redirect("memory:knowledge")
-    return render(request, f"{DEEP_REVIEW}#status", {"review": review})
+    return htmx.answer(
+        request,
+        f"{DEEP_REVIEW}#status",
+        {"review": review},
+        back=reverse("memory:knowledge"),
+        said=Toast("Deep review started: what it finds arrives on the Findings tab.", "info"),
+    )
 
 
 @require_GET
 @access.requires(Permission.READ)
 def deep_review_status(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     review = get_object_or_404(DeepReview, pk=pk, memory=memory)
-    response = render(request, f"{DEEP_REVIEW}#status", {"review": review})
-    if review.state != DeepReview.State.RUNNING:
-        response = trigger_client_event(response, "findingsChanged")
-    return response
+    finished = review.state != DeepReview.State.RUNNING
+    return htmx.partial(
+        request, f"{DEEP_REVIEW}#status", {"review": review}, event=CHANGED if finished else None
+    )
