@@ -181,7 +181,7 @@ def context(request: HttpRequest) -> dict:
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}
-    found = {"memories": SimpleLazyObject(lambda: readable_memories(user))}
+    found: dict[str, object] = {"memories": SimpleLazyObject(lambda: readable_memories(user))}
     has = getattr(request, "permission", None)
     if has is not None:
         found["may"] = _May(has)

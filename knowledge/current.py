@@ -21,6 +21,8 @@ Resolving costs one query and happens only when something reads ``request.memory
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.http import Http404, HttpRequest
 from django.utils.functional import SimpleLazyObject
 from django.utils.html import format_html
@@ -69,9 +71,17 @@ def resolve(request: HttpRequest) -> Memory:
     return Memory.objects.default()
 
 
+class _CurrentMemoryRequest(HttpRequest):
+    """A request as this module leaves it, for the type checker: attributes set at run time."""
+
+    memory: SimpleLazyObject[Memory]  # resolved on first use
+    _current_memory: Memory
+
+
 def memory_of(request: HttpRequest) -> Memory:
     """``request``'s memory as a plain model instance, resolved once per request."""
-    underlying = getattr(request, "_request", request)  # a DRF Request wraps Django's
+    # A DRF Request wraps Django's; the memory is kept on Django's.
+    underlying = cast(_CurrentMemoryRequest, getattr(request, "_request", request))
     if not hasattr(underlying, "_current_memory"):
         underlying._current_memory = resolve(underlying)
     return underlying._current_memory
@@ -83,7 +93,7 @@ class CurrentMemoryMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest):
+    def __call__(self, request: _CurrentMemoryRequest):
         request.memory = SimpleLazyObject(lambda: memory_of(request))
         slug = request.GET.get(FIELD, "").strip()
         if (
