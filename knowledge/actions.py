@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from functools import cached_property
 
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q, Value
+from django.db.models import Exists, F, OuterRef, Q, QuerySet, Value
 from django.db.models.functions import Greatest
 from django.dispatch import Signal
 from django.utils import timezone
@@ -37,7 +37,7 @@ def file_fact(
     confidence: str = "medium",
     by=None,
     source: Source | None = None,
-    subjects: list[Subject] = (),
+    subjects: Sequence[Subject] = (),
     outcome: bool | None = None,
     embedding: list[float] | None = None,
     embedder: str = "",
@@ -118,7 +118,9 @@ def _observed(
 ) -> list[tuple[datetime, Episode | None]]:
     """Every time a statement was seen, oldest first: each episode, and now when it was stated
     now (``None`` in place of an episode)."""
-    seen = [(episode.occurred_at, episode) for episode in evidence]
+    seen: list[tuple[datetime, Episode | None]] = [
+        (episode.occurred_at, episode) for episode in evidence
+    ]
     seen += [(now, None)] if stated or not seen else []
     return sorted(seen, key=lambda pair: (pair[0], pair[1].pk if pair[1] else 0))
 
@@ -241,7 +243,8 @@ class _Lines:
 
     @classmethod
     def of(cls, text: str) -> _Lines:
-        plain, avoid = [], []
+        plain: list[str] = []
+        avoid: list[str] = []
         for line in text.splitlines():
             stripped = line.strip()
             if not stripped or stripped.startswith("#"):
@@ -279,7 +282,7 @@ def _says(fact: Fact, lines: _Lines) -> bool:
 
 
 def reconcile_with_document(
-    *, memory: Memory, text: str, filed: list[int] = (), by_person: bool = False
+    *, memory: Memory, text: str, filed: Sequence[int] = (), by_person: bool = False
 ) -> dict:
     """Make the facts follow the document after any change to it.
 
@@ -340,15 +343,14 @@ def reconcile_with_document(
 # Expiry and entities the house no longer has -----------------------------------------------------
 
 
-def expire_facts(*, now: datetime | None = None, among=None) -> int:
+def expire_facts(*, now: datetime | None = None, among: QuerySet[Fact] | None = None) -> int:
     """Health notes and judgements past their date stop being used (status expired). ``among``:
     only these facts (a curator's selection); every memory's otherwise (the daily task)."""
     now = now or timezone.now()
-    return (
-        (Fact.objects if among is None else among)
-        .filter(status__in=[Fact.Status.QUEUED, Fact.Status.FILED], expires_at__lte=now)
-        .update(status=Fact.Status.EXPIRED)
-    )
+    facts = Fact.objects.all() if among is None else among
+    return facts.filter(
+        status__in=[Fact.Status.QUEUED, Fact.Status.FILED], expires_at__lte=now
+    ).update(status=Fact.Status.EXPIRED)
 
 
 def set_subject_presence(*, subject: Subject, present: bool) -> None:
