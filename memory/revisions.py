@@ -26,6 +26,8 @@ kept waiting, because the machine is busy.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Max
@@ -95,7 +97,7 @@ def write_document(
     run: ConsolidationRun | None = None,
     summary: str | None = None,
     reverts: Change | None = None,
-    filed: list[int] = (),
+    filed: Sequence[int] = (),
 ) -> tuple[DocumentRevision, list[Change]]:
     """The one commit point for the document: the revision and its change rows, or nothing.
 
@@ -140,7 +142,7 @@ def write_document(
     # Forgetting reaches everything: the facts follow the document. Only a person's write
     # withdraws; a line a pass leaves out (to fit the cap) leaves its fact live.
     knowledge_actions.reconcile_with_document(
-        memory=memory, text=text, filed=filed, by_person=kind != DocumentRevision.Kind.PASS
+        memory=memory, text=text, filed=list(filed), by_person=kind != DocumentRevision.Kind.PASS
     )
     return revision, changes
 
@@ -152,7 +154,7 @@ def _change_source(kind: str) -> str:
         DocumentRevision.Kind.UNDO: Change.Source.UNDO,
         DocumentRevision.Kind.CLEAR: Change.Source.CLEAR,
         DocumentRevision.Kind.IMPORT: Change.Source.IMPORT,
-    }[kind]
+    }[DocumentRevision.Kind(kind)]
 
 
 def check_fits(memory: Memory, text: str) -> None:
@@ -197,6 +199,7 @@ def _merged_with_since(
 ) -> str:
     """An edit made on revision ``base_generation``, with what changed since folded in; or
     DocumentChanged when the same lines changed on both sides (or that revision never was)."""
+    base: str | None
     if base_generation == 0:
         base = document.TEMPLATE
     else:
