@@ -303,7 +303,11 @@ def encode(
         "embedder": embedder.name,
     }
     judgement = gate.judge(memory, text, outcome=as_bool, embedding=embedding, speaker=speaker)
-    if judgement.verdict == "same" and len(text) <= memory_actions.MAX_ITEM_CHARS:
+    if (
+        judgement.verdict == "same"
+        and judgement.target is not None  # a "same" verdict always names the fact it repeats
+        and len(text) <= memory_actions.MAX_ITEM_CHARS
+    ):
         try:
             with transaction.atomic():
                 episode = knowledge_episodes.record(**recording, distilled=True)
@@ -571,8 +575,8 @@ def record_procedure(
     same_way = Procedure.objects.select_for_update().defer("search_vector")
     with transaction.atomic():
         procedure = same_way.filter(memory=memory, normalized=normalized).first()
-        created = procedure is None
-        if created:
+        created = False
+        if procedure is None:
             try:
                 with transaction.atomic():
                     procedure = Procedure.objects.create(
@@ -585,8 +589,9 @@ def record_procedure(
                         recorded_by=by,
                         recorded_by_name=by.get_username() if by is not None else "",
                     )
+                created = True
             except IntegrityError:  # recorded a moment ago by another run
-                procedure, created = same_way.get(memory=memory, normalized=normalized), False
+                procedure = same_way.get(memory=memory, normalized=normalized)
         _score(procedure, outcome)
     return ProcedureRecorded(procedure, created)
 
