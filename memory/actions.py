@@ -28,7 +28,7 @@ from knowledge import actions as knowledge_actions
 from knowledge import episodes as knowledge_episodes
 from knowledge import gate, kinds, statements
 from knowledge.embedding import get_embedder
-from knowledge.models import Conflict, Episode, Fact, Memory, Source
+from knowledge.models import Conflict, Episode, Fact, Memory, Source, Subject
 from knowledge.secret_filter import secret_in
 from knowledge.subjects import mentioned_in
 from knowledge.subjects import resolve as resolve_subjects
@@ -132,7 +132,7 @@ class Learned:
 
     @property
     def _message(self) -> str:
-        if self.verdict == "same":
+        if self.verdict == "same" or self.item is None:
             return (
                 f"Already known (fact #{self.fact.pk}, now said {self.fact.support} times); "
                 "nothing new was queued."
@@ -166,7 +166,7 @@ def learn(
     origin: str,
     confidence: str = Confidence.MEDIUM,
     by=None,
-    subjects: list = (),
+    subjects: Sequence[Subject | int | str] = (),
     outcome: bool | None = None,
     verdict: str | None = None,
     target: int | None = None,
@@ -227,7 +227,7 @@ def learn(
             source = _source_for(memory, text, origin, by)
         if judgement.verdict == "same":
             fact = knowledge_actions.strengthen(
-                fact=judgement.target,
+                fact=_judged(judgement),
                 text=text,
                 by=by,
                 channel=_channel(origin),
@@ -254,11 +254,11 @@ def learn(
         )
         superseded = conflict = earlier = None
         if judgement.verdict in ("contradiction", "refinement"):
-            knowledge_actions.supersede(old=judgement.target, new=fact)
+            knowledge_actions.supersede(old=_judged(judgement), new=fact)
             superseded = judgement.target
         elif judgement.verdict == "conflict":
             conflict = knowledge_actions.open_conflict(
-                old=judgement.target, new=fact, reason=judgement.reason
+                old=_judged(judgement), new=fact, reason=judgement.reason
             )
         elif judgement.verdict == "different_outcome":
             earlier = judgement.target
@@ -281,6 +281,13 @@ def learn(
         earlier,
         caught=tuple(caught),
     )
+
+
+def _judged(judgement: gate.Judgement) -> Fact:
+    """The fact a verdict other than novel is about; the gate always names one."""
+    if judgement.target is None:
+        raise gate.BadVerdict(f"A {judgement.verdict} verdict needs the fact it is about.")
+    return judgement.target
 
 
 def _twin(memory: Memory, normalized: str, text: str, speaker: str) -> Fact | None:
@@ -312,7 +319,9 @@ def _source_for(memory: Memory, text: str, origin: str, by) -> Source:
     when = timezone.localtime().strftime("%-d %b %Y, %H:%M")
     who = f" by {_person_name(by)}" if by is not None else ""
     title = f"{Origin(origin).label[0].upper()}{Origin(origin).label[1:]}{who}, {when}"
-    return Source.objects.create(memory=memory, kind=_SOURCE_KINDS[origin], title=title, text=text)
+    return Source.objects.create(
+        memory=memory, kind=_SOURCE_KINDS[Origin(origin)], title=title, text=text
+    )
 
 
 def _channel(origin: str) -> str:
@@ -335,7 +344,7 @@ def drop_inbox_item(*, item: InboxItem, by=None) -> bool:
         dropped = InboxItem.objects.filter(pk=item.pk, state=InboxItem.State.PENDING).update(
             state=InboxItem.State.DROPPED, settled_at=timezone.now()
         )
-        if dropped and item.fact_id:
+        if dropped and item.fact is not None:
             knowledge_actions.forget_fact(fact=item.fact, reason="dropped from the queue")
     return dropped == 1
 
@@ -380,7 +389,7 @@ def restore(*, fact: Fact, by=None) -> None:
         fact = Fact.objects.select_for_update().get(pk=fact.pk)
         if fact.status != Fact.Status.FORGOTTEN:
             raise CannotRestore("That fact was not forgotten; nothing to undo.")
-        if fact.forgotten_at < timezone.now() - RESTORE_WINDOW:
+        if fact.forgotten_at is None or fact.forgotten_at < timezone.now() - RESTORE_WINDOW:
             raise CannotRestore("It was forgotten too long ago to undo here; add it again.")
         dropped = InboxItem.objects.filter(fact=fact, state=InboxItem.State.DROPPED).first()
         if dropped is not None:
@@ -418,7 +427,7 @@ class Settled:
             "believed (it stays in the history).",
             Conflict.Resolution.KEEP_OLD: f"Kept “{old.text}”; “{new.text}” is forgotten.",
             Conflict.Resolution.KEEP_BOTH: f"Kept both: “{old.text}” and “{new.text}”.",
-        }[self.conflict.resolution]
+        }[Conflict.Resolution(self.conflict.resolution)]
 
 
 def settle_conflict(*, conflict: Conflict, keep: str, by=None) -> Settled:
