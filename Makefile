@@ -20,7 +20,7 @@ FIND_PYTHON = for c in python3.13 python3.12; do \
 help:
 	@echo "make run    start brain at http://127.0.0.1:8000 (web, worker, beat; gunicorn with DJANGO_DEBUG=0)"
 	@echo "make test   run the whole test suite"
-	@echo "make lint   ruff check and format check"
+	@echo "make lint   ruff check, format check and mypy (the files pyproject.toml lists)"
 	@echo "make bench  run the benchmarks (a 2-minute load test among them) and write docs/BENCHMARKS.md"
 	@echo "make demo   load a realistic demo household into an empty memory"
 	@echo "make stop   stop the embedded PostgreSQL and Valkey if something left them running"
@@ -60,6 +60,7 @@ test: $(VENV)/.dev chromium
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 format: $(VENV)/.dev
 	$(VENV)/bin/ruff format .
@@ -74,7 +75,7 @@ demo: $(VENV)/.runtime
 # put into docs/BENCHMARKS.md in place of the last one.
 bench: $(VENV)/.runtime
 ifdef SIZES
-	BRAIN_BENCH_SIZES=$(SIZES) $(PY) manage.py shell -c "from knowledge.bench import main; main()"
+	BRAIN_BENCH_SIZES=$(SIZES) $(PY) manage.py shell -c "from bench.knowledge import main; main()"
 else
 	$(PY) manage.py bench
 endif

@@ -5,7 +5,7 @@ What is timed is what a person waits for before a session's first turn: from spa
 command exactly as `brain agent install` writes it (through ``/bin/sh``, the payload on stdin)
 to its exit with the block printed. Ours asks a running server (`manage.py runserver`, as `make
 run` serves) holding 100k live facts: the synthetic household of the recall benchmark
-(``knowledge.bench.generate_household``), in a memory of its own. brainmem is installed from
+(``bench.knowledge.generate_household``), in a memory of its own. brainmem is installed from
 PyPI into a venv of its own under var/ (never a dependency of brain), its SQLite store loaded
 with the same texts, confidences and support; it embeds with its default hash embedder and scans
 every live vector per query, as shipped. Both get the same goals, interleaved round by round,
@@ -34,39 +34,16 @@ from django.conf import settings
 from django.db import connection
 
 from agent import hooks, install
-from brain import embedded
+from bench import brainmem
+from bench import knowledge as knowledge_bench
 from brain.testing import database_url
-from knowledge import bench as knowledge_bench
 from knowledge.models import Fact
 
 FACTS = int(os.environ.get("BRAIN_BENCH_HOOK_FACTS", "100000"))
 ROUNDS = 30
 TARGET_MS = 300
 BUDGET = 600
-BRAINMEM = "brainmem==0.3.0"
-BRAINMEM_VENV = embedded.VAR_DIR / "bench-brainmem"
 SERVER_START_TIMEOUT = 120  # seconds: migrations are not run, but the first import is slow
-
-# Run inside brainmem's venv: its own schema and embedder, rows written in one transaction.
-BRAINMEM_LOADER = """
-import json, sys, time
-import brainmem
-rows = json.load(open(sys.argv[1]))
-memory = brainmem.Memory(sys.argv[2])
-now = time.time()
-values = []
-for start in range(0, len(rows), 5000):
-    chunk = rows[start:start + 5000]
-    vectors = memory.emb.embed([text for text, _, _ in chunk])
-    for (text, confidence, support), vector in zip(chunk, vectors):
-        values.append((brainmem._subject(text), text, confidence, support, now, now, now,
-                       "fact", "[]", vector.astype("float32").tobytes()))
-memory.db.executemany(
-    "INSERT INTO facts (subject, proposition, confidence, support, created_at, valid_from,"
-    " last_used, valence, provenance, embedding) VALUES (?,?,?,?,?,?,?,?,?,?)", values)
-memory.db.commit()
-print(memory.db.execute("SELECT count(*) FROM facts WHERE valid_to IS NULL").fetchone()[0])
-"""
 
 
 def _size(count: int) -> str:
@@ -136,48 +113,6 @@ class Server:
                 self.process.kill()
 
 
-def brainmem_cli() -> tuple[Path | None, str]:
-    """brainmem's CLI in its own venv under var/, installed from PyPI on first use; or None
-    and why not."""
-    cli = BRAINMEM_VENV / "bin" / "brainmem"
-    if cli.exists():
-        return cli, ""
-    try:
-        subprocess.run(
-            [sys.executable, "-m", "venv", str(BRAINMEM_VENV)],
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
-        pip = subprocess.run(
-            [str(BRAINMEM_VENV / "bin" / "pip"), "install", "--quiet", BRAINMEM],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-    except (OSError, subprocess.SubprocessError) as error:
-        return None, f"a venv for it could not be made ({error})"
-    if pip.returncode != 0 or not cli.exists():
-        said = (pip.stderr.strip().splitlines() or ["no output"])[-1]
-        return None, f"`pip install {BRAINMEM}` failed (PyPI unreachable?): {said}"
-    return cli, ""
-
-
-def _load_brainmem(cli: Path, rows: list, folder: Path) -> Path:
-    data, store = folder / "facts.json", folder / "brainmem.db"
-    data.write_text(json.dumps(rows))
-    python = cli.parent / "python"
-    loaded = subprocess.run(
-        [str(python), "-c", BRAINMEM_LOADER, str(data), str(store)],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=True,
-    )
-    assert int(loaded.stdout.strip()) == len(rows), loaded.stdout
-    return store
-
-
 def _payload(goal: str, cwd: str) -> str:
     return json.dumps(
         {
@@ -202,7 +137,7 @@ def session_start_hook() -> str:
     knowledge_bench.delete_household(slug)  # left by a run that was killed
     user, _ = get_user_model().objects.get_or_create(username="bench", defaults={"is_staff": True})
     token, made_token = Token.objects.get_or_create(user=user)
-    cli, why_not = brainmem_cli()
+    cli, why_not = brainmem.brainmem_cli()
     try:
         household = knowledge_bench.generate_household(slug=slug, count=FACTS)
         goals = knowledge_bench.questions(household, seed=11).texts[:ROUNDS]
@@ -219,7 +154,7 @@ def session_start_hook() -> str:
                     .live()
                     .values_list("text", "confidence", "support")
                 )
-                store = _load_brainmem(cli, rows, folder)
+                store = brainmem.load(cli, rows, folder)
             with Server() as server:
                 figures = _measure(server, token.key, slug, goals, others, folder, cli, store)
     finally:
@@ -294,8 +229,8 @@ def _markdown(figures: dict, live: int, why_not: str, load_before: float) -> str
         "`python -I -S`, standard library only) asking a running `manage.py runserver` with a "
         f"token; the memory holds {live:,} live facts (the synthetic household of the recall "
         "benchmark; the server embeds each goal with "
-        f"`{settings.BRAIN_EMBEDDER}`). brainmem is `{BRAINMEM}` from PyPI in its own venv "
-        "under var/, its `brainmem context GOAL --budget "
+        f"`{settings.BRAIN_EMBEDDER}`). brainmem is `{brainmem.BRAINMEM}` from PyPI in its own "
+        "venv under var/, its `brainmem context GOAL --budget "
         f"{BUDGET}` over a SQLite store loaded with the same texts, confidences and support "
         "(its default hash embedder, a scan of every live vector per query). The same "
         f"{rounds} goals for both, interleaved, after 3 warm-up runs each. A ratio above 1 "

@@ -667,7 +667,7 @@ def sizes(spec: str | None = None) -> list[int]:
 
 
 class Brainmem:
-    """brainmem 0.3.0 in its own venv under var/ (``agent.bench.brainmem_cli``, never a
+    """brainmem 0.3.0 in its own venv under var/ (``bench.brainmem.brainmem_cli``, never a
     dependency of brain), its store loaded with the household's live texts, confidences and
     support, serving ``Memory.context(goal, token_budget=600)`` over a pipe and timing each
     call inside its own process, so the pipe is not counted."""
@@ -686,16 +686,16 @@ class Brainmem:
     def __init__(self, memory: Memory, folder: str):
         # brainmem's venv helper and loader live one layer up, in the hook benchmark; a
         # benchmark wired through settings may call them.
-        from agent import bench as agent_bench
+        from bench import brainmem
 
         self.process = None
-        cli, self.why_not = agent_bench.brainmem_cli()
+        cli, self.why_not = brainmem.brainmem_cli()
         if cli is None:
             return
         rows = list(
             Fact.objects.for_memory(memory).live().values_list("text", "confidence", "support")
         )
-        store = agent_bench._load_brainmem(cli, rows, Path(folder))
+        store = brainmem.load(cli, rows, Path(folder))
         self.process = subprocess.Popen(
             [str(cli.parent / "python"), "-c", self.SERVER, str(store)],
             stdin=subprocess.PIPE,
@@ -1091,7 +1091,7 @@ def recall_at_sizes(spec: str, path: Path) -> str:
 
 
 def main() -> None:
-    """`make bench SIZES=1m`: ``manage.py shell -c "from knowledge.bench import main; main()"``
+    """`make bench SIZES=1m`: ``manage.py shell -c "from bench.knowledge import main; main()"``
     with BRAIN_BENCH_SIZES set."""
     from django.conf import settings
 

@@ -93,7 +93,7 @@ def knowledge_tab_at_scale() -> str:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from knowledge import bench as knowledge_bench
+    from bench import knowledge as knowledge_bench
     from knowledge.models import Memory
 
     user, _ = get_user_model().objects.get_or_create(username="bench", is_staff=True)

@@ -335,12 +335,12 @@ BRAIN_EXPORT_SECTIONS = [
 
 # What `make bench` runs: functions returning a markdown section for docs/BENCHMARKS.md.
 BRAIN_BENCHMARKS = [
-    "memory.bench.offline_composer",
-    "knowledge.bench.recall_at_scale",
-    "knowledge.bench.intake_through_the_gate",
-    "memory.bench.knowledge_tab_at_scale",
+    "bench.memory.offline_composer",
+    "bench.knowledge.recall_at_scale",
+    "bench.knowledge.intake_through_the_gate",
+    "bench.memory.knowledge_tab_at_scale",
     "bench.gate_quality.gate_quality",
-    "agent.bench.session_start_hook",
+    "bench.agent.session_start_hook",
     # gunicorn and a worker under 50 writers and 5 readers (BRAIN_BENCH_LOAD_SECONDS, 120).
     "bench.load.production_server_under_load",
 ]

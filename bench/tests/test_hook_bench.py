@@ -3,7 +3,8 @@ silent (a benchmark of silence would look fast)."""
 
 import pytest
 
-from agent import bench
+from bench import agent as bench
+from bench import brainmem
 from knowledge.models import Memory
 
 
@@ -11,7 +12,7 @@ from knowledge.models import Memory
 def test_the_hook_benchmark_times_hooks_that_print_the_block(monkeypatch):
     monkeypatch.setattr(bench, "FACTS", 500)
     monkeypatch.setattr(bench, "ROUNDS", 4)
-    monkeypatch.setattr(bench, "brainmem_cli", lambda: (None, "not installed for this test"))
+    monkeypatch.setattr(brainmem, "brainmem_cli", lambda: (None, "not installed for this test"))
 
     section = bench.session_start_hook()
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from knowledge import bench
+from bench import knowledge as bench
 from knowledge.models import Fact, Subject
 
 

@@ -32,14 +32,6 @@ APPS = ("knowledge", "memory", "review", "agent")  # lowest first
 PACKAGES = ("brain", *APPS, "bench")
 SKIPPED_FOLDERS = {"tests", "migrations", "__pycache__"}
 
-# Benchmarks that still live inside an app and reach above it; they belong in the top-level
-# bench/ package, where importing any app is allowed. Only these exact imports are let through.
-WAITING_TO_MOVE_TO_BENCH = {
-    ("knowledge.bench", "agent.bench"),
-    ("knowledge.bench", "memory.actions"),
-}
-
-
 def modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
     """Every module of ``packages`` under ``root``, by dotted name (a package by its own)."""
     found = {}
@@ -114,18 +106,11 @@ def _shortest_path_back(graph: dict[str, set[str]], start: str) -> list[str] | N
     return None
 
 
-def _ours_only(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    return {
-        module: {t for t in targets if (module, t) not in WAITING_TO_MOVE_TO_BENCH}
-        for module, targets in graph.items()
-    }
-
-
 def _top(module: str) -> str:
     return module.split(".")[0]
 
 
-GRAPH = _ours_only(imports(ROOT, PACKAGES))
+GRAPH = imports(ROOT, PACKAGES)
 
 
 def test_no_module_imports_one_that_imports_it_back():

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from django.contrib.auth import get_user_model
 
-from knowledge import bench, embedding, retrieval, search, statements
+from bench import knowledge as bench
+from knowledge import embedding, retrieval, search, statements
 from knowledge.embedding import get_embedder
 from knowledge.models import Fact, Procedure, Subject
 
