@@ -69,11 +69,6 @@ def _said(response) -> list[str]:
 
 
 @pytest.fixture
-def home(db) -> Memory:
-    return Memory.objects.default()
-
-
-@pytest.fixture
 def content(home, admin_user, alice) -> SimpleNamespace:
     """A row of every model the admin shows, made the way the product makes them."""
     office = Subject.objects.create(memory=home, kind="room", name="Office")

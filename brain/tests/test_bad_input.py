@@ -32,19 +32,8 @@ GATE = "The gate code box is behind the ivy."
 
 
 @pytest.fixture
-def home(db) -> Memory:
-    return Memory.objects.default()
-
-
-@pytest.fixture
 def gate_fact(home, admin_user) -> Fact:
     return actions.learn(memory=home, text=GATE, origin=Origin.TYPED, by=admin_user).fact
-
-
-@pytest.fixture
-def signed_in(client, admin_user, home):
-    client.force_login(admin_user)
-    return client
 
 
 def _stored() -> tuple[int, int, int]:

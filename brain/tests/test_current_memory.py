@@ -18,11 +18,6 @@ LOFT = "The loft window sticks in winter."
 
 
 @pytest.fixture
-def home(db) -> Memory:
-    return Memory.objects.default()
-
-
-@pytest.fixture
 def office(db) -> Memory:
     return Memory.objects.create(slug="office", name="Office")
 

@@ -35,11 +35,6 @@ def _no_model(settings):
 
 
 @pytest.fixture
-def home(db) -> Memory:
-    return Memory.objects.default()
-
-
-@pytest.fixture
 def devices(home) -> dict[str, Subject]:
     hall = Subject.objects.create(memory=home, kind="room", name="Hall")
     kitchen = Subject.objects.create(memory=home, kind="room", name="Kitchen")

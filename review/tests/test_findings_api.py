@@ -22,11 +22,6 @@ FRIDGE = "The garage fridge is meant to run 24/7"
 
 
 @pytest.fixture
-def home(db) -> Memory:
-    return Memory.objects.default()
-
-
-@pytest.fixture
 def hallway(home) -> Subject:
     return Subject.objects.create(memory=home, kind=Subject.Kind.ROOM, name="Hallway")
 

@@ -7,24 +7,13 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from knowledge.models import Fact, Memory, Subject
+from knowledge.models import Fact, Subject
 from review import findings as review_findings
 from review import guesses as review_guesses
 from review.models import Event, Finding, Guess, Rule
 
 HTMX = {"HX-Request": "true"}
 FRIDGE = "The garage fridge is meant to run 24/7"
-
-
-@pytest.fixture
-def home(db) -> Memory:
-    return Memory.objects.default()
-
-
-@pytest.fixture
-def signed_in(client, admin_user):
-    client.force_login(admin_user)
-    return client
 
 
 @pytest.fixture

@@ -7,17 +7,12 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from knowledge.models import Fact, Memory, Subject
+from knowledge.models import Fact, Subject
 from memory.models import InboxItem
 from review import guesses as review_guesses
 from review.models import GUESS_LIFETIME, Guess
 
 FRIDGE = "The garage fridge is meant to run 24/7"
-
-
-@pytest.fixture
-def home(db) -> Memory:
-    return Memory.objects.default()
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from knowledge.models import Fact, Memory, Subject
+from knowledge.models import Fact, Subject
 from memory import actions as memory_actions
 from review import findings as review_findings
 from review import judgements
@@ -16,11 +16,6 @@ from review.models import Finding, Judgement, Rule
 
 LANDING = "binary_sensor.landing_motion"
 CHECK = "night_motion"
-
-
-@pytest.fixture
-def home(db) -> Memory:
-    return Memory.objects.default()
 
 
 @pytest.fixture

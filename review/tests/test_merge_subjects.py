@@ -16,11 +16,6 @@ LAMP = "light.office_lamp"
 
 
 @pytest.fixture
-def home(db) -> Memory:
-    return Memory.objects.default()
-
-
-@pytest.fixture
 def office(home) -> Subject:
     return Subject.objects.create(memory=home, kind="room", name="Office")
 

@@ -7,18 +7,13 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from knowledge.models import Memory, Subject
+from knowledge.models import Subject
 from review import findings as review_findings
 from review.models import Event, Finding, Rule
 
 MOTION = "binary_sensor.landing_motion"
 DOOR = "binary_sensor.landing_door"
 KITCHEN_MOTION = "binary_sensor.kitchen_motion"
-
-
-@pytest.fixture
-def home(db) -> Memory:
-    return Memory.objects.default()
 
 
 @pytest.fixture

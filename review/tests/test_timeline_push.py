@@ -57,11 +57,6 @@ def home_assistant(settings):
 
 
 @pytest.fixture
-def home(db) -> Memory:
-    return Memory.objects.default()
-
-
-@pytest.fixture
 def queued(monkeypatch) -> list[int]:
     """The events whose push_event message was sent, instead of sending them to a broker."""
     sent: list[int] = []
