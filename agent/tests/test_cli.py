@@ -18,7 +18,7 @@ from rest_framework.authtoken.models import Token
 
 from agent import actions
 from brain.testing import database_url
-from knowledge.models import Episode, Fact, Memory
+from knowledge.models import Episode, Fact, Memory, Procedure
 
 WRAPPER = Path(django_settings.BASE_DIR) / "bin" / "brain"
 
@@ -193,6 +193,12 @@ def test_every_verb_works_against_a_server_and_prints_what_it_prints_locally(ser
     assert explained["id"] == fact.pk
     assert stats.startswith(actions.stats(memory=memory).message.split(".")[0])
     assert scored.startswith(f"Recorded that acting on fact #{fact.pk} did not work")
+
+    recorded = agent(*remote, "procedure", "deploy", "--step", "build", "--step", "ship")
+    again_here = agent("procedure", "deploy", "--step", "build", "--step", "ship", "--outcome=ok")
+    procedure = Procedure.objects.get()
+    assert procedure.steps == ["build", "ship"] and procedure.successes == 1
+    assert f"p{procedure.pk} (deploy)" in recorded and f"p{procedure.pk}" in again_here
 
 
 def test_the_server_and_token_can_come_from_the_environment(served):

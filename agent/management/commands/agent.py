@@ -5,6 +5,7 @@
     brain agent context "run the validation batch" --budget 600
     brain agent outcome 12 ok
     brain agent explain 12
+    brain agent procedure "validate the CSV" --step "split it in 20MB parts" --step "validate"
     brain agent stats
     brain agent consolidate          # the sleep pass: distil, then decay and prune
     brain agent install [--project DIR]
@@ -46,6 +47,7 @@ NEEDS = {
     "explain": Permission.READ,
     "stats": Permission.READ,
     "consolidate": Permission.TEACH,
+    "procedure": Permission.TEACH,
 }
 _AVOID = re.compile(r"^\s*avoid\b\s*:?\s*", re.IGNORECASE)  # a failure taught as "Avoid: …"
 OUTCOMES = ("ok", "fail")  # what acting on a fact did; an episode may also be "unknown"
@@ -105,6 +107,12 @@ class Command(BaseCommand):
         outcome.add_argument("outcome", metavar="ok|fail")
         explain = verbs.add_parser("explain", help="why brain believes fact ID")
         explain.add_argument("fact_id", metavar="ID", type=int)
+        procedure = verbs.add_parser("procedure", help="record a run of a way of doing a task")
+        procedure.add_argument("task")
+        procedure.add_argument(
+            "--step", dest="steps", action="append", default=[], help="one step, in order"
+        )
+        procedure.add_argument("--outcome", default="unknown", help="ok, fail or unknown")
         verbs.add_parser("stats", help="how much is known, pending and retired")
         verbs.add_parser("consolidate", help="the sleep pass: distil, decay, prune")
         installing = verbs.add_parser("install", help="wire brain into Claude Code")
@@ -210,6 +218,11 @@ class Local:
             raise CommandError(f"There is no fact #{fact_id} in {self.memory.name}.")
         return json.dumps(provenance.explain(fact.get()), indent=2, ensure_ascii=False)
 
+    def procedure(self, *, task: str, steps: list[str], outcome: str, **_) -> str:
+        return agent_actions.record_procedure(
+            memory=self.memory, task=task, steps=steps, outcome=outcome, by=self.person
+        ).message
+
     def stats(self, **_) -> str:
         return agent_actions.stats(memory=self.memory, reader=self.person).message
 
@@ -295,6 +308,10 @@ class Remote:
     def explain(self, *, fact_id: int, **_) -> str:
         answer = self.client.call("GET", f"/api/facts/{fact_id}/")
         return json.dumps(answer, indent=2, ensure_ascii=False)
+
+    def procedure(self, *, task: str, steps: list[str], outcome: str, **_) -> str:
+        body = {"task": task, "steps": steps, "outcome": agent_actions.parse_outcome(outcome)}
+        return self.client.call("POST", "/api/procedures/", body)["message"]
 
     def stats(self, **_) -> str:
         return self.client.call("GET", "/api/agent/stats")["message"]
