@@ -69,13 +69,13 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    # Bad input is a 4xx naming the field, before anything reads it (brain/inputs.py).
+    "brain.inputs.InputMiddleware",
     # request.memory: the one memory a request is about (knowledge/current.py).
     "knowledge.current.CurrentMemoryMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "django_htmx.middleware.HtmxMiddleware",
-    # Bad input is a 4xx naming the field, before any view runs (brain/inputs.py).
-    "brain.inputs.InputMiddleware",
     "brain.middleware.HtmxLoginRedirectMiddleware",
     "brain.middleware.NotPermittedToastMiddleware",
     "brain.middleware.BusyWriteMiddleware",

@@ -21,6 +21,7 @@ Resolving costs one query and happens only when something reads ``request.memory
 
 from __future__ import annotations
 
+import re
 from typing import cast
 
 from django.http import Http404, HttpRequest
@@ -32,6 +33,7 @@ from knowledge.models import Memory
 HEADER = "HTTP_X_BRAIN_MEMORY"
 SESSION_KEY = "memory"
 FIELD = "memory"
+_SLUG = re.compile(r"[-\w]+")
 
 
 def _named(request: HttpRequest) -> str:
@@ -50,6 +52,12 @@ def _named(request: HttpRequest) -> str:
     return slug.strip()
 
 
+def _a_slug(slug: str) -> bool:
+    """Whether ``slug`` could name a memory at all (letters, digits, - and _): anything else,
+    a NUL say, names none and is never looked up."""
+    return bool(_SLUG.fullmatch(slug))
+
+
 def _is_api(request: HttpRequest) -> bool:
     return request.path.startswith("/api/")
 
@@ -58,7 +66,7 @@ def resolve(request: HttpRequest) -> Memory:
     """The request's memory by the rule in the module docstring. Raises Http404."""
     slug = _named(request)
     if slug:
-        memory = Memory.objects.filter(slug=slug).first()
+        memory = Memory.objects.filter(slug=slug).first() if _a_slug(slug) else None
         if memory is None:
             raise Http404("There is no memory with that slug.")
         return memory
@@ -97,7 +105,7 @@ class CurrentMemoryMiddleware:
         request.memory = SimpleLazyObject(lambda: memory_of(request))
         slug = request.GET.get(FIELD, "").strip()
         if (
-            slug
+            _a_slug(slug)
             and request.method == "GET"
             and not _is_api(request)
             and not getattr(request, "htmx", False)

@@ -1,5 +1,7 @@
 """Counts other parts of brain show, wired in settings (the nav badge, the measurements)."""
 
+from django.http import Http404
+
 from knowledge import current
 from knowledge.models import Memory
 from review import status
@@ -16,4 +18,8 @@ def rules(memory: Memory) -> int:
 
 def badge(request) -> int:
     """The Findings tab's one badge: everything waiting on a decision."""
-    return status.waiting_on_you(current.memory_of(request))
+    try:
+        memory = current.memory_of(request)
+    except Http404:  # a page saying the memory it names does not exist still has a header
+        return 0
+    return status.waiting_on_you(memory)

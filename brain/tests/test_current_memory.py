@@ -140,3 +140,12 @@ def test_a_person_switches_memory_and_the_page_acts_on_the_one_in_view(signed_in
 
     page.goto("/findings/")  # the session keeps Office across tabs
     expect(page.get_by_label("Memory", exact=True)).to_have_value("office")
+
+
+@pytest.mark.parametrize(
+    "headers", [{"HTTP_X_BRAIN_MEMORY": "off\x00ice"}, {"HTTP_X_BRAIN_MEMORY": "ofﬁce"}]
+)
+def test_a_memory_named_with_characters_no_slug_has_is_not_found_not_a_500(signed_in, headers):
+    response = signed_in.get("/knowledge/", **headers)
+
+    assert response.status_code == 404
