@@ -32,6 +32,7 @@ APPS = ("knowledge", "memory", "review", "agent")  # lowest first
 PACKAGES = ("brain", *APPS, "bench")
 SKIPPED_FOLDERS = {"tests", "migrations", "__pycache__"}
 
+
 def modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
     """Every module of ``packages`` under ``root``, by dotted name (a package by its own)."""
     found = {}
