@@ -93,6 +93,16 @@ def signed_in(client, admin_user, home):
 
 
 @pytest.fixture
+def raised_finding(home):
+    """An open high-stakes finding in the default memory, raised as a house check raises it."""
+    from review import findings
+
+    return findings.raise_finding(
+        memory=home, check_id="leak", text="Water under the kitchen sink.", severity="high"
+    ).finding
+
+
+@pytest.fixture
 def alice(django_user_model):
     return django_user_model.objects.create_user(username="alice", password=PASSWORD)
 
