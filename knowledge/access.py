@@ -88,20 +88,31 @@ def _default() -> Permission:
     return default
 
 
-def permission_of(user, memory: Memory) -> Permission:
-    """What ``user`` may do in ``memory`` (the rule in the module docstring)."""
+def _by_rule(user, granted: int | None) -> Permission:
+    """The rule in the module docstring, given the person's grant in the memory (or None)."""
     if user is None:
         return Permission.ADMINISTER
     if not user.is_authenticated or not user.is_active:
         return Permission.NONE
     if user.is_superuser:
         return Permission.ADMINISTER
-    granted = (
-        Membership.objects.filter(memory=memory, user=user)
-        .values_list("permission", flat=True)
-        .first()
-    )
     return Permission(granted) if granted is not None else _default()
+
+
+def _may_hold_grants(user) -> bool:
+    return user is not None and user.is_authenticated and user.is_active and not user.is_superuser
+
+
+def permission_of(user, memory: Memory) -> Permission:
+    """What ``user`` may do in ``memory`` (the rule in the module docstring)."""
+    granted = None
+    if _may_hold_grants(user):
+        granted = (
+            Membership.objects.filter(memory=memory, user=user)
+            .values_list("permission", flat=True)
+            .first()
+        )
+    return _by_rule(user, granted)
 
 
 def may(user, memory: Memory, needed: Permission) -> bool:
@@ -170,8 +181,12 @@ class _May:
 
 
 def readable_memories(user) -> list[Memory]:
-    """The memories ``user`` may read, by name."""
-    return [m for m in Memory.objects.order_by("name") if may(user, m, Permission.READ)]
+    """The memories ``user`` may read, by name (two queries, however many memories)."""
+    grants: dict[int, int] = {}
+    if _may_hold_grants(user):
+        grants = dict(Membership.objects.filter(user=user).values_list("memory_id", "permission"))
+    everyone = Memory.objects.order_by("name")
+    return [m for m in everyone if _by_rule(user, grants.get(m.pk)) >= Permission.READ]
 
 
 def context(request: HttpRequest) -> dict:
