@@ -125,6 +125,9 @@ def test_a_worker_killed_mid_pass_writes_nothing_and_the_pass_is_marked_failed(h
     with testing.celery_worker(connection.settings_dict, extra_env=_worker_env(stub)):
         request = consolidator.request_consolidation(memory=home, trigger="manual")
         claimed = testing.wait_until(lambda: _claimed(request.run.pk), timeout=30)
+        # Mid-pass: the pass is waiting on the model (had it not asked yet, the pass asked for
+        # in its place would take the hanging reply and keep the worker from stopping).
+        testing.wait_until(lambda: len(stub.requests) == 1, timeout=30)
         os.kill(int(claimed.executor.rpartition(":")[2]), signal.SIGKILL)
         # The message comes back (acks_late, reject_on_worker_lost); its redelivery finds the
         # pass's process gone and settles the run.
