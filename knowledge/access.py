@@ -5,10 +5,11 @@ The four permissions, each including the ones before it (``knowledge.models.Perm
 
 - **read**: see the memory — the document, facts, changes, findings, context, explain.
 - **teach**: tell it things (the Teach box, ``/api/memory/add``, the inbox, ``memory_write``)
-  and report outcomes (the evidence that moves confidence); answer its guesses.
+  and report outcomes (the evidence that moves confidence); report findings and say one is
+  fixed; answer its guesses.
 - **curate**: change what it believes on a person's authority — edit, clear or undo the
   document, forget and restore facts, drop waiting items, settle conflicts, start a pass now,
-  mark findings and set rules — and export everything.
+  call a finding not a problem (a rule) and lift rules — and export everything.
 - **administer**: import (which can replace the document), and change the memory's settings
   and who may do what (the admin site).
 
