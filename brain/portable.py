@@ -402,7 +402,8 @@ class Section:
     # Export
 
     def rows(self, memory: models.Model) -> Iterable[models.Model]:
-        raise NotImplementedError
+        """The memory's rows this section exports. Every section says which (abstract)."""
+        raise NotImplementedError(f"{type(self).__name__} must say which rows it exports")
 
     def dump(self, memory: models.Model) -> list[dict]:
         return [self.entry(row) for row in self.rows(memory)]
@@ -448,7 +449,9 @@ class Section:
         return {column.name: column.loaded(entry) for column in self.own}
 
     def load(self, memory: models.Model, data: list[dict], options: ImportOptions) -> None:
-        raise NotImplementedError
+        """Write the checked entries into ``memory``. Every section says how (abstract): what
+        matches a row already here differs by section."""
+        raise NotImplementedError(f"{type(self).__name__} must say how it imports")
 
     def summary(self, options: ImportOptions, name: str, added: int, total: int) -> None:
         options.report.append(f"{name}: {added} added, {total - added} already here.")
