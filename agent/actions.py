@@ -53,7 +53,7 @@ from knowledge import actions as knowledge_actions
 from knowledge import episodes as knowledge_episodes
 from knowledge import gate, retrieval, statements
 from knowledge.embedding import get_embedder
-from knowledge.models import CORE_MAX_CHARS, Episode, Fact, Memory, Procedure, Source
+from knowledge.models import CORE_MAX_CHARS, Episode, Fact, Memory, Procedure, Source, name_of
 from knowledge.secret_filter import secret_in
 from memory import actions as memory_actions
 from memory.models import Origin
@@ -292,7 +292,7 @@ def encode(
     as_bool = {"ok": True, "fail": False}.get(outcome)
     embedder = get_embedder()
     embedding = embedder.embed_one(text)
-    speaker = by.get_username() if by is not None else ""
+    speaker = name_of(by)
     recording = {
         "memory": memory,
         "text": text,
@@ -587,7 +587,7 @@ def record_procedure(
                         text=text,
                         confidence=PROCEDURE_PRIOR,
                         recorded_by=by,
-                        recorded_by_name=by.get_username() if by is not None else "",
+                        recorded_by_name=name_of(by),
                     )
                 created = True
             except IntegrityError:  # recorded a moment ago by another run

@@ -17,7 +17,7 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from knowledge import kinds, statements
-from knowledge.models import Conflict, Episode, Fact, Memory, Observation, Source, Subject
+from knowledge.models import Conflict, Episode, Fact, Memory, Observation, Source, Subject, name_of
 
 CONFIDENCE = {"high": 0.8, "medium": 0.6, "low": 0.4}
 PRIOR_WEIGHT = 2  # the taught confidence counts as this many observed outcomes
@@ -64,7 +64,7 @@ def file_fact(
         outcome=outcome,
         channel=channel,
         taught_by=by,
-        taught_by_name=by.get_username() if by is not None else "",
+        taught_by_name=name_of(by),
         source=source,
         confidence=prior,
         prior=prior,
@@ -104,7 +104,7 @@ def observe(
         kind=kind,
         text=text,
         said_by=by,
-        said_by_name=by.get_username() if by is not None else "",
+        said_by_name=name_of(by),
         channel=channel,
         source=source,
         outcome=outcome,

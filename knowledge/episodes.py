@@ -24,7 +24,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from knowledge import statements
-from knowledge.models import Episode, Memory
+from knowledge.models import Episode, Memory, name_of
 from knowledge.secret_filter import secret_in
 
 # A raw event is a few sentences: longer than one fact (a sentence or two, 1,000 characters),
@@ -93,7 +93,7 @@ def record(
         outcome=check_outcome(outcome),
         occurred_at=occurred_at or now,
         recorded_by=by,
-        recorded_by_name=by.get_username() if by is not None else "",
+        recorded_by_name=name_of(by),
         restates=restates,
         distilled_at=now if distilled else None,
         embedding=embedding,

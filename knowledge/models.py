@@ -14,6 +14,14 @@ from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
 MEMORY_MAX_KB_RANGE = (1, 64)
+
+
+def name_of(user) -> str:
+    """The name kept beside a row a person made (``taught_by_name``, ``author_name``…), so the
+    row still says who after the account is gone; "" for the system."""
+    return user.get_username() if user is not None else ""
+
+
 # The core is loaded first into every memory block and counted against its budget: 1,000
 # characters is about 250 tokens, under half of the 600-token block a session starts with, so
 # whatever the core says the larger part of the block is still left to what was learned.

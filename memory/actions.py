@@ -28,7 +28,7 @@ from knowledge import actions as knowledge_actions
 from knowledge import episodes as knowledge_episodes
 from knowledge import gate, kinds, statements
 from knowledge.embedding import get_embedder
-from knowledge.models import Conflict, Episode, Fact, Memory, Source, Subject
+from knowledge.models import Conflict, Episode, Fact, Memory, Source, Subject, name_of
 from knowledge.secret_filter import secret_in
 from knowledge.subjects import mentioned_in
 from knowledge.subjects import resolve as resolve_subjects
@@ -36,10 +36,6 @@ from memory import consolidator
 from memory.models import Confidence, ConsolidationRun, InboxItem, Origin
 
 MAX_ITEM_CHARS = 1000  # a fact is a sentence or two, not a document
-
-
-def _person_name(user) -> str:
-    return user.get_username() if user is not None else ""
 
 
 # The inbox -----------------------------------------------------------------------------------
@@ -91,7 +87,7 @@ def add_to_inbox(
         confidence=confidence,
         action=action,
         taught_by=by,
-        taught_by_name=_person_name(by),
+        taught_by_name=name_of(by),
         fact=fact,
         outcome=outcome,
         valence=Fact.Valence.FAILURE if outcome is False else Fact.Valence.FACT,
@@ -197,7 +193,7 @@ def learn(
     about += [s for s in mentioned_in(memory, text) if s not in about]
     embedder = get_embedder()
     embedding = embedder.embed_one(text)
-    speaker = _person_name(by)
+    speaker = name_of(by)
     if verdict:
         judgement = gate.from_agent(memory, verdict, target, outcome=outcome)
     elif gate.model_judging():
@@ -317,7 +313,7 @@ def _source_for(memory: Memory, text: str, origin: str, by) -> Source:
     """Where a statement taught with no conversation or run came from: the moment itself, so
     "why does brain think that?" always has something to open."""
     when = timezone.localtime().strftime("%-d %b %Y, %H:%M")
-    who = f" by {_person_name(by)}" if by is not None else ""
+    who = f" by {name_of(by)}" if by is not None else ""
     title = f"{Origin(origin).label[0].upper()}{Origin(origin).label[1:]}{who}, {when}"
     return Source.objects.create(
         memory=memory, kind=_SOURCE_KINDS[Origin(origin)], title=title, text=text
@@ -360,7 +356,7 @@ def forget(*, fact: Fact, by=None, origin: str = Origin.TYPED) -> str:
         if item is not None:
             drop_inbox_item(item=item, by=by)
             return "Forgotten; it was still waiting to be filed, so the document never had it."
-        who = _person_name(by) or "a person"
+        who = name_of(by) or "a person"
         if not knowledge_actions.forget_fact(fact=fact, reason=f"forgotten by {who}"):
             return "It was not in use any more; nothing changed."
         if fact.in_document:
@@ -444,7 +440,7 @@ def settle_conflict(*, conflict: Conflict, keep: str, by=None) -> Settled:
             state=Conflict.State.SETTLED,
             resolution=keep,
             settled_by=by,
-            settled_by_name=_person_name(by),
+            settled_by_name=name_of(by),
             settled_at=timezone.now(),
         )
         conflict = Conflict.objects.select_related("old", "new", "memory").get(pk=conflict.pk)

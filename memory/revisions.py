@@ -35,7 +35,7 @@ from django.db.models import Max
 from brain.db.retry import retry_transaction
 from brain.errors import StateConflict
 from knowledge import actions as knowledge_actions
-from knowledge.models import Memory
+from knowledge.models import Memory, name_of
 from memory import document
 from memory.composers.offline import distil_voice
 from memory.models import Change, ConsolidationRun, DocumentRevision
@@ -134,7 +134,7 @@ def write_document(
                 revision=revision,
                 run=run,
                 author=by,
-                author_name=by.get_username() if by is not None else "",
+                author_name=name_of(by),
                 reverts=reverts,
             )
         )

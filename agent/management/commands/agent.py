@@ -36,7 +36,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from agent import actions as agent_actions
 from agent import hooks, install
 from knowledge import access, provenance, retrieval
-from knowledge.models import Fact, Memory, Permission
+from knowledge.models import Fact, Memory, Permission, name_of
 
 # What each verb needs in the memory (knowledge/access.py), when run locally.
 NEEDS = {
@@ -349,7 +349,7 @@ def _install(memory: str, server: str, token: str, *, project: str, user: str, *
         url=url,
         token=token,
         memory=memory,
-        user=person.get_username() if person is not None else "",
+        user=name_of(person),
     )
     done = install.install(target=target, wiring=wiring)
     return f"{done.message}\n{_reachable(wiring)}"
