@@ -103,6 +103,37 @@ def raised_finding(home):
 
 
 @pytest.fixture
+def races(monkeypatch):
+    """``races(module, name, times=1)``: make ``module.name`` lose a lock race (end its
+    transaction as PostgreSQL ends a deadlock's loser, SQLSTATE 40P01) the first ``times`` times
+    it is called, with no pause between retries. Returns the list of calls."""
+    from django.db import connection
+
+    from brain.db import retry
+
+    def lose() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "DO $$ BEGIN RAISE EXCEPTION 'deadlock detected' USING ERRCODE = '40P01'; END $$"
+            )
+
+    def install(module, name: str, times: int = 1) -> list:
+        original, calls = getattr(module, name), []
+
+        def losing(*args, **kwargs):
+            calls.append(1)
+            if len(calls) <= times:
+                lose()
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, losing)
+        monkeypatch.setattr(retry.time, "sleep", lambda seconds: None)
+        return calls
+
+    return install
+
+
+@pytest.fixture
 def alice(django_user_model):
     return django_user_model.objects.create_user(username="alice", password=PASSWORD)
 

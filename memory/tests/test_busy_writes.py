@@ -39,34 +39,6 @@ def curator(admin_user) -> Client:
     return client
 
 
-def _lose_a_race() -> None:
-    """End this transaction as PostgreSQL ends a deadlock's loser (SQLSTATE 40P01)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "DO $$ BEGIN RAISE EXCEPTION 'deadlock detected' USING ERRCODE = '40P01'; END $$"
-        )
-
-
-@pytest.fixture
-def races(monkeypatch):
-    """Make ``module.name`` lose a lock race the first ``times`` times it is called."""
-
-    def install(module, name: str, times: int = 1_000) -> list:
-        original, calls = getattr(module, name), []
-
-        def losing(*args, **kwargs):
-            calls.append(1)
-            if len(calls) <= times:
-                _lose_a_race()
-            return original(*args, **kwargs)
-
-        monkeypatch.setattr(module, name, losing)
-        monkeypatch.setattr(retry.time, "sleep", lambda seconds: None)
-        return calls
-
-    return install
-
-
 def _filed(home, text: str) -> None:
     actions.learn(memory=home, text=text, origin=Origin.TYPED)
     run = consolidator.request_consolidation(memory=home, trigger="cli", send=False).run
@@ -79,7 +51,7 @@ def _filed(home, text: str) -> None:
 def test_an_undo_that_loses_every_race_is_a_busy_page_and_changes_nothing(home, curator, races):
     _filed(home, "The loft is warm.")
     before = DocumentRevision.objects.current(home).text
-    calls = races(revisions, "write_document")
+    calls = races(revisions, "write_document", times=1_000)
 
     response = curator.post("/knowledge/changes/1/undo")
 
@@ -92,7 +64,7 @@ def test_an_undo_that_loses_every_race_is_a_busy_page_and_changes_nothing(home, 
 
 
 def test_teaching_with_htmx_that_loses_every_race_raises_a_busy_toast(home, curator, races):
-    races(knowledge_actions, "file_fact")
+    races(knowledge_actions, "file_fact", times=1_000)
 
     response = curator.post(
         "/knowledge/teach", {"text": "The loft is warm."}, headers={"HX-Request": "true"}
@@ -121,7 +93,7 @@ def test_an_error_that_is_not_a_lost_race_is_not_called_busy(home, curator, monk
 
 
 def test_an_agent_whose_write_loses_every_race_is_told_to_send_it_again(home, races):
-    races(knowledge_actions, "file_fact")
+    races(knowledge_actions, "file_fact", times=1_000)
     server = mcp_server.build_server(home)
     results: list = []
 

@@ -27,34 +27,6 @@ def home(transactional_db) -> Memory:
     return Memory.objects.default()
 
 
-def _lose_a_race() -> None:
-    """Make the server end this transaction as it ends a deadlock's loser (SQLSTATE 40P01)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "DO $$ BEGIN RAISE EXCEPTION 'deadlock detected' USING ERRCODE = '40P01'; END $$"
-        )
-
-
-@pytest.fixture
-def races(monkeypatch):
-    """Make ``module.name`` lose a lock race the first ``times`` times it is called."""
-
-    def install(module, name: str, times: int = 1) -> list:
-        original, calls = getattr(module, name), []
-
-        def losing(*args, **kwargs):
-            calls.append(1)
-            if len(calls) <= times:
-                _lose_a_race()
-            return original(*args, **kwargs)
-
-        monkeypatch.setattr(module, name, losing)
-        monkeypatch.setattr(retry.time, "sleep", lambda seconds: None)
-        return calls
-
-    return install
-
-
 def _waiting_on_a_lock() -> bool:
     with connection.cursor() as cursor:
         cursor.execute(

@@ -9,7 +9,6 @@ import threading
 import pytest
 from django.db import connection
 
-from brain.db import retry
 from knowledge.models import Fact, Memory
 from memory import actions as memory_actions
 from memory.models import InboxItem, Origin
@@ -23,34 +22,6 @@ from review.models import Finding, Guess
 def home(transactional_db) -> Memory:
     """Writes commit for real: a retry only happens outside any outer transaction."""
     return Memory.objects.default()
-
-
-def _lose_a_race() -> None:
-    """End this transaction as PostgreSQL ends a deadlock's loser (SQLSTATE 40P01)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "DO $$ BEGIN RAISE EXCEPTION 'deadlock detected' USING ERRCODE = '40P01'; END $$"
-        )
-
-
-@pytest.fixture
-def races(monkeypatch):
-    """Make ``module.<name>`` lose a lock race the first time it is called."""
-
-    def install(module, name: str) -> list:
-        original, calls = getattr(module, name), []
-
-        def losing(*args, **kwargs):
-            calls.append(1)
-            if len(calls) == 1:
-                _lose_a_race()
-            return original(*args, **kwargs)
-
-        monkeypatch.setattr(module, name, losing)
-        monkeypatch.setattr(retry.time, "sleep", lambda seconds: None)
-        return calls
-
-    return install
 
 
 def test_a_finding_raised_through_a_lost_race_is_raised_once(home, races):
