@@ -53,10 +53,11 @@ from django.http.multipartparser import MultiPartParserError
 from django.shortcuts import render
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
-from django_htmx.http import trigger_client_event
 from rest_framework import parsers, status
 from rest_framework.exceptions import APIException, ParseError
 from rest_framework.pagination import CursorPagination
+
+from brain import htmx
 
 if TYPE_CHECKING:
     from django.http.request import _ImmutableQueryDict
@@ -288,7 +289,7 @@ def refusal(request: HttpRequest, view_func, bad: BadInput) -> HttpResponse:
         return JsonResponse({"detail": bad.message}, status=bad.status)
     if getattr(request, "htmx", False):
         response = HttpResponse(bad.message, status=bad.status, content_type="text/plain")
-        return trigger_client_event(response, "showToast", {"text": bad.message, "level": "error"})
+        return htmx.raise_toast(response, htmx.Toast(bad.message, "error"))
     return render(request, "400.html", {"exception": bad.message}, status=bad.status)
 
 

@@ -5,9 +5,10 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render, resolve_url
 from django.utils.http import urlencode
-from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
+from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
+from brain import htmx
 from brain.db import retry
 
 
@@ -48,9 +49,7 @@ class NotPermittedToastMiddleware:
         if not isinstance(exception, PermissionDenied) or not getattr(request, "htmx", False):
             return None
         response = HttpResponse(str(exception), status=403, content_type="text/plain")
-        return trigger_client_event(
-            response, "showToast", {"text": str(exception), "level": "error"}
-        )
+        return htmx.raise_toast(response, htmx.Toast(str(exception), "error"))
 
 
 class BusyWriteMiddleware:
@@ -70,9 +69,7 @@ class BusyWriteMiddleware:
             return None
         if getattr(request, "htmx", False):
             response = HttpResponse(retry.BUSY_MESSAGE, status=503, content_type="text/plain")
-            response = trigger_client_event(
-                response, "showToast", {"text": retry.BUSY_MESSAGE, "level": "warning"}
-            )
+            response = htmx.raise_toast(response, htmx.Toast(retry.BUSY_MESSAGE, "warning"))
         else:
             response = render(request, "503.html", {"message": retry.BUSY_MESSAGE}, status=503)
         response["Retry-After"] = str(retry.BUSY_RETRY_AFTER_S)
