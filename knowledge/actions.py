@@ -16,6 +16,7 @@ from django.db.models.functions import Greatest
 from django.dispatch import Signal
 from django.utils import timezone
 
+from brain.errors import StateConflict
 from knowledge import kinds, statements
 from knowledge.models import Conflict, Episode, Fact, Memory, Observation, Source, Subject, name_of
 
@@ -381,7 +382,7 @@ def purge_removed_subject_facts(*, now: datetime | None = None) -> int:
 # Two subjects that are one thing -------------------------------------------------------------
 
 
-class CannotMerge(Exception):
+class CannotMerge(StateConflict):
     """The two subjects cannot be merged; the message says why."""
 
 

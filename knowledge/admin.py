@@ -31,6 +31,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
+from brain.errors import StateConflict
 from knowledge import access
 from knowledge.access import NotPermitted, Permission
 from knowledge.models import Fact, Membership, Memory, Observation, Source
@@ -92,14 +93,14 @@ class MemoryScopedAdmin(admin.ModelAdmin):
 
     ``memory_field``: the lookup from a row to its memory. ``change_needs``: what changing a row
     takes. ``editable``: the fields a form may change (everything else is read-only; most models
-    change only through actions, so most have none). ``refusals``: the exceptions an action's
-    refusal raises, shown as an error message rather than a server error.
+    change only through actions, so most have none). An action refused because of the state
+    things are in (``brain.errors.StateConflict``) or bad input (``ValidationError``) is shown
+    as an error message, as every surface says it.
     """
 
     memory_field = "memory"
     change_needs = Permission.CURATE
     editable: tuple[str, ...] = ()
-    refusals: tuple[type[Exception], ...] = ()
     list_per_page = 50
     show_full_result_count = False  # one count query, not two
 
@@ -223,7 +224,7 @@ class MemoryScopedAdmin(admin.ModelAdmin):
         try:
             for row in rows:
                 said[do(row)] += 1
-        except (ValidationError, *self.refusals) as refusal:
+        except (ValidationError, StateConflict) as refusal:
             self._refused(request, refusal)
         for words, times in said.items():
             self.message_user(request, words if times == 1 else f"{words} (×{times})")
@@ -237,7 +238,7 @@ class MemoryScopedAdmin(admin.ModelAdmin):
             return
         try:
             self.message_user(request, do(rows))
-        except (ValidationError, *self.refusals) as refusal:
+        except (ValidationError, StateConflict) as refusal:
             self._refused(request, refusal)
 
     def _refused(self, request, refusal: Exception) -> None:

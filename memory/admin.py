@@ -19,6 +19,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.text import Truncator
 
+from brain.errors import StateConflict
 from knowledge import actions as knowledge_actions
 from knowledge import reembedding
 from knowledge.access import Permission
@@ -109,7 +110,6 @@ class FactAdmin(MemoryScopedAdmin):
     ]
     editable = ("text",)
     inlines = [FactSubjectInline, ObservationInline]
-    refusals = (actions.CannotRestore,)
     actions = ["forget", "restore", "expire", "reembed"]
 
     def get_queryset(self, request):
@@ -155,7 +155,7 @@ class FactAdmin(MemoryScopedAdmin):
             request.fact_edit = fact_edits.edit_fact(
                 fact=obj, text=form.cleaned_data["text"], by=request.user
             )
-        except (ValidationError, fact_edits.CannotEdit) as refusal:
+        except (ValidationError, StateConflict) as refusal:
             words = " ".join(refusal.messages) if isinstance(refusal, ValidationError) else refusal
             request.fact_edit = str(words)
 
@@ -233,7 +233,6 @@ class ConflictAdmin(MemoryScopedAdmin):
         "settled_at",
         "created_at",
     ]
-    refusals = (actions.AlreadySettled,)
     actions = ["keep_new", "keep_old", "keep_both"]
 
     def get_queryset(self, request):
@@ -389,7 +388,6 @@ class ChangeAdmin(MemoryScopedAdmin):
         "operations",
     ]
     ordering = ["memory", "-number"]
-    refusals = (revisions.CannotUndo,)
     actions = ["undo"]
 
     @admin.display(boolean=True, description="undone")

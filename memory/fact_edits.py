@@ -38,6 +38,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from brain.db.retry import retry_transaction
+from brain.errors import StateConflict
 from knowledge import actions as knowledge_actions
 from knowledge import statements
 from knowledge.models import Fact
@@ -50,7 +51,7 @@ BEING_EDITED = "its words were being edited"
 _MARKER = re.compile(r"^\s*[-*+]\s+")
 
 
-class CannotEdit(Exception):
+class CannotEdit(StateConflict):
     """The fact is not in use, so there are no words in use to change; the message says why."""
 
 

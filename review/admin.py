@@ -61,7 +61,6 @@ class SubjectAdmin(MemoryScopedAdmin):
         "created_at",
     ]
     editable = ("kind", "name", "aliases", "entity_id", "room")
-    refusals = (knowledge_actions.CannotMerge,)
     actions = ["merge", "gone", "back"]
 
     def get_queryset(self, request):
@@ -160,7 +159,6 @@ class FindingAdmin(MemoryScopedAdmin):
     search_fields = ["text", "check_id", "entity_id", "subject__name", "subject__aliases"]
     date_hierarchy = "last_raised_at"
     inlines = [RuleInline]
-    refusals = (review_findings.Refused,)
     actions = ["fixed", "not_a_problem"]
 
     @admin.action(permissions=["curate"], description="I've already fixed it", location=EVERYWHERE)
@@ -254,7 +252,6 @@ class GuessAdmin(MemoryScopedAdmin):
         "reason",
         "fact",
     ]
-    refusals = (review_guesses.Refused,)
     actions = ["confirm", "reject", "dismiss"]
 
     def _answer(self, request, queryset, answer: str) -> None:
