@@ -289,7 +289,7 @@ def encode(
     it waits for the sleep pass. Raises ValidationError."""
     outcome = parse_outcome(outcome)
     text = knowledge_episodes.clean(text)
-    as_bool = {"ok": True, "fail": False}.get(outcome)
+    as_bool = Episode.as_bool(outcome)
     embedder = get_embedder()
     embedding = embedder.embed_one(text)
     speaker = name_of(by)

@@ -620,10 +620,15 @@ class Episode(models.Model):
     def __str__(self) -> str:
         return f"{self.text} ({self.outcome})"
 
+    @staticmethod
+    def as_bool(outcome: str) -> bool | None:
+        """An episode's outcome word as facts carry it: True worked, False failed, None not
+        known."""
+        return {Episode.Outcome.OK: True, Episode.Outcome.FAIL: False}.get(outcome)
+
     @property
     def outcome_as_bool(self) -> bool | None:
-        """The outcome as facts carry it: True worked, False failed, None not known."""
-        return {"ok": True, "fail": False}.get(self.outcome)
+        return self.as_bool(self.outcome)
 
 
 class ProcedureQuerySet(models.QuerySet):
