@@ -146,13 +146,7 @@ def _facts_context(request: HttpRequest, memory: Memory) -> dict:
 
 def _to_settle_context(request: HttpRequest, memory: Memory) -> dict:
     conflicts = Conflict.objects.for_memory(memory).readable_by(request.user).to_settle()
-    return {"conflicts": list(conflicts), "memory": memory, "memory_query": _memory_query(request)}
-
-
-def _memory_query(request: HttpRequest) -> str:
-    """``memory=<slug>`` when the page names its memory, so forms and polls act on it."""
-    slug = request.GET.get("memory", "")
-    return urlencode({"memory": slug}) if slug else ""
+    return {"conflicts": list(conflicts), "memory": memory}
 
 
 def _changes_context(memory: Memory) -> dict:
@@ -402,15 +396,14 @@ def settle(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
         request,
         "to-settle",
         _to_settle_context(request, memory),
-        back=_knowledge_url(request),
+        back=_knowledge_url(memory),
         event=event,
         toast=toast,
     )
 
 
-def _knowledge_url(request: HttpRequest) -> str:
-    query = _memory_query(request)
-    return reverse("memory:knowledge") + (f"?{query}" if query else "")
+def _knowledge_url(memory: Memory) -> str:
+    return reverse("memory:knowledge") + "?" + urlencode({"memory": memory.slug})
 
 
 # The change log ------------------------------------------------------------------------------
