@@ -118,9 +118,9 @@ class CurrentMemoryMiddleware:
 
 
 def context(request: HttpRequest) -> dict:
-    """For templates: ``current_memory``, ``memory_field`` (the hidden input every form
-    carries) and ``memory_query`` (``memory=<slug>`` for links and polls). The picker's list
-    of memories comes from ``knowledge.access.context``."""
+    """For templates: ``current_memory`` and ``memory_field`` (the hidden input every form
+    carries; polls carry the memory in the page's ``X-Brain-Memory`` header). The picker's
+    list of memories comes from ``knowledge.access.context``."""
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}
@@ -131,5 +131,4 @@ def context(request: HttpRequest) -> dict:
     return {
         "current_memory": SimpleLazyObject(lambda: memory_of(request)),
         "memory_field": format_html('<input type="hidden" name="{}" value="{}">', FIELD, slug),
-        "memory_query": f"{FIELD}={slug}",
     }
