@@ -365,9 +365,15 @@ class Fact(models.Model):
             models.Index(fields=["memory", "normalized"], name="fact_memory_normalized"),
             models.Index(fields=["memory", "-created_at"], name="fact_memory_newest"),
             models.Index(fields=["memory", "-confidence"], name="fact_memory_certain"),
-            GinIndex(fields=["search_vector"], name="fact_search_vector"),
+            # No pending list (migration 0011 says why): every search reads only the index.
+            GinIndex(fields=["search_vector"], name="fact_search_vector", fastupdate=False),
             # Substring search of the facts list ("beacon", "hall sens") stays indexed.
-            GinIndex(fields=["text"], opclasses=["gin_trgm_ops"], name="fact_text_trgm"),
+            GinIndex(
+                fields=["text"],
+                opclasses=["gin_trgm_ops"],
+                name="fact_text_trgm",
+                fastupdate=False,
+            ),
             HnswIndex(
                 name="fact_embedding_hnsw",
                 fields=["embedding"],
@@ -673,7 +679,9 @@ class Procedure(models.Model):
                 condition=models.Q(steps__len__gte=1), name="procedure_has_steps"
             ),
         ]
-        indexes = [GinIndex(fields=["search_vector"], name="procedure_search_vector")]
+        indexes = [
+            GinIndex(fields=["search_vector"], name="procedure_search_vector", fastupdate=False)
+        ]
 
     def __str__(self) -> str:
         return self.text
