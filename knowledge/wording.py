@@ -13,7 +13,18 @@ interchangeably become the same words, and nothing else changes:
 - a passive with a named agent becomes active ("the revamp is led by marco" → "marco led
   the revamp"), except after verbs of place, where "by" means beside ("kept by the door"),
   and verbs of change, where the sentence is about what changed ("was replaced by a tado");
-- a few synonyms that households use for one thing ("refrigerator" → "fridge").
+- a few synonyms that households use for one thing ("refrigerator" → "fridge", "supposed
+  to" → "meant to");
+- a question asks the statement it would answer yes to: a tag is dropped ("…, right?",
+  "…, isn't it?") and an inverted auxiliary goes back after the subject ("is the fridge in
+  the garage meant to run 24/7" → "the fridge in the garage is meant to run 24/7"; "does the
+  hall light switch on at 06:10" → "the hall light does switch on at 06:10"). Only
+  auxiliaries that never open an instruction count: "do", "have" and the negative ones open
+  imperatives too ("don't put the pan in the dishwasher"), so those are left alone. The
+  subject ends before the first word that opens a predicate (a participle, an adverb of
+  frequency, "a"/"an", "be"/"been"/"being", "meant"/"allowed"/"able"); a question to be with
+  none ("is the loft warm") ends its subject before its last word; any other question is
+  left as it is, since a wrong subject would compare worse than none.
 
 The output is lower case (the input is already ``statements.normalise``d). Deterministic,
 standard library only.
@@ -125,6 +136,7 @@ _SYNONYMS = {
     "turns": "switches",
     "turn": "switch",
 }
+_SUPPOSED = (re.compile(r"\bsupposed to\b"), "meant to")
 _SYNONYM = re.compile(r"\b(" + "|".join(_SYNONYMS) + r")\b")
 
 _FIRST_PERSON_VERBS = {"m": "is", "ve": "has", "d": "would", "ll": "will"}
@@ -177,14 +189,79 @@ def _passive_to_active(text: str) -> str:
     )
 
 
+# --- Questions: the statement a yes would confirm ---------------------------------------------
+
+_TAG = re.compile(
+    r"(?:,| -) (?:right|correct|yeah|isn't (?:it|that (?:right|so))|aren't (?:they|we)|"
+    r"doesn't (?:it|she|he)|don't (?:they|we|you)|didn't (?:it|they)|wasn't it|won't it|"
+    r"is that (?:right|so)|am i right)$"
+)
+# Auxiliaries that open a question and never an instruction: "do" and "have" open both ("do the
+# bins on friday", "have the boiler serviced"), and a negative one opens instructions ("don't
+# put the pan in the dishwasher"), so those are left as they are.
+_INVERTED = re.compile(
+    r"^(?P<aux>am|is|are|was|were|has|does|did|can|could|will|would|should|must|might) "
+    r"(?!not\b)(?P<rest>.+)$"
+)
+_TO_BE = frozenset(_words("am is are was were"))
+_DETERMINERS = frozenset(_words("the a an my our your his her their its this that these those"))
+# Words that open a predicate after the subject of an inverted question.
+_OPENERS = frozenset(
+    _words(
+        "a an be been being meant allowed able not usually always still normally really ever "
+        "also never often sometimes currently now actually definitely typically generally "
+        "mostly supposed"
+    )
+)
+# Words of an -ed or -ing shape that are things, not participles ("the garden shed", "the
+# living room", "the hall landing").
+_NOT_PARTICIPLES = frozenset(
+    _words(
+        "bed shed red seed need feed speed weed reed sled hundred embed living dining sitting "
+        "washing drawing changing heating ceiling building evening morning wedding parking "
+        "lighting landing ring thing spring string king wing ironing something anything "
+        "everything nothing pudding railing flooring wiring plumbing cooling dressing swimming "
+        "recycling shopping clothing bedding decking awning skirting boxing"
+    )
+)
+
+
+def _opens_predicate(word: str) -> bool:
+    if word in _OPENERS or word in _IRREGULAR_PARTICIPLES:
+        return True
+    return len(word) > 4 and word.endswith(("ed", "ing")) and word not in _NOT_PARTICIPLES
+
+
+def _as_statement(text: str) -> str:
+    """A question as the statement it asks (see the module); anything else unchanged."""
+    text = _TAG.sub("", text)
+    match = _INVERTED.match(text)
+    if match is None:
+        return text
+    aux = match.group("aux")
+    words = match.group("rest").split()
+    # The subject is at least one word, and two when it starts with a determiner.
+    first = 2 if words[0] in _DETERMINERS and len(words) > 2 else 1
+    for at in range(first, len(words)):
+        if _opens_predicate(words[at]):
+            break
+    else:
+        if aux not in _TO_BE or len(words) < 2:
+            return text
+        at = len(words) - 1  # "is the loft warm": the last word is what it is
+    return " ".join([*words[:at], aux, *words[at:]])
+
+
 @lru_cache(maxsize=8192)
 def canonical(norm: str, speaker: str = "") -> str:
     """``norm`` (already ``statements.normalise``d) in the one wording; see the module."""
     who = (speaker or UNKNOWN_SPEAKER).casefold()
+    norm = _as_statement(norm)
     text = _FIRST_PERSON_VERB.sub(lambda m: f"{who} {_FIRST_PERSON_VERBS[m.group(1)]}", norm)
     text = _FIRST_PERSON.sub(who, text)
     text = _NUMBER_WORD.sub(_number, text)
     for pattern, replacement in _PHRASES:
         text = pattern.sub(replacement, text)
     text = _SYNONYM.sub(lambda m: _SYNONYMS[m.group(1)], text)
+    text = _SUPPOSED[0].sub(_SUPPOSED[1], text)
     return _passive_to_active(text)

@@ -112,6 +112,42 @@ def test_a_statement_already_said_as_part_of_a_longer_one_is_the_same():
     assert compare(OFFICE, "The office means the upstairs back bedroom").verdict == "same"
 
 
+@pytest.mark.parametrize(
+    ("statement", "question"),
+    [
+        (
+            "The garage fridge is meant to run 24/7",
+            "Is the fridge in the garage supposed to be running around the clock?",
+        ),
+        ("Sarah is a light sleeper", "Is Sarah a light sleeper?"),
+        ("The back gate is locked at night", "Is the back gate locked at night?"),
+        ("The garden shed is locked at night", "Is the garden shed locked at night?"),
+        ("The boiler has been serviced this year", "Has the boiler been serviced this year?"),
+        ("The hall light switches on at 06:10", "Does the hall light switch on at 06:10?"),
+        ("The loft is warm", "Is the loft warm?"),
+        (
+            "The garage fridge is meant to run 24/7",
+            "The garage fridge is meant to run 24/7, right?",
+        ),
+        ("The hall light is on at night", "The hall light is on at night, isn't it?"),
+    ],
+)
+def test_a_question_is_compared_as_the_statement_it_asks(statement, question):
+    result = compare(statement, question)
+    assert result.verdict == "same", result.reason
+
+
+def test_a_question_about_another_value_is_not_the_same_statement():
+    assert compare("The loft is warm", "Is the loft cold?").verdict != "same"
+    assert (
+        compare(
+            "The hall light switches on at 06:10", "Does the hall light switch on at 07:10?"
+        ).verdict
+        == "contradiction"
+    )
+    assert compare("Sarah is a light sleeper", "Is Tom a light sleeper?").verdict != "same"
+
+
 def test_a_denied_clause_does_not_count_as_already_said():
     result = compare("The office is upstairs, not downstairs", "The office is downstairs")
     assert result.verdict != "same"

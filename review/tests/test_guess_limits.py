@@ -229,6 +229,22 @@ def test_an_answered_guess_is_never_asked_again_however_it_is_reworded(
     assert Guess.objects.for_memory(home).count() == 1
 
 
+@pytest.mark.parametrize("embedder", ["hash", "minilm"])
+def test_a_guess_rejected_as_a_statement_is_never_reopened_as_a_question(home, settings, embedder):
+    settings.BRAIN_EMBEDDER = embedder
+    guess = _propose(home, FRIDGE)
+    review_guesses.answer_guess(guess=guess, answer="no")
+
+    again = review_guesses.propose_guess(
+        memory=home,
+        text="Is the fridge in the garage supposed to be running around the clock?",
+    )
+
+    assert again.guess is None, again.message
+    assert again.message == f"Not asked: it was already rejected (“{FRIDGE}”)."
+    assert Guess.objects.for_memory(home).count() == 1
+
+
 def test_a_pending_guess_is_not_asked_twice(home, minilm):
     _propose(home, FRIDGE)
 
