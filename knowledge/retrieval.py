@@ -35,9 +35,12 @@ procedure searches and a dozen round trips. So ``context``:
 
 - embeds the question on a thread of its own while its first statements run, and keeps the
   vectors of recent questions (``embedding.question_vector_soon``);
-- finds the subjects' slices, the full-text tiers and whether there are procedures in one
-  statement (``search.candidates``), and the vector neighbours with every candidate's row,
-  subjects and vector (binary) in a second (``search.nearest_rows``);
+- finds the subjects' slices, the full-text tiers, whether there are procedures and the row,
+  subjects and vector (binary) of every fact they found in one statement, sent while the
+  question is still being embedded (``search.candidates``), and in a second, which needs the
+  question's vector, only the vector neighbours and the rows of those not read already
+  (``search.nearest_rows``);
+- compiles the read rule once for both (``search.readable_where``);
 - reads rows, not model instances, and searches procedures only in a memory that has some.
 """
 
@@ -210,26 +213,21 @@ def context(
     soon = question_vector_soon(get_embedder(), question) if asked else None
     in_play = [subject.pk for subject in resolve(memory, list(subjects))]
     in_play += [pk for pk in mentioned_ids(memory, question) if pk not in in_play]
-    readable = Fact.objects.for_memory(memory).live().readable_by(reader)
+    rule = search.readable_where(Fact.objects.for_memory(memory).live().readable_by(reader))
     found = search.candidates(
         memory,
-        readable,
+        rule,
         subject_ids=in_play,
         question=question if asked else "",
         limit=PER_SOURCE,
+        hydrate=True,
     )
     embedding = soon.result() if soon is not None else None
     if found is None:  # nothing readable: only the core and procedures, as the plain path
         found = search.Found([], [], Procedure.objects.for_memory(memory).exists())
-        near, rows = [], {}
-    else:
-        near, rows = search.nearest_rows(
-            memory,
-            embedding,
-            limit=PER_SOURCE,
-            readable=readable,
-            ids=list(dict.fromkeys(found.about + found.text)),
-        )
+    near, rows = search.nearest_rows(
+        memory, embedding, limit=PER_SOURCE, readable=rule, known=found.rows
+    )
     ordered: list[search.Row] = []
     seen: set[int] = set()
     for row in sorted((rows[pk] for pk in found.about), key=utility, reverse=True):

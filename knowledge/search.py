@@ -17,16 +17,17 @@ meant, and because the primary key is an index the scan can stop on.
 ``candidates`` and ``nearest_rows`` are the same searches for ``retrieval.context``, in two
 round trips where the plain path takes one per subject, per tier, per search and per
 hydration: the subjects' slices, the text tiers (a looser tier runs only while the stricter
-found fewer than ENOUGH, decided inside the statement) and whether the memory has procedures
-in one statement; the vector neighbours and every candidate's row, subjects and vector in
-the other. Both build on the one read rule (``readable_where``: the WHERE clause of the
+found fewer than ENOUGH, decided inside the statement), whether the memory has procedures and
+the rows of what they found in one statement, which runs while the question is embedded; the
+vector neighbours and the rows of those not read already in the other, the only one that has
+to wait for the question's vector. Both build on the one read rule (``readable_where``: the WHERE clause of the
 ``readable_by`` queryset), so raw SQL never has a rule of its own.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 
 import numpy as np
@@ -179,7 +180,10 @@ def _subject_size(subject_id: int) -> int:
 def readable_where(readable) -> tuple[str, list] | None:
     """The WHERE clause of a Fact queryset (``for_memory().live().readable_by()``) as SQL over
     the unaliased table ``knowledge_fact``, with its parameters; None when it reads nothing.
-    Raw SQL applies the one read rule through this, never a copy of it."""
+    Raw SQL applies the one read rule through this, never a copy of it. Given a rule already
+    compiled (what this returned), returns it as it is, so one call compiles it once."""
+    if readable is None or isinstance(readable, tuple):
+        return readable
     query = readable.query
     if any(count for alias, count in query.alias_refcount.items() if alias != Fact._meta.db_table):
         raise ValueError("the read rule joins other tables: raw SQL cannot take it as it is")
@@ -191,20 +195,68 @@ def readable_where(readable) -> tuple[str, list] | None:
 
 
 @dataclass
+class Row:
+    """A fact as ``retrieval.context`` reads it: no model instance, its subjects' ids and its
+    vector (None when made by another embedder) alongside."""
+
+    pk: int
+    text: str
+    valence: str
+    confidence: float
+    support: int
+    successes: int
+    failures: int
+    subject_ids: list[int]
+    vector: np.ndarray | None
+
+
+# A fact's row as both statements read it, after a tag, an id and two spare columns.
+_ROW_SQL = """knowledge_fact.text, knowledge_fact.valence, knowledge_fact.confidence,
+    knowledge_fact.support, knowledge_fact.successes, knowledge_fact.failures,
+    ARRAY(SELECT link.subject_id FROM knowledge_fact_subjects link
+          WHERE link.fact_id = knowledge_fact.id),
+    CASE WHEN knowledge_fact.embedder = %s THEN vector_send(knowledge_fact.embedding) END"""
+_NO_ROW_SQL = (
+    "NULL::text, NULL::varchar, NULL::float8, NULL::int, NULL::int, NULL::int, "
+    "NULL::bigint[], NULL::bytea"
+)
+
+
+def _row(pk: int, columns) -> Row:
+    text, valence, confidence, support, successes, failures, subject_ids, raw = columns
+    vector = None
+    if raw is not None:  # vector_send: dimensions and a spare int16, then big-endian floats
+        vector = np.frombuffer(bytes(raw), dtype=">f4", offset=4).astype(np.float32)
+    return Row(pk, text, valence, confidence, support, successes, failures, subject_ids, vector)
+
+
+@dataclass
 class Found:
     """What one statement found: each subject's slice (fact ids, in subject order, each
-    slice by confidence then newest), the full-text ranking and whether any procedure
-    exists in the memory."""
+    slice by confidence then newest), the full-text ranking, whether any procedure exists in
+    the memory, and (``hydrate``) the row of every fact it found."""
 
     about: list[int]
     text: list[int]
     procedures: bool
+    rows: dict[int, Row] = field(default_factory=dict)
 
 
-def candidates(memory: Memory, readable, *, subject_ids: list[int], question: str, limit: int):
+def candidates(
+    memory: Memory,
+    readable,
+    *,
+    subject_ids: list[int],
+    question: str,
+    limit: int,
+    hydrate: bool = False,
+):
     """``Found`` for ``retrieval.context``, in one statement, or None when nothing is
     readable. The same as a slice per subject (``limit`` each, by confidence) and
-    ``text_matches(readable, question, limit)``, which the tests check."""
+    ``text_matches(readable, question, limit)``, which the tests check. ``readable``: the
+    queryset, or its ``readable_where``. ``hydrate``: with the rows of what it found, read
+    while the question is still being embedded, so the statement that waits for the
+    question's vector reads only its neighbours."""
     rule = readable_where(readable)
     if rule is None:
         return None
@@ -233,15 +285,13 @@ def candidates(memory: Memory, readable, *, subject_ids: list[int], question: st
             ) AS c
             ORDER BY rank DESC, c.id DESC LIMIT {int(limit)})""")
         params += [tier, *where_params, tier]
-        parts.append((f"SELECT {index + 1}, 0::bigint, id, rank::float8 FROM t{index}", []))
+        parts.append((f"{index + 1}, 0::bigint, id, rank::float8", f"FROM t{index}"))
     if subject_ids:
         # Each link carries its fact's confidence and liveness (migration 0010), so the
         # subject's most certain facts come from one index in order and the scan stops at
         # ``limit``; the fact row is still read for the read rule and expiry.
-        parts.append(
-            (
-                f"""
-            SELECT 0, s.position, x.id, x.confidence
+        ctes.append(f"""slices AS (
+            SELECT s.position, x.id, x.confidence
             FROM unnest(%s::bigint[]) WITH ORDINALITY AS s(subject, position)
             CROSS JOIN LATERAL (
                 SELECT knowledge_fact.id, knowledge_fact.confidence
@@ -249,30 +299,41 @@ def candidates(memory: Memory, readable, *, subject_ids: list[int], question: st
                 JOIN knowledge_fact ON knowledge_fact.id = link.fact_id
                 WHERE link.subject_id = s.subject AND link.live AND {where}
                 ORDER BY link.confidence DESC, link.fact_id DESC LIMIT {int(limit)}
-            ) AS x""",
-                [list(subject_ids), *where_params],
-            )
-        )
+            ) AS x)""")
+        params += [list(subject_ids), *where_params]
+        parts.append(("0, position, id, confidence", "FROM slices"))
     parts.append(
         (
-            "SELECT -1, 0::bigint, 0::bigint, 0::float8 "
+            "-1, 0::bigint, 0::bigint, 0::float8",
             "WHERE EXISTS (SELECT 1 FROM knowledge_procedure WHERE memory_id = %s)",
-            [memory.pk],
         )
     )
-    sql = ("WITH " + ",\n".join(ctes) + "\n" if ctes else "") + "\nUNION ALL\n".join(
-        part for part, _ in parts
-    )
-    for _, part_params in parts:
-        params += part_params
+    params.append(memory.pk)
+    found = [f"SELECT id FROM t{index}" for index in range(len(tiers))]
+    found += ["SELECT id FROM slices"] if subject_ids else []
+    hydrate = hydrate and bool(found)
+    selects = [
+        f"SELECT {columns}{', ' + _NO_ROW_SQL if hydrate else ''} {rest}" for columns, rest in parts
+    ]
+    if hydrate:
+        ctes.append(f"found AS ({' UNION '.join(found)})")
+        selects.append(
+            f"SELECT -2, 0::bigint, knowledge_fact.id, NULL::float8, {_ROW_SQL} "
+            "FROM knowledge_fact WHERE knowledge_fact.id IN (SELECT id FROM found)"
+        )
+        params.append(get_embedder().name)
+    sql = ("WITH " + ",\n".join(ctes) + "\n" if ctes else "") + "\nUNION ALL\n".join(selects)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     slices: dict[int, list[tuple[float, int]]] = {}
     tiered: dict[int, list[tuple[float, int]]] = {}
     procedures = False
-    for source, position, pk, value in rows:
-        if source == -1:
+    hydrated: dict[int, Row] = {}
+    for source, position, pk, value, *columns_read in rows:
+        if source == -2:
+            hydrated[pk] = _row(pk, columns_read)
+        elif source == -1:
             procedures = True
         elif source == 0:
             slices.setdefault(position, []).append((value, pk))
@@ -289,23 +350,7 @@ def candidates(memory: Memory, readable, *, subject_ids: list[int], question: st
         text += [pk for _, pk in ranked][: limit - len(text)]
         if len(text) >= enough:
             break
-    return Found(about, text, procedures)
-
-
-@dataclass
-class Row:
-    """A fact as ``retrieval.context`` reads it: no model instance, its subjects' ids and its
-    vector (None when made by another embedder) alongside."""
-
-    pk: int
-    text: str
-    valence: str
-    confidence: float
-    support: int
-    successes: int
-    failures: int
-    subject_ids: list[int]
-    vector: np.ndarray | None
+    return Found(about, text, procedures, hydrated)
 
 
 def nearest_rows(
@@ -314,74 +359,44 @@ def nearest_rows(
     *,
     limit: int,
     readable,
-    ids: list[int],
+    known: dict[int, Row],
 ) -> tuple[list[int], dict[int, Row]]:
     """In one statement: ``nearest(memory, embedding, limit=limit)`` (ids only, nearest
-    first; nothing without an embedding), and the rows of those and of ``ids`` that
-    ``readable`` reads."""
+    first; nothing without an embedding) and, with the ``known`` rows (read by
+    ``candidates``, so readable), the rows of the neighbours ``readable`` reads."""
     rule = readable_where(readable)
+    if embedding is None or rule is None:
+        return [], dict(known)
+    where, where_params = rule
     name = get_embedder().name
-    params: list = []
-    near_sql = ""
-    if embedding is not None:
-        vector = _vector_literal(embedding)
-        live = (
-            _LIVE_SQL.replace("%(memory)s", "%s")
-            .replace("%(now)s", "%s")
-            .replace("%(embedder)s", "%s")
-        )
-        near_sql = f"""
-            SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH};
-            SET LOCAL hnsw.iterative_scan = relaxed_order;
-            WITH near AS (
-                SELECT f.id, f.embedding <=> %s::vector AS distance FROM knowledge_fact f
-                WHERE {live} ORDER BY f.embedding <=> %s::vector LIMIT {int(limit)}
-            ), arrived AS (SELECT id, distance, row_number() OVER () AS arrival FROM near)
-        """
-        params += [vector, memory.pk, timezone.now(), name, vector]
-    select = "SELECT 0 AS near, id, distance, arrival, NULL::text, NULL::varchar, "
-    select += "NULL::float8, NULL::int, NULL::int, NULL::int, NULL::bigint[], NULL::bytea "
-    rows_sql = ""
-    if rule is not None:
-        where, where_params = rule
-        wanted = "SELECT unnest(%s::bigint[])"
-        if near_sql:
-            wanted += " UNION SELECT id FROM arrived"
-        rows_sql = f"""
-            SELECT 1, knowledge_fact.id, NULL::float8, NULL::bigint, knowledge_fact.text,
-                   knowledge_fact.valence, knowledge_fact.confidence, knowledge_fact.support,
-                   knowledge_fact.successes, knowledge_fact.failures,
-                   ARRAY(SELECT link.subject_id FROM knowledge_fact_subjects link
-                         WHERE link.fact_id = knowledge_fact.id),
-                   CASE WHEN knowledge_fact.embedder = %s
-                        THEN vector_send(knowledge_fact.embedding) END
-            FROM knowledge_fact WHERE knowledge_fact.id IN ({wanted}) AND {where}
-        """
-    if near_sql:
-        sql = near_sql + select + "FROM arrived" + (" UNION ALL " + rows_sql if rows_sql else "")
-        if rows_sql:
-            params += [name, list(ids), *where_params]
-    elif rows_sql:
-        sql = rows_sql
-        params += [name, list(ids), *where_params]
-    else:
-        return [], {}
+    vector = _vector_literal(embedding)
+    live = _LIVE_SQL.replace("%(memory)s", "%s").replace("%(now)s", "%s")
+    sql = f"""
+        SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH};
+        SET LOCAL hnsw.iterative_scan = relaxed_order;
+        WITH near AS (
+            SELECT f.id, f.embedding <=> %s::vector AS distance FROM knowledge_fact f
+            WHERE {live.replace("%(embedder)s", "%s")}
+            ORDER BY f.embedding <=> %s::vector LIMIT {int(limit)}
+        ), arrived AS (SELECT id, distance, row_number() OVER () AS arrival FROM near)
+        SELECT 0, id, distance, arrival, {_NO_ROW_SQL} FROM arrived
+        UNION ALL
+        SELECT 1, knowledge_fact.id, NULL::float8, NULL::bigint, {_ROW_SQL}
+        FROM knowledge_fact
+        WHERE knowledge_fact.id IN (SELECT id FROM arrived)
+          AND knowledge_fact.id <> ALL(%s::bigint[]) AND {where}
+    """
+    params = [vector, memory.pk, timezone.now(), name, vector, name, list(known), *where_params]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         while cursor.description is None and cursor.cursor.nextset():
             pass  # past the SET LOCALs to the rows
         fetched = cursor.fetchall()
-    near, rows = [], {}
+    near, rows = [], dict(known)
     for kind, pk, distance, arrival, *columns in fetched:
         if kind == 0:
             near.append((float(distance), arrival, pk))
-            continue
-        text, valence, confidence, support, successes, failures, subject_ids, raw = columns
-        vector = None
-        if raw is not None:  # vector_send: dimensions and a spare int16, then big-endian floats
-            vector = np.frombuffer(bytes(raw), dtype=">f4", offset=4).astype(np.float32)
-        rows[pk] = Row(
-            pk, text, valence, confidence, support, successes, failures, subject_ids, vector
-        )
+        else:
+            rows[pk] = _row(pk, columns)
     near.sort()  # relaxed order: sort what came back, ties in the order they arrived
     return [pk for _, _, pk in near], rows
