@@ -302,6 +302,8 @@ BRAIN_REVIEW_COUNTS = {
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")  # empty: the SDK's default endpoint
 BRAIN_LLM_MODEL = env_str("BRAIN_LLM_MODEL", "claude-sonnet-5-5")
+# The small model for short calls made often (the reflection after every conversation).
+BRAIN_LLM_CHEAP_MODEL = env_str("BRAIN_LLM_CHEAP_MODEL", "claude-haiku-4-5")
 BRAIN_LLM_MAX_RETRIES = env_int("BRAIN_LLM_MAX_RETRIES", 1, minimum=0, maximum=5)
 # Who judges a new fact against what is known: "offline" (rules, free) or "anthropic" (the
 # model above, one call per write). An agent may always pass its own verdict.

@@ -44,6 +44,7 @@ def file_fact(
     embedder: str = "",
     evidence: Sequence[Episode] = (),
     stated: bool | None = None,
+    turn: int | None = None,
 ) -> Fact:
     """A new fact row, queued (its candidate waits in the inbox). Announces ``brain_learned``.
 
@@ -51,7 +52,8 @@ def file_fact(
     be). Each is cited by an observation of its own (when it happened, its words, its
     outcome); the fact is valid from the first observation, not from the moment it was
     written, and its support counts them. ``stated``: ``text`` was said now as well (by
-    default only when there is no evidence).
+    default only when there is no evidence). ``turn``: the turn of the conversation ``source``
+    that said it.
     """
     now = timezone.now()
     prior = CONFIDENCE[confidence]
@@ -81,7 +83,7 @@ def file_fact(
         fact.subjects.set(subjects)
     for index, (when, episode) in enumerate(seen):
         kind = Observation.Kind.TAUGHT if index == 0 else Observation.Kind.RESTATED
-        _observe_one(fact, kind, when, episode, text, by, channel, source, outcome)
+        _observe_one(fact, kind, when, episode, text, by, channel, source, outcome, turn)
     transaction.on_commit(lambda: brain_learned.send(sender=Fact, fact=fact, memory=memory))
     return fact
 
@@ -97,6 +99,7 @@ def observe(
     outcome: bool | None = None,
     when: datetime | None = None,
     episode: Episode | None = None,
+    turn: int | None = None,
 ) -> Observation:
     """Record one time the fact was said: who, when, through what, from where (and from which
     episode, when it was distilled from one)."""
@@ -110,6 +113,7 @@ def observe(
         source=source,
         outcome=outcome,
         episode=episode,
+        turn=turn,
         created_at=when or timezone.now(),
     )
 
@@ -126,7 +130,7 @@ def _observed(
     return sorted(seen, key=lambda pair: (pair[0], pair[1].pk if pair[1] else 0))
 
 
-def _observe_one(fact, kind, when, episode, text, by, channel, source, outcome) -> None:
+def _observe_one(fact, kind, when, episode, text, by, channel, source, outcome, turn=None) -> None:
     """The statement said now (``episode`` None), or one episode, in its own words, time,
     teller and outcome."""
     if episode is None:
@@ -139,6 +143,7 @@ def _observe_one(fact, kind, when, episode, text, by, channel, source, outcome) 
             source=source,
             outcome=outcome,
             when=when,
+            turn=turn,
         )
         return
     observe(
@@ -164,6 +169,7 @@ def strengthen(
     outcome: bool | None = None,
     evidence: Sequence[Episode] = (),
     stated: bool | None = None,
+    turn: int | None = None,
 ) -> Fact:
     """The same thing said again: more support and an observation of its own (who, when,
     where), never more confidence (that takes outcomes) and never a new teacher. Said in
@@ -175,7 +181,7 @@ def strengthen(
     Fact.objects.filter(pk=fact.pk).update(support=F("support") + len(seen))
     for when, episode in seen:
         _observe_one(
-            fact, Observation.Kind.RESTATED, when, episode, text, by, channel, source, outcome
+            fact, Observation.Kind.RESTATED, when, episode, text, by, channel, source, outcome, turn
         )
     fact.refresh_from_db(fields=["support"])
     return fact

@@ -195,10 +195,36 @@ class Source(models.Model):
         max_length=300, blank=True, help_text="The conversation or run id where it came from."
     )
     text = models.TextField(blank=True, help_text="The conversation or document, when kept.")
+    # A conversation (memory/conversations.py) keeps its messages one by one as well, so a fact
+    # can point at the turn that taught it (Observation.turn): each is {"speaker", "person"
+    # (a username, "" when not signed in), "role" ("person" or "assistant"), "text", "at"}.
+    # Turns are only ever appended (a chat that grows turn by turn), never changed.
+    turns = models.JSONField(default=list, blank=True)
+    channel = models.CharField(
+        max_length=10, blank=True, help_text="For a conversation: voice, chat or terminal."
+    )
+    person = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="For a conversation: the person signed in, if anyone was.",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         indexes = [models.Index(fields=["memory", "kind", "reference"])]
+        constraints = [
+            # Posting the same conversation twice finds the first (memory/conversations.py).
+            models.UniqueConstraint(
+                fields=["memory", "reference"],
+                condition=models.Q(kind="conversation") & ~models.Q(reference=""),
+                name="one_source_per_conversation",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.title
@@ -428,6 +454,11 @@ class Observation(models.Model):
         on_delete=models.SET_NULL,
         related_name="observations",
         help_text="The episode this observation was distilled from, when it came from one.",
+    )
+    turn = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="The turn of its source's conversation that said it (0 is the first).",
     )
     created_at = models.DateTimeField(default=timezone.now)
 

@@ -80,3 +80,45 @@ def mentioned_ids(memory: Memory, text: str) -> list[int]:
     """The pks of ``mentioned_in``, reading only the labels (recall needs no more)."""
     labelled = Subject.objects.for_memory(memory).order_by("pk")
     return _mentioned(labelled.values_list("pk", "name", "aliases", "entity_id"), text)
+
+
+# People --------------------------------------------------------------------------------------
+
+
+def _names_of(user) -> list[str]:
+    """The names a signed-in person goes by, as a person subject may be named: first name,
+    full name, username."""
+    names = [user.first_name, user.get_full_name(), user.get_username()]
+    return [name for name in dict.fromkeys(names) if name]
+
+
+def person_of(memory: Memory, user) -> Subject | None:
+    """The person subject that is ``user`` in this memory: named by their first name, full
+    name or username (or a nickname of one), or with the entity ``person.<username>``. None
+    for the system (``user=None``) and for a person the memory has no page for."""
+    if user is None:
+        return None
+    people = Subject.objects.for_memory(memory).filter(kind=Subject.Kind.PERSON)
+    found = None
+    for name in _names_of(user):
+        found = people.named(name).order_by("pk").first()
+        if found is not None:
+            break
+    if found is None:
+        entity = f"person.{user.get_username()}".casefold()
+        found = people.filter(entity_id__iexact=entity).order_by("pk").first()
+    return found
+
+
+def person_named(memory: Memory, name: str, *, user=None) -> Subject:
+    """The person subject called ``name`` (``user``'s own, when it is a signed-in person's),
+    made if the memory has none yet: what a person says about themselves is about them."""
+    found = person_of(memory, user) if user is not None else None
+    if found is None:
+        people = Subject.objects.for_memory(memory).filter(kind=Subject.Kind.PERSON)
+        found = people.named(name).order_by("pk").first()
+    if found is None:
+        found, _ = Subject.objects.get_or_create(
+            memory=memory, kind=Subject.Kind.PERSON, name=name[:200]
+        )
+    return found

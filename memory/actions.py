@@ -169,6 +169,7 @@ def learn(
     source: Source | None = None,
     kind: str | None = None,
     evidence: Sequence[Episode] = (),
+    turn: int | None = None,
 ) -> Learned:
     """Teach brain one statement, from any surface: the secret filter, the write gate, then a
     fact row (queued) and its inbox item — or, when it is already known, more support.
@@ -177,6 +178,8 @@ def learn(
     own distillation, ``memory_write``); the fact cites each and is valid from the first. The
     caller claims them. Episodes still waiting that say the same (``gate.pending_twins``) are
     claimed here and cited too, so a duplicate is caught before any sleep pass has run.
+    ``turn``: the turn of the conversation ``source`` that said it (its observation points
+    there, so "See the run" opens the conversation at that turn).
 
     Raises ValidationError (empty, too long, a secret), UnknownSubject, or gate.BadVerdict.
     Two identical statements taught at the same moment make one fact with support 2.
@@ -231,6 +234,7 @@ def learn(
                 outcome=outcome,
                 evidence=cited,
                 stated=not evidence,
+                turn=turn,
             )
             return Learned("same", fact, None, judgement.reason, caught=tuple(caught))
         fact = knowledge_actions.file_fact(
@@ -247,6 +251,7 @@ def learn(
             embedder=embedder.name,
             evidence=cited,
             stated=not evidence,
+            turn=turn,
         )
         superseded = conflict = earlier = None
         if judgement.verdict in ("contradiction", "refinement"):

@@ -45,7 +45,6 @@ from django.utils import timezone
 from brain.celery import send_on_commit
 from brain.db import retry
 from brain.embedded import pid_alive
-from brain.errors import StateConflict
 from knowledge.actions import reconcile_with_document
 from knowledge.models import Fact, Memory
 from knowledge.statements import compare
@@ -68,6 +67,7 @@ from memory.composers.base import (
 )
 from memory.composers.offline import distil_voice
 from memory.models import ConsolidationRun, DocumentRevision, InboxItem
+from memory.switches import LearningOff
 
 logger = logging.getLogger(__name__)
 
@@ -106,13 +106,6 @@ def _executor() -> str:
 
 
 # Asking for a pass ---------------------------------------------------------------------------
-
-
-class LearningOff(StateConflict):
-    def __init__(self, memory: Memory):
-        super().__init__(
-            f"Learning is switched off for {memory.name}: nothing is filed until it is back on."
-        )
 
 
 @dataclass(frozen=True)

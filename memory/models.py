@@ -345,3 +345,83 @@ class Brief(models.Model):
 
     def __str__(self) -> str:
         return f"Brief for {self.memory} at {self.written_at:%Y-%m-%d %H:%M}"
+
+
+class ReflectionRunQuerySet(models.QuerySet):
+    def running(self) -> ReflectionRunQuerySet:
+        return self.filter(state=ReflectionRun.State.RUNNING)
+
+    def for_source(self, source) -> ReflectionRunQuerySet:
+        return self.filter(source=source)
+
+
+class ReflectionRun(models.Model):
+    """One reflection over a conversation (memory/reflection.py): the turns it read, what it
+    filed through ``learn``, and why it filed nothing when it did.
+
+    The row is the lease, as a consolidation pass's is: created running and unclaimed, claimed
+    by a conditional UPDATE, and unique per conversation and first turn read, so posting the
+    same conversation twice, or delivering its message twice, reflects it once.
+    """
+
+    class State(models.TextChoices):
+        RUNNING = "running"
+        FILED = "filed"
+        NOTHING = "nothing", "filed nothing"
+        FAILED = "failed"
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="reflections")
+    source = models.ForeignKey(
+        "knowledge.Source", on_delete=models.CASCADE, related_name="reflections"
+    )
+    since_turn = models.PositiveIntegerField(
+        default=0, help_text="The first turn it reads: what was said before it was read before."
+    )
+    read_to = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The turn after the last one it read."
+    )
+    turns_read = models.PositiveIntegerField(default=0)
+    state = models.CharField(max_length=8, choices=State.choices, default=State.RUNNING)
+    reason = models.TextField(blank=True)
+    extractor = models.CharField(max_length=32, blank=True)
+    # What the extractor said, kept before anything is filed, so a run taken over after its
+    # worker died files the same statements without asking the model again.
+    statements = models.JSONField(default=list, blank=True)
+    filed = models.JSONField(default=list, blank=True)
+    notes = models.JSONField(default=list, blank=True)
+    started_at = models.DateTimeField(default=timezone.now)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    executor = models.CharField(max_length=255, blank=True)  # host:pid of the worker process
+    lease_expires_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ReflectionRunQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["source", "since_turn"], name="one_reflection_per_reading"
+            ),
+        ]
+        indexes = [models.Index(fields=["memory", "-started_at"], name="reflection_newest")]
+
+    def __str__(self) -> str:
+        return f"reflection #{self.pk} ({self.state})"
+
+    @property
+    def is_running(self) -> bool:
+        return self.state == self.State.RUNNING
+
+    @property
+    def message(self) -> str:
+        """What the run did, in words, as the Sources page and the CLI say it."""
+        if self.state == self.State.RUNNING:
+            return "Reflecting on the conversation…"
+        if self.state == self.State.FILED:
+            count = len(self.filed)
+            noun = "fact" if count == 1 else "facts"
+            texts = "; ".join(f"“{entry['text']}”" for entry in self.filed)
+            return f"Learned {count} {noun} from the conversation: {texts}."
+        if self.state == self.State.NOTHING:
+            return f"Filed nothing: {self.reason}"
+        return f"Failed: {self.reason}"

@@ -1,7 +1,7 @@
 from celery import shared_task
 from django.conf import settings
 
-from memory import brief, consolidator
+from memory import brief, consolidator, reflection
 
 
 @shared_task(
@@ -28,3 +28,9 @@ def consolidate_daily() -> None:
 @shared_task(ignore_result=True)
 def write_briefs() -> None:
     brief.write_all()
+
+
+@shared_task(acks_late=True, ignore_result=True, soft_time_limit=240, time_limit=270)
+def reflect(run_id: int) -> None:
+    """One reflection over a conversation (memory/reflection.py); safe to deliver twice."""
+    reflection.execute(run_id)

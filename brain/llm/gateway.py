@@ -32,8 +32,9 @@ def configured() -> bool:
     return bool(settings.ANTHROPIC_API_KEY)
 
 
-def provider_from_settings() -> Provider:
+def provider_from_settings(*, cheap: bool = False) -> Provider:
     """The provider the settings name, built afresh so a settings change takes effect at once.
+    ``cheap``: the small model (``BRAIN_LLM_CHEAP_MODEL``) for short, frequent calls.
 
     Raises LLMError when none is configured: callers should have asked ``configured()``.
     """
@@ -43,7 +44,7 @@ def provider_from_settings() -> Provider:
         return AnthropicProvider(
             api_key=settings.ANTHROPIC_API_KEY,
             base_url=settings.ANTHROPIC_BASE_URL or None,
-            model=settings.BRAIN_LLM_MODEL,
+            model=settings.BRAIN_LLM_CHEAP_MODEL if cheap else settings.BRAIN_LLM_MODEL,
         )
     raise LLMError("No model provider is configured: set ANTHROPIC_API_KEY.")
 
@@ -65,6 +66,7 @@ def complete[T: pydantic.BaseModel](
     max_tokens: int,
     timeout: float,
     output: type[T] | None = None,
+    cheap: bool = False,
 ) -> Answer[T]:
     """Ask the configured model; return its answer, validated as ``output`` when given.
 
@@ -72,8 +74,9 @@ def complete[T: pydantic.BaseModel](
     calling. Transient failures are retried (BRAIN_LLM_MAX_RETRIES) only while the deadline
     leaves room. Raises LLMTimeout, LLMUnavailable, LLMInvalidOutput or LLMError; LLMError
     also when no provider is configured (no row is written then: nothing was asked).
+    ``cheap`` asks the small model (a reflection over a conversation, after every voice chat).
     """
-    provider = provider_from_settings()
+    provider = provider_from_settings(cheap=cheap)
     if output is not None:
         system = f"{system}\n\n{structured.instruction(output)}"
     call = ModelCall(
