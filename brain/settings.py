@@ -373,6 +373,19 @@ CELERY_BEAT_SCHEDULE["review-tend"] = {
     "task": "review.tasks.tend",
     "schedule": crontab(hour=4, minute=15),
 }
+# What the house's own events show (review/insight.py): guesses about what is done by hand at a
+# regular time, findings through the inbox. Daily, after tending and before the brief; events
+# past their keeping are removed first.
+CELERY_BEAT_SCHEDULE["review-insight"] = {
+    "task": "review.tasks.insight_every_memory",
+    "schedule": crontab(hour=5, minute=0),
+}
+# Deep review of every learning memory, as the Knowledge tab's button starts it: weekly, since it
+# reads everything known and what it finds changes slowly.
+CELERY_BEAT_SCHEDULE["review-deep-review"] = {
+    "task": "review.tasks.deep_review_every_memory",
+    "schedule": crontab(hour=5, minute=30, day_of_week="mon"),
+}
 # After a change of BRAIN_EMBEDDER, stale vectors are re-embedded in the background.
 CELERY_BEAT_SCHEDULE["knowledge-reembed"] = {
     "task": "knowledge.tasks.reembed_facts",

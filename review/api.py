@@ -25,8 +25,18 @@ from knowledge import access
 from knowledge.models import Memory, Permission
 from review import findings as review_findings
 from review import guesses as review_guesses
+from review import house_events as review_house_events
 from review import status as review_status
-from review.models import MAX_REASON, MAX_TEXT, Event, Finding, Guess, Rule, Severity
+from review.models import (
+    MAX_REASON,
+    MAX_TEXT,
+    Event,
+    Finding,
+    Guess,
+    HouseEvent,
+    Rule,
+    Severity,
+)
 
 
 def _finding(memory: Memory, pk: int) -> Finding:
@@ -366,3 +376,71 @@ def timeline(request: Request, memory: Memory) -> Response:
     pages = TimelinePages()
     page = pages.paginate_queryset(Event.objects.for_memory(memory), request)
     return pages.get_paginated_response(EventSerializer(page, many=True).data)
+
+
+# House events --------------------------------------------------------------------------------
+
+
+class HouseEventSerializer(serializers.ModelSerializer):
+    sent_as = serializers.CharField(source="reference")
+
+    class Meta:
+        model = HouseEvent
+        fields = ["id", "entity_id", "state", "from_state", "cause", "who", "at", "sent_as"]
+
+
+class NewHouseEventSerializer(serializers.Serializer):
+    """One event; a batch is a list of these, or ``{"events": [...]}``."""
+
+    entity_id = serializers.CharField(max_length=255, help_text="light.hall")
+    state = serializers.CharField(max_length=review_house_events.STATE_MAX, help_text='"on"')
+    from_state = serializers.CharField(required=False, allow_blank=True)
+    cause = serializers.ChoiceField(choices=HouseEvent.Cause.choices)
+    who = serializers.CharField(
+        required=False, allow_blank=True, help_text="Sarah, or an automation"
+    )
+    at = serializers.DateTimeField()
+    id = serializers.CharField(
+        required=False, allow_blank=True, help_text="Your id for it: sent twice, kept once."
+    )
+
+
+class ReceivedSerializer(serializers.Serializer):
+    received = serializers.IntegerField()
+    duplicates = serializers.IntegerField()
+    events = serializers.ListField(child=serializers.IntegerField())
+    detail = serializers.CharField()
+
+
+class HouseEventPages(inputs.CursorPages):
+    page_size = 100
+    max_page_size = 500
+    page_size_query_param = "page_size"
+    ordering = ("-at", "-pk")
+
+
+@extend_schema(
+    request=NewHouseEventSerializer,
+    responses={200: HouseEventSerializer(many=True), 201: ReceivedSerializer},
+)
+@api_view(["GET", "POST"])
+@access.requires(Permission.READ, POST=Permission.TEACH)
+def house_events(request: Request, memory: Memory) -> Response:
+    """What changed in the house, by hand or by an automation, when and by whom. POST one
+    event, a list, or ``{"events": [...]}`` (at most 500): checked whole before any is kept,
+    a 400 naming the event and the field otherwise. Insight runs read them. GET: the newest
+    first (cursor pagination: follow ``next``)."""
+    if request.method == "GET":
+        pages = HouseEventPages()
+        page = pages.paginate_queryset(HouseEvent.objects.for_memory(memory), request)
+        return pages.get_paginated_response(HouseEventSerializer(page, many=True).data)
+    received = review_house_events.record(memory=memory, body=request.data)
+    return Response(
+        {
+            "received": len(received.events),
+            "duplicates": received.duplicates,
+            "events": [event.pk for event in received.events],
+            "detail": received.message,
+        },
+        status=status.HTTP_201_CREATED,
+    )

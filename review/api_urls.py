@@ -15,4 +15,5 @@ urlpatterns = [
     path("guesses/<int:pk>/dismiss", api.dismiss, name="dismiss"),
     path("status/", api.sensors, name="status"),
     path("timeline/", api.timeline, name="timeline"),
+    path("events/", api.house_events, name="events"),
 ]

@@ -503,3 +503,9 @@ def _named(memory: Memory, words: str) -> Subject | None:
     if not words.strip():
         return None
     return Subject.objects.for_memory(memory).named(words).order_by("-present", "pk").first()
+
+
+def start_every_deep_review() -> list[DeepReview]:
+    """Beat: a Deep review of every memory that is learning (one already running is left to
+    finish). Learning off skips a memory: a review proposes what brain would learn."""
+    return [start(memory=memory) for memory in Memory.objects.filter(learning=True)]

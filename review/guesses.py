@@ -76,15 +76,9 @@ def propose_guess(
     vector = embedder.embed_one(text)
     with transaction.atomic():
         Memory.objects.select_for_update(no_key=True).filter(pk=memory.pk).first()
-        for earlier in Guess.objects.for_memory(memory).exclude(state=Guess.State.EXPIRED):
-            if _same_question(earlier, text, vector, embedder.name, subject):
-                if earlier.state in (Guess.State.CONFIRMED, Guess.State.REJECTED):
-                    return Proposed(
-                        None, f"Not asked: it was already {earlier.state} (“{earlier.text}”)."
-                    )
-                return Proposed(
-                    None, f"Not asked: the same question is pending (“{earlier.text}”)."
-                )
+        earlier = _earlier(memory, text, vector, embedder.name, subject)
+        if earlier is not None:
+            return Proposed(None, _not_asked(earlier))
         guess = Guess.objects.create(
             memory=memory,
             text=text,
@@ -101,6 +95,37 @@ def propose_guess(
     return Proposed(
         guess, f"Worked out; it waits for a free slot ({OPEN_GUESSES_AT_MOST} are open)."
     )
+
+
+def _earlier(
+    memory: Memory, text: str, vector: list[float], embedder: str, subject: Subject | None
+) -> Guess | None:
+    """The guess, pending or answered, that already asks ``text`` in some wording."""
+    for earlier in Guess.objects.for_memory(memory).exclude(state=Guess.State.EXPIRED):
+        if _same_question(earlier, text, vector, embedder, subject):
+            return earlier
+    return None
+
+
+def _not_asked(earlier: Guess) -> str:
+    if earlier.state in (Guess.State.CONFIRMED, Guess.State.REJECTED):
+        return f"Not asked: it was already {earlier.state} (“{earlier.text}”)."
+    return f"Not asked: the same question is pending (“{earlier.text}”)."
+
+
+def already_asked(*, memory: Memory, text: str, subject: Subject | None = None) -> str:
+    """Why ``text`` would not be asked (pending, or answered, in some wording), or "" when it
+    would be: a caller checks this before spending anything on working a guess out.
+    ``propose_guess`` checks again under the lock, so this is advice, not a promise."""
+    text = _question(text)
+    embedder = get_embedder()
+    earlier = _earlier(memory, text, embedder.embed_one(text), embedder.name, subject)
+    return _not_asked(earlier) if earlier is not None else ""
+
+
+def slot_free(memory: Memory) -> bool:
+    """Whether a guess offered now would be asked at once (fewer than three are open)."""
+    return Guess.objects.for_memory(memory).open().count() < OPEN_GUESSES_AT_MOST
 
 
 def _offer_waiting(memory: Memory, now: datetime | None = None) -> None:

@@ -341,3 +341,106 @@ class DeepReview(models.Model):
 
     def __str__(self) -> str:
         return f"Deep review #{self.pk} ({self.state})"
+
+
+class HouseEventQuerySet(models.QuerySet):
+    def for_memory(self, memory: Memory) -> HouseEventQuerySet:
+        return self.filter(memory=memory)
+
+    def by_hand(self) -> HouseEventQuerySet:
+        return self.filter(cause=HouseEvent.Cause.BY_HAND)
+
+
+class HouseEvent(models.Model):
+    """Something in the house changed state (a light switched on, a door locked), by hand or by
+    an automation, when, and who: what an insight run reads (``review/insight.py``).
+
+    Posted by Home Assistant (``POST /api/events/``), checked and bounded there
+    (``review/house_events.py``); kept for ``house_events.KEPT_FOR``, then removed.
+    """
+
+    class Cause(models.TextChoices):
+        BY_HAND = "by_hand", "by hand"
+        AUTOMATION = "automation", "by an automation"
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="house_events")
+    entity_id = models.CharField(max_length=255)
+    subject = models.ForeignKey(
+        Subject, null=True, blank=True, on_delete=models.SET_NULL, related_name="house_events"
+    )
+    state = models.CharField(max_length=100)
+    from_state = models.CharField(max_length=100, blank=True)
+    cause = models.CharField(max_length=10, choices=Cause.choices)
+    who = models.CharField(
+        max_length=150, blank=True, help_text="The person, or the automation, that changed it."
+    )
+    at = models.DateTimeField(help_text="When it changed.")
+    reference = models.CharField(
+        max_length=100, blank=True, help_text="The sender's id for it: sent twice, kept once."
+    )
+    received_at = models.DateTimeField(default=timezone.now)
+
+    objects = HouseEventQuerySet.as_manager()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["memory", "-at"], name="house_event_newest"),
+            models.Index(fields=["memory", "cause", "at"], name="house_event_cause_at"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["memory", "reference"],
+                condition=~models.Q(reference=""),
+                name="one_house_event_per_reference",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.entity_id} → {self.state} {self.get_cause_display()}"
+
+
+class InsightRunQuerySet(models.QuerySet):
+    def running(self) -> InsightRunQuerySet:
+        return self.filter(state=InsightRun.State.RUNNING)
+
+
+class InsightRun(models.Model):
+    """One insight run over a memory's recent house events and facts (``review/insight.py``).
+
+    The row is the lease: at most one runs per memory (a partial unique index), claimed by a
+    conditional UPDATE, and a run whose lease ran out is settled as lost by the next start.
+    """
+
+    class State(models.TextChoices):
+        RUNNING = "running"
+        DONE = "done"
+        SKIPPED = "skipped"
+        FAILED = "failed"
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="insight_runs")
+    state = models.CharField(max_length=8, choices=State.choices, default=State.RUNNING)
+    started_at = models.DateTimeField(default=timezone.now)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    events_read = models.PositiveIntegerField(default=0)
+    read_to_event = models.BigIntegerField(
+        null=True, blank=True, help_text="The newest house event it read (by id)."
+    )
+    report = models.TextField(blank=True)
+    lines = models.JSONField(default=list, blank=True)
+
+    objects = InsightRunQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["memory"],
+                condition=models.Q(state="running"),
+                name="one_running_insight_run_per_memory",
+            ),
+        ]
+        indexes = [models.Index(fields=["memory", "-started_at"], name="insight_run_newest")]
+
+    def __str__(self) -> str:
+        return f"Insight run #{self.pk} ({self.state})"

@@ -1,8 +1,9 @@
 import httpx2
 from celery import shared_task
 
-from review import findings, guesses, timeline
-from review.deep_review import run_for_id
+from review import findings, guesses, house_events, timeline
+from review import insight as review_insight
+from review.deep_review import run_for_id, start_every_deep_review
 from review.models import Event
 
 
@@ -30,3 +31,22 @@ def tend() -> None:
 def deep_review(review_id: int) -> None:
     """Deep review from the Knowledge tab. Safe to run twice; exits when its row is settled."""
     run_for_id(review_id)
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def insight(run_id: int) -> None:
+    """One insight run. Safe to run twice; exits when its row is claimed, settled or gone."""
+    review_insight.execute(run_id)
+
+
+@shared_task(ignore_result=True)
+def insight_every_memory() -> None:
+    """Beat: events past their keeping removed, then an insight run for every learning memory."""
+    house_events.remove_old()
+    review_insight.every_memory()
+
+
+@shared_task(ignore_result=True)
+def deep_review_every_memory() -> None:
+    """Beat: Deep review of every learning memory, as the Knowledge tab's button starts it."""
+    start_every_deep_review()
