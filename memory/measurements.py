@@ -36,6 +36,16 @@ def _when(moment) -> str:
     )
 
 
+# The last measurement's label, by how the last pass ended: a sentence, never the state's code.
+LAST_PASS_WORDS = {
+    ConsolidationRun.State.FILED: "last filed",
+    ConsolidationRun.State.KEPT: "last pass kept the queue",
+    ConsolidationRun.State.REFUSED: "last pass refused its answer",
+    ConsolidationRun.State.FAILED: "last pass failed",
+    ConsolidationRun.State.TIMED_OUT: "last pass timed out",
+}
+
+
 def measure(memory: Memory) -> list[Measurement]:
     now = timezone.now()
     live = Fact.objects.for_memory(memory).live()
@@ -69,7 +79,7 @@ def measure(memory: Memory) -> list[Measurement]:
         ),
         Measurement(
             "filed",
-            f"last filed{': ' + last.get_state_display() if last else ''}",
+            LAST_PASS_WORDS.get(last.state, "last pass") if last else "last filed",
             last_value,
             last.outcome if last else "",
         ),
