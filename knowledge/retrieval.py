@@ -1,7 +1,9 @@
 """Recall: the block of memory a run is given, and searches over what is known.
 
 ``context()`` fills a token budget with facts about the subjects in play first, then facts that
-share words (full text) or meaning (vectors) with the question. One subject may take at most
+share words (full text) or meaning (vectors) with the question. The reader's own page (their
+person subject, ``subjects.person_of``) is in play too, so what they said about themselves ("I
+like the bedroom at 19") comes back for them and not as everyone's. One subject may take at most
 SUBJECT_SHARE of the budget, so a chatty device cannot crowd out the rest. Failures are fitted
 first, under their own heading, so under pressure the expensive lessons are the last dropped.
 Each block is ordered as a V (best at the head and the tail, where a model reads best), each
@@ -55,7 +57,12 @@ import numpy as np
 from knowledge import envelope, search
 from knowledge.embedding import get_embedder, question_vector_soon
 from knowledge.models import Fact, Memory, Procedure, Subject
-from knowledge.subjects import mentioned_ids, mentioned_in, resolve
+from knowledge.subjects import (
+    mentioned_ids_and_page,
+    mentioned_in,
+    person_of,
+    resolve,
+)
 
 MIN_BUDGET = 50  # below this not one line and its envelope fit
 MAX_BUDGET = 32_000
@@ -212,7 +219,8 @@ def context(
     asked = bool(question.strip())
     soon = question_vector_soon(get_embedder(), question) if asked else None
     in_play = [subject.pk for subject in resolve(memory, list(subjects))]
-    in_play += [pk for pk in mentioned_ids(memory, question) if pk not in in_play]
+    mentioned, own_page = mentioned_ids_and_page(memory, question, reader)
+    in_play += [pk for pk in [*mentioned, own_page] if pk is not None and pk not in in_play]
     rule = search.readable_where(Fact.objects.for_memory(memory).live().readable_by(reader))
     found = search.candidates(
         memory,
@@ -254,6 +262,8 @@ def plain_context(
     if not memory.memory_injection:
         return Context("")
     in_play = _in_play(memory, subjects, question)
+    own_page = person_of(memory, reader)
+    in_play += [own_page] if own_page is not None and own_page not in in_play else []
     candidates, near_identical = diversify(
         ranked_facts(memory, question=question, subjects=in_play, reader=reader)
     )

@@ -87,27 +87,47 @@ def mentioned_ids(memory: Memory, text: str) -> list[int]:
 
 def _names_of(user) -> list[str]:
     """The names a signed-in person goes by, as a person subject may be named: first name,
-    full name, username."""
+    full name, username (lower case, in that order)."""
     names = [user.first_name, user.get_full_name(), user.get_username()]
-    return [name for name in dict.fromkeys(names) if name]
+    return [name.casefold() for name in dict.fromkeys(names) if name]
+
+
+def _page_of(rows, user) -> int | None:
+    """The pk of ``user``'s own person page among ``rows`` of (pk, kind, name, aliases,
+    entity_id) in pk order: named by their first name, full name or username (or a nickname
+    of one), in that order of preference, else the entity ``person.<username>``."""
+    if user is None:
+        return None
+    people = [row for row in rows if row[1] == Subject.Kind.PERSON]
+    for name in _names_of(user):
+        for pk, _kind, subject_name, aliases, _entity in people:
+            if subject_name.casefold() == name or name in aliases:
+                return pk
+    entity = f"person.{user.get_username()}".casefold()
+    return next((row[0] for row in people if row[4].casefold() == entity), None)
 
 
 def person_of(memory: Memory, user) -> Subject | None:
-    """The person subject that is ``user`` in this memory: named by their first name, full
-    name or username (or a nickname of one), or with the entity ``person.<username>``. None
-    for the system (``user=None``) and for a person the memory has no page for."""
+    """The person subject that is ``user`` in this memory (``_page_of``). None for the system
+    (``user=None``) and for a person the memory has no page for. Recall for a reader brings
+    their page's facts — their own preferences — as if they had named themselves."""
     if user is None:
         return None
-    people = Subject.objects.for_memory(memory).filter(kind=Subject.Kind.PERSON)
-    found = None
-    for name in _names_of(user):
-        found = people.named(name).order_by("pk").first()
-        if found is not None:
-            break
-    if found is None:
-        entity = f"person.{user.get_username()}".casefold()
-        found = people.filter(entity_id__iexact=entity).order_by("pk").first()
-    return found
+    people = Subject.objects.for_memory(memory).filter(kind=Subject.Kind.PERSON).order_by("pk")
+    rows = people.values_list("pk", "kind", "name", "aliases", "entity_id")
+    pk = _page_of(list(rows), user)
+    return people.get(pk=pk) if pk is not None else None
+
+
+def mentioned_ids_and_page(memory: Memory, text: str, reader) -> tuple[list[int], int | None]:
+    """``mentioned_ids`` and the pk of the reader's own page (``person_of``), from one read
+    of the labels."""
+    labelled = Subject.objects.for_memory(memory).order_by("pk")
+    rows = list(labelled.values_list("pk", "kind", "name", "aliases", "entity_id"))
+    mentioned = _mentioned(
+        [(pk, name, aliases, entity) for pk, _, name, aliases, entity in rows], text
+    )
+    return mentioned, _page_of(rows, reader)
 
 
 def person_named(memory: Memory, name: str, *, user=None) -> Subject:
