@@ -391,6 +391,9 @@ class Fact(models.Model):
             models.Index(fields=["memory", "normalized"], name="fact_memory_normalized"),
             models.Index(fields=["memory", "-created_at"], name="fact_memory_newest"),
             models.Index(fields=["memory", "-confidence"], name="fact_memory_certain"),
+            # The newest full-text matches of one memory, without walking other memories' rows
+            # (knowledge/search.py).
+            models.Index(fields=["memory", "-id"], name="fact_memory_id"),
             # No pending list (migration 0011 says why): every search reads only the index.
             GinIndex(fields=["search_vector"], name="fact_search_vector", fastupdate=False),
             # Substring search of the facts list ("beacon", "hall sens") stays indexed.

@@ -1,4 +1,4 @@
-"""The full-text and trigram indexes without a pending list.
+"""The full-text and trigram indexes without a pending list, and each memory's facts newest first.
 
 A GIN index with ``fastupdate`` (PostgreSQL's default) puts new entries in an unsorted pending
 list, merged into the index only when the list reaches ``gin_pending_list_limit`` (4 MB) or
@@ -8,10 +8,15 @@ read all of them (11.9 ms of a statement that takes 0.9 ms once the list is merg
 is read far more often than it is taught, and a fact's entries written straight into the index
 cost a fraction of a millisecond, so the indexes are kept without one. The lists already there
 are merged here.
+
+Full text ranks a tier's newest matches (``knowledge/search.py``). For a common word the
+planner walks the primary key backwards and stops at the first matches; with only the primary
+key it walked every newer row of every other memory first (37 ms in a 10k memory beside a 100k
+one, 7.8 ms on (memory, id)).
 """
 
 from django.contrib.postgres.indexes import GinIndex
-from django.db import migrations
+from django.db import migrations, models
 
 INDEXES = {
     "fact": ["fact_search_vector", "fact_text_trgm"],
@@ -52,5 +57,9 @@ class Migration(migrations.Migration):
         migrations.SeparateDatabaseAndState(
             database_operations=[migrations.RunSQL(FORWARD, BACKWARD)],
             state_operations=_state(fastupdate=False),
-        )
+        ),
+        migrations.AddIndex(
+            model_name="fact",
+            index=models.Index(fields=["memory", "-id"], name="fact_memory_id"),
+        ),
     ]
