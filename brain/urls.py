@@ -6,7 +6,7 @@ from drf_spectacular.views import SpectacularAPIView
 from brain import views
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", include("review.house_urls")),
     path("healthz", views.healthz, name="healthz"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -1,8 +1,7 @@
 from typing import Any
 
 from django.contrib.auth.decorators import login_not_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -27,7 +26,3 @@ def healthz(request: HttpRequest) -> JsonResponse:
             name for name, check in (("database", database), ("broker", broker)) if not check.ok
         ]
     return JsonResponse(body, status=200 if ok else 503)
-
-
-def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "brain/home.html")

@@ -27,6 +27,7 @@ from knowledge.models import Memory, Permission, Subject
 from review import counts, deep_review
 from review import findings as review_findings
 from review import guesses as review_guesses
+from review.house import overview
 from review.models import MAX_REASON, DeepReview, Event, Finding, Guess, Rule, Severity
 
 PAGE = "review/findings.html"
@@ -400,4 +401,16 @@ def deep_review_status(request: HttpRequest, pk: int, memory: Memory) -> HttpRes
     finished = review.state != DeepReview.State.RUNNING
     return htmx.partial(
         request, f"{DEEP_REVIEW}#status", {"review": review}, event=CHANGED if finished else None
+    )
+
+
+# The House page ---------------------------------------------------------------------------------
+
+
+@require_GET
+@access.requires(Permission.READ)
+def house(request: HttpRequest, memory: Memory) -> HttpResponse:
+    """``/``: the overview of one home (review.house)."""
+    return render(
+        request, "review/house.html", {"memory": memory, "house": overview(memory, request.user)}
     )

@@ -1,0 +1,211 @@
+"""The House page (``/``): the overview of one home, read for one person.
+
+It lives in review because review is the highest app whose data it shows (what waits on you is
+review's; what was learned is knowledge's; the brief and the queue are memory's), so it reads
+every part by import and the platform (``brain/``) still imports no app.
+
+What it holds, each number the same count as the page it links to shows:
+
+- what waits on you: the open findings and open guesses (the Findings tab's one list and its
+  badge), their count and the first ``FIRST_FEW`` in the Findings tab's order;
+- this morning's brief (the Knowledge tab's);
+- what was learned recently: the newest ``RECENT`` live facts the person may read, with who
+  taught them, through what, and the source to open;
+- the state of the memory: facts known and waiting to be filed (the Knowledge tab's
+  measurements), the last pass and whether a worker checked in (``brain.health``);
+- facts learned and findings raised per week over the last ``WEEKS`` weeks, drawn as a small SVG
+  on the server: no script, no charting library, nothing from another origin (the CSP allows
+  none), and shapes styled by class from our own stylesheet (the CSP forbids inline styles).
+
+Reads are a fixed number of queries whatever the size of the memory (two grouped counts for the
+chart, never one per week).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from django.db.models import Count
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from brain import health
+from knowledge.models import Fact, Memory
+from memory import brief as briefs
+from memory import measurements
+from memory.models import Brief, ConsolidationRun, InboxItem
+from review.models import Finding, Guess
+
+FIRST_FEW = 3  # of each kind: enough to see what it is about, the rest is one click away
+RECENT = 6
+WEEKS = 13  # three months
+
+# The chart's geometry, in SVG user units (it scales to the card's width).
+CHART_WIDTH = 640
+CHART_HEIGHT = 170
+PLOT_TOP = 12
+PLOT_BOTTOM = 140  # the baseline; week labels sit under it
+PLOT_LEFT = 8
+BAR_GAP = 2
+
+
+@dataclass(frozen=True)
+class Bar:
+    x: float
+    y: float
+    width: float
+    height: float
+    count: int
+
+
+@dataclass(frozen=True)
+class Week:
+    starts: date
+    learned: int
+    raised: int
+    learned_bar: Bar
+    raised_bar: Bar
+    label_x: float
+    labelled: bool
+
+    @property
+    def title(self) -> str:
+        return (
+            f"Week of {self.starts:%-d %b}: {self.learned} learned, "
+            f"{self.raised} finding{'' if self.raised == 1 else 's'} raised"
+        )
+
+
+@dataclass(frozen=True)
+class Chart:
+    weeks: list[Week]
+    learned: int
+    raised: int
+    width: int = CHART_WIDTH
+    height: int = CHART_HEIGHT
+    baseline: int = PLOT_BOTTOM
+    tick_y: int = CHART_HEIGHT - 8
+
+    @property
+    def description(self) -> str:
+        return (
+            f"Facts learned and findings raised per week over the last {len(self.weeks)} "
+            f"weeks: {self.learned} learned, {self.raised} raised."
+        )
+
+
+@dataclass(frozen=True)
+class House:
+    findings: list[Finding]
+    findings_count: int
+    guesses: list[Guess]
+    guesses_count: int
+    brief: Brief | None
+    brief_text: str
+    recent: list[Fact]
+    known: int
+    waiting: int
+    last_pass: ConsolidationRun | None
+    last_pass_words: str
+    worker: str  # ok, stale or unknown (brain.health.worker_status)
+    worker_seen: datetime | None
+    chart: Chart
+
+    @property
+    def waiting_on_you(self) -> int:
+        return self.findings_count + self.guesses_count
+
+
+def overview(memory: Memory, reader, *, now: datetime | None = None) -> House:
+    now = now or timezone.now()
+    open_findings = Finding.objects.for_memory(memory).open()
+    open_guesses = Guess.objects.for_memory(memory).open()
+    readable = Fact.objects.for_memory(memory).readable_by(reader)
+    live = readable.live(now=now)
+    latest_brief = Brief.objects.latest_for(memory)
+    worker = health.worker_status()
+    last = (
+        ConsolidationRun.objects.filter(memory=memory)
+        .exclude(state=ConsolidationRun.State.RUNNING)
+        .order_by("-finished_at")
+        .first()
+    )
+    return House(
+        findings=list(open_findings.in_review_order().select_related("subject")[:FIRST_FEW]),
+        findings_count=open_findings.count(),
+        guesses=list(open_guesses.order_by("offered_at", "pk")[:FIRST_FEW]),
+        guesses_count=open_guesses.count(),
+        brief=latest_brief,
+        brief_text=latest_brief.text if latest_brief else briefs.compose(memory, now=now),
+        recent=list(
+            live.without_vectors().select_related("source").order_by("-created_at", "-pk")[:RECENT]
+        ),
+        known=live.count(),
+        waiting=InboxItem.objects.for_memory(memory).pending().count(),
+        last_pass=last,
+        last_pass_words=(
+            measurements.LAST_PASS_WORDS.get(last.state, "last pass") if last else "never filed"
+        ),
+        worker=worker["status"],
+        worker_seen=datetime.fromisoformat(worker["last_seen"]) if worker["last_seen"] else None,
+        chart=chart(memory, readable, now=now),
+    )
+
+
+def chart(memory: Memory, readable, *, now: datetime) -> Chart:
+    """Facts learned (any status: what was taught that week) and findings first raised, per
+    week (Monday to Sunday, local time), the last ``WEEKS`` weeks ending with this one."""
+    today = timezone.localdate(now)
+    first = today - timedelta(days=today.weekday() + 7 * (WEEKS - 1))
+    since = timezone.make_aware(datetime.combine(first, datetime.min.time()))
+    learned = _per_week(readable.filter(created_at__gte=since), "created_at", first)
+    raised = _per_week(
+        Finding.objects.for_memory(memory).filter(first_raised_at__gte=since),
+        "first_raised_at",
+        first,
+    )
+    starts = [first + timedelta(weeks=index) for index in range(WEEKS)]
+    tallest = max([1, *learned.values(), *raised.values()])
+    slot = (CHART_WIDTH - 2 * PLOT_LEFT) / WEEKS
+    bar_width = (slot - 3 * BAR_GAP) / 2
+    weeks = []
+    for index, start in enumerate(starts):
+        left = PLOT_LEFT + index * slot + BAR_GAP
+        weeks.append(
+            Week(
+                starts=start,
+                learned=learned.get(start, 0),
+                raised=raised.get(start, 0),
+                learned_bar=_bar(left, bar_width, learned.get(start, 0), tallest),
+                raised_bar=_bar(
+                    left + bar_width + BAR_GAP, bar_width, raised.get(start, 0), tallest
+                ),
+                label_x=round(left + bar_width, 1),
+                labelled=index % 4 == 0 or index == WEEKS - 1,
+            )
+        )
+    return Chart(weeks, sum(w.learned for w in weeks), sum(w.raised for w in weeks))
+
+
+def _per_week(queryset, field: str, first: date) -> dict[date, int]:
+    """Counts by local day in one query, folded into the Monday that starts each week."""
+    by_day = (
+        queryset.annotate(day=TruncDate(field, tzinfo=timezone.get_current_timezone()))
+        .values("day")
+        .annotate(count=Count("pk"))
+        .values_list("day", "count")
+    )
+    weeks: dict[date, int] = {}
+    for day, count in by_day:
+        monday = day - timedelta(days=day.weekday())
+        if monday >= first:
+            weeks[monday] = weeks.get(monday, 0) + count
+    return weeks
+
+
+def _bar(x: float, width: float, count: int, tallest: int) -> Bar:
+    height = (PLOT_BOTTOM - PLOT_TOP) * count / tallest
+    return Bar(
+        round(x, 1), round(PLOT_BOTTOM - height, 1), round(width, 1), round(height, 1), count
+    )
