@@ -5,7 +5,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from knowledge import access
+from knowledge import access, source_listing
 from knowledge.models import Fact, Memory, Permission, Source
 
 SOURCES_PER_PAGE = 50
@@ -14,14 +14,24 @@ SOURCES_PER_PAGE = 50
 @require_GET
 @access.requires(Permission.READ)
 def sources(request: HttpRequest, memory: Memory) -> HttpResponse:
-    readable = Fact.objects.for_memory(memory).readable_by(request.user)
-    listed = (
-        Source.objects.filter(memory=memory, facts__in=readable)
-        .distinct()
-        .order_by("-created_at", "-pk")
-    )
+    """Every source the person may see, filtered by channel and person, searched, a page at a
+    time; the filters travel in the address, so the form and the page links keep them."""
+    try:
+        filters = source_listing.SourceFilters.from_query(request.GET)
+        error = ""
+    except source_listing.BadFilter as bad:
+        filters, error = source_listing.SourceFilters(), str(bad)
+    listed = source_listing.sources_for(memory, request.user, filters)
     page = Paginator(listed, SOURCES_PER_PAGE).get_page(request.GET.get("page"))
-    return render(request, "knowledge/sources.html", {"page": page})
+    context = {
+        "page": page,
+        "filters": filters,
+        "filter_error": error,
+        "channels": source_listing.CHANNELS,
+        "people": source_listing.people_heard(memory, request.user),
+        "first_words": source_listing.FIRST_WORDS,
+    }
+    return render(request, "knowledge/sources.html", context)
 
 
 def _memory_of_source(request: HttpRequest, pk: int) -> Memory:
