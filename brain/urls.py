@@ -18,6 +18,7 @@ urlpatterns = [
     path("api/memory/", include("memory.api_urls")),
     path("api/", include("knowledge.api_urls")),
     path("api/", include("review.api_urls")),
+    path("api/", include("memory.learning_api_urls")),
     path("api/", include("agent.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]

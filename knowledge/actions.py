@@ -229,7 +229,8 @@ def record_outcome(*, fact: Fact, success: bool) -> Fact:
         fact.confidence = round(
             (fact.prior * PRIOR_WEIGHT + fact.successes) / (PRIOR_WEIGHT + observed), 4
         )
-        fact.save(update_fields=["successes", "failures", "confidence"])
+        fact.used_at = timezone.now()
+        fact.save(update_fields=["successes", "failures", "confidence", "used_at"])
     return fact
 
 

@@ -352,6 +352,11 @@ class Fact(models.Model):
     support = models.PositiveIntegerField(default=1)
     successes = models.PositiveIntegerField(default=0)
     failures = models.PositiveIntegerField(default=0)
+    used_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="The last time acting on it was reported, worked or not (record_outcome).",
+    )
     valid_from = models.DateTimeField(default=timezone.now)
     valid_to = models.DateTimeField(null=True, blank=True)
     superseded_by = models.ForeignKey(

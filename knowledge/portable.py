@@ -286,6 +286,7 @@ class FactsSection(Section):
         col("support"),
         col("successes"),
         col("failures"),
+        col("used_at"),
         col("valid_from", required=True),
         col("valid_to"),
         ref("superseded_by", UID, null=True),

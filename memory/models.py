@@ -425,3 +425,88 @@ class ReflectionRun(models.Model):
         if self.state == self.State.NOTHING:
             return f"Filed nothing: {self.reason}"
         return f"Failed: {self.reason}"
+
+
+class StudySessionQuerySet(models.QuerySet):
+    def running(self) -> StudySessionQuerySet:
+        return self.filter(state=StudySession.State.RUNNING)
+
+    def for_memory(self, memory: Memory) -> StudySessionQuerySet:
+        return self.filter(memory=memory)
+
+
+class StudySession(models.Model):
+    """One study session on one subject (memory/study.py): asked for, claimed by a worker, and
+    settled with its report kept.
+
+    The row is the lease, as a consolidation pass's is: at most one studies a memory at a time
+    (a partial unique index), claimed by a conditional UPDATE, and a session whose lease ran out
+    (its worker died) is settled as lost by the next request.
+    """
+
+    class State(models.TextChoices):
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="study_sessions")
+    topic = models.CharField(max_length=200, help_text="What was studied, as it was asked.")
+    subject = models.ForeignKey(
+        "knowledge.Subject",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="study_sessions",
+    )
+    chosen = models.BooleanField(
+        default=False, help_text="No topic was given: brain chose the stalest subject."
+    )
+    state = models.CharField(max_length=8, choices=State.choices, default=State.RUNNING)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    step = models.CharField(max_length=200, blank=True, help_text="What it is doing now.")
+    facts_read = models.PositiveIntegerField(default=0)
+    stale = models.PositiveIntegerField(default=0)
+    thin = models.PositiveIntegerField(default=0)
+    contradictions = models.PositiveIntegerField(default=0)
+    filed = models.PositiveIntegerField(default=0)
+    report = models.TextField(blank=True)
+    lines = models.JSONField(default=list, blank=True)
+    started_at = models.DateTimeField(default=timezone.now)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = StudySessionQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["memory"],
+                condition=models.Q(state="running"),
+                name="one_study_session_at_a_time",
+            ),
+        ]
+        indexes = [models.Index(fields=["memory", "-started_at"], name="study_session_newest")]
+
+    def __str__(self) -> str:
+        return f"study of {self.topic} #{self.pk} ({self.state})"
+
+    @property
+    def is_running(self) -> bool:
+        return self.state == self.State.RUNNING
+
+    @property
+    def elapsed_seconds(self) -> float:
+        end = self.finished_at or timezone.now()
+        return max(0.0, (end - self.started_at).total_seconds())
+
+    @property
+    def outcome(self) -> str:
+        """What the session did, in words, as the banner and the CLI say it."""
+        if self.is_running:
+            return f"Studying {self.topic}… {self.step}".strip()
+        if self.state == self.State.FAILED:
+            return f"The study of {self.topic} failed: {self.report}"
+        return self.report

@@ -2,6 +2,7 @@ from celery import shared_task
 from django.conf import settings
 
 from memory import brief, consolidator, reflection
+from memory import study as study_sessions
 
 
 @shared_task(
@@ -34,3 +35,9 @@ def write_briefs() -> None:
 def reflect(run_id: int) -> None:
     """One reflection over a conversation (memory/reflection.py); safe to deliver twice."""
     reflection.execute(run_id)
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def study(session_id: int) -> None:
+    """One study session (memory/study.py); safe to deliver twice."""
+    study_sessions.execute(session_id)

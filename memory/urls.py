@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory import views
+from memory import study_views, views
 
 app_name = "memory"
 
@@ -22,4 +22,6 @@ urlpatterns = [
     path("conflicts/<int:pk>/settle", views.settle, name="settle"),
     path("changes", views.changes, name="changes"),
     path("changes/<int:number>/undo", views.undo, name="undo"),
+    path("study", study_views.start_study, name="study"),
+    path("study/<int:pk>", study_views.study_status, name="study-status"),
 ]

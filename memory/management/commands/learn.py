@@ -1,0 +1,82 @@
+"""`brain learn [TOPIC]`: a study session on one subject, or on whatever has gone stalest.
+
+Runs here and prints the report (``--background`` hands it to the worker instead). Every
+refusal is one line on stderr and a non-zero exit: learning off, a study already running,
+nothing to study yet, a topic over the limit, or not allowed to teach this memory.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from brain.errors import StateConflict
+from knowledge import access
+from knowledge.models import Memory, Permission
+from memory import study
+from memory.models import StudySession
+
+
+class Command(BaseCommand):
+    help = "Study a topic now (brain learn energy), or whatever has gone stalest (brain learn)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("topic", nargs="*", help="what to study (default: the stalest subject)")
+        parser.add_argument("--memory", metavar="SLUG", default="", help="which memory")
+        parser.add_argument(
+            "--as",
+            dest="person",
+            metavar="USERNAME",
+            default="",
+            help="act as this person, with what they may do (default: the operator)",
+        )
+        parser.add_argument(
+            "--background",
+            action="store_true",
+            help="hand the session to the worker instead of running it here",
+        )
+
+    def handle(
+        self, *args, topic: list[str], memory: str, person: str, background: bool, **options
+    ) -> None:
+        try:
+            chosen = Memory.objects.by_slug(memory)
+        except Memory.DoesNotExist:
+            raise CommandError(f"There is no memory called {memory!r}.") from None
+        by = None
+        if person:
+            try:
+                by = get_user_model().objects.get_by_natural_key(person)
+            except get_user_model().DoesNotExist:
+                raise CommandError(f"There is no user called {person!r}.") from None
+        try:
+            access.require(by, chosen, Permission.TEACH)
+            started = study.start(memory=chosen, topic=" ".join(topic), by=by, send=background)
+        except ValidationError as error:
+            raise CommandError(" ".join(error.messages)) from None
+        except (access.NotPermitted, StateConflict) as error:
+            raise CommandError(str(error)) from None
+        if not started.started:
+            raise CommandError(started.message)
+        session = started.session
+        if background:
+            self.stdout.write(
+                f"Study session #{session.pk} on {session.topic} handed to the worker."
+            )
+            return
+        self.stdout.write(f"Studying {session.topic}…")
+        if options.get("verbosity", 1) < 2:
+            logging.disable(logging.CRITICAL)  # the report below says what happened
+        try:
+            study.execute(session.pk)
+        finally:
+            logging.disable(logging.NOTSET)
+        session.refresh_from_db()
+        for line in session.lines:
+            self.stdout.write(f"  {line}")
+        if session.state != StudySession.State.DONE:
+            raise CommandError(session.outcome)
+        self.stdout.write(session.report)
