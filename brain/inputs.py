@@ -30,6 +30,9 @@ The limits:
   at most 64 KB (``knowledge.models.MEMORY_MAX_KB_RANGE``); JSON escaping grows text by at
   most six times (a control character becomes ``\\u00XX``), so 384 KB is the worst honest
   body. 1 MiB leaves room and keeps a request's parsing to milliseconds. Larger is a 413.
+- A view that takes more (a whole conversation: ``memory.conversations``, up to 2 MB of words)
+  says so with ``@allows_body(bytes)``; its body is bounded by that instead, and still checked
+  for everything else. ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (settings) is the largest such limit.
 - ``MAX_JSON_DEPTH`` = 32. The deepest body brain reads is two levels (an object holding a
   list of subject names). Python's ``json`` and DRF's serializers recurse once per level, so
   100,000 levels exhaust the stack (a ``RecursionError``); 32 is far from both.
@@ -173,13 +176,33 @@ def moment(text: str) -> datetime | None:
 # JSON ----------------------------------------------------------------------------------------
 
 
-def _check_size(size: int) -> None:
-    if size > MAX_BODY_BYTES:
+def _limit_text(limit: int) -> str:
+    return f"{limit / (1024 * 1024):g} MiB"
+
+
+def _check_size(size: int, limit: int = MAX_BODY_BYTES) -> None:
+    if size > limit:
         raise BadInput(
-            f"The request body is {size:,} bytes; brain accepts at most {MAX_BODY_BYTES:,} "
-            "(1 MiB).",
+            f"The request body is {size:,} bytes; brain accepts at most {limit:,} "
+            f"({_limit_text(limit)}) here.",
             status=413,
         )
+
+
+def allows_body(max_bytes: int):
+    """Mark a view that accepts a body of up to ``max_bytes`` instead of MAX_BODY_BYTES. Put it
+    above every other decorator (it marks the function the URL resolves to)."""
+
+    def mark(view):
+        view.max_body_bytes = max_bytes
+        return view
+
+    return mark
+
+
+def body_limit(request) -> int:
+    """The body limit of the view ``request`` is for (set by ``InputMiddleware``)."""
+    return getattr(request, "max_body_bytes", MAX_BODY_BYTES)
 
 
 def _decoded(raw: bytes | str) -> str:
@@ -191,9 +214,9 @@ def _decoded(raw: bytes | str) -> str:
         raise BadInput("The body is not valid UTF-8, which JSON must be.") from None
 
 
-def check_json_shape(raw: bytes | str) -> str:
+def check_json_shape(raw: bytes | str, *, limit: int = MAX_BODY_BYTES) -> str:
     """The body as text, once its size, encoding and nesting are within bounds."""
-    _check_size(len(raw))
+    _check_size(len(raw), limit)
     text = _decoded(raw)
     depth = 0
     for bracket in _JSON_BRACKET.finditer(_JSON_STRING.sub('""', text)):
@@ -213,10 +236,10 @@ def _no_constants(word: str) -> None:
     raise ValueError(f"{word} is not a JSON value")
 
 
-def load_json(raw: bytes | str) -> Any:
+def load_json(raw: bytes | str, *, limit: int = MAX_BODY_BYTES) -> Any:
     """JSON parsed within brain's limits and cleaned: the one way a body becomes data.
     Raises BadInput naming what is wrong."""
-    text = check_json_shape(raw)
+    text = check_json_shape(raw, limit=limit)
     try:
         data = json.loads(text, parse_constant=_no_constants)
     except ValueError as error:  # JSONDecodeError, NaN, an integer past 4,300 digits
@@ -233,9 +256,11 @@ class JSONParser(parsers.JSONParser):
     """DRF's JSON parser through ``load_json``: bounded, strict, cleaned."""
 
     def parse(self, stream, media_type=None, parser_context=None):
-        raw = stream.read(MAX_BODY_BYTES + 1)
+        request = (parser_context or {}).get("request")
+        limit = body_limit(getattr(request, "_request", request))
+        raw = stream.read(limit + 1)
         try:
-            return load_json(raw)
+            return load_json(raw, limit=limit)
         except BadInput as bad:
             if bad.status == 413:
                 raise BodyTooLarge(bad.message) from None
@@ -309,6 +334,7 @@ class InputMiddleware:
         return self.get_response(request)
 
     def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs):
+        request.max_body_bytes = getattr(view_func, "max_body_bytes", MAX_BODY_BYTES)
         try:
             self.check(request)
         except BadInput as bad:
@@ -316,13 +342,15 @@ class InputMiddleware:
         return None
 
     def check(self, request: HttpRequest) -> None:
+        length = 0
         with contextlib.suppress(ValueError):  # Django reads no body without a length
-            _check_size(int(request.META.get("CONTENT_LENGTH") or 0))
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        _check_size(length, body_limit(request))  # BadInput is a ValueError: not suppressed
         cleaned = _clean_query(request.GET)
         if cleaned is not None:
             request.GET = cleaned
         if _is_json(request):
-            check_json_shape(request.body)
+            check_json_shape(request.body, limit=body_limit(request))
             return
         try:
             cleaned = _clean_query(request.POST)

@@ -227,6 +227,11 @@ CELERY_BEAT_SCHEDULE = {
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
+# Django's own ceiling on a body read into memory: the largest a view allows (a whole
+# conversation, memory/conversations.py MAX_POST_BYTES). Every other view is held to 1 MiB by
+# brain.inputs before its body is read.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",

@@ -19,6 +19,7 @@ urlpatterns = [
     path("api/", include("knowledge.api_urls")),
     path("api/", include("review.api_urls")),
     path("api/", include("memory.learning_api_urls")),
+    path("api/", include("memory.conversation_api_urls")),
     path("api/", include("agent.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.urls import reverse
+
 from knowledge.models import Fact
 
 
@@ -47,6 +49,8 @@ def explain(fact: Fact) -> dict:
             "kind": source.kind,
             "title": source.title,
             "reference": source.reference,
+            "url": f"{reverse('knowledge:source', args=[source.pk])}?fact={fact.pk}",
+            "turn": _taught_at(observations, source),
         }
         if source
         else None,
@@ -72,6 +76,7 @@ def explain(fact: Fact) -> dict:
                 if observation.source_id
                 else None,
                 "episode": observation.episode_id,
+                "turn": observation.turn,
             }
             for observation in observations
         ],
@@ -97,6 +102,13 @@ def explain(fact: Fact) -> dict:
         "supersedes": chain,
         "expires_at": _when(fact.expires_at),
     }
+
+
+def _taught_at(observations, source) -> int | None:
+    """The turn of the conversation ``source`` that first said the fact, or None."""
+    return next(
+        (o.turn for o in observations if o.source_id == source.pk and o.turn is not None), None
+    )
 
 
 LEFT_OUT = "not in the document: left out for space"

@@ -44,6 +44,9 @@ from knowledge.models import Fact, Memory, Source, name_of
 
 MAX_MESSAGES = 5000
 MAX_BYTES = 2 * 1024 * 1024  # the words of every message, UTF-8: "2 MB", read generously
+# A body that carries MAX_BYTES of words: JSON's quoting of non-ASCII text (``\\u00e9``) and of
+# each message's fields can triple it. Bigger is refused (413) before it is read.
+MAX_POST_BYTES = 8 * 1024 * 1024
 MAX_REFERENCE_CHARS = 200
 MAX_SPEAKER_CHARS = 150
 CHANNELS = (Fact.Channel.VOICE, Fact.Channel.CHAT, Fact.Channel.TERMINAL)

@@ -50,6 +50,10 @@
     if (field.matches && field.matches("[data-autosubmit]") && field.form) field.form.submit();
   });
 
+  // "See the run" opens a conversation at the turn that taught the fact.
+  var taught = document.querySelector(".turn.taught");
+  if (taught) taught.scrollIntoView({ block: "center" });
+
   // A server-side event can ask for a toast: HX-Trigger: {"showToast": {"text": "...", "level": "success"}}
   document.body && document.body.addEventListener("showToast", function (event) {
     var box = document.getElementById("toasts");
