@@ -48,6 +48,7 @@ import json
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Protocol
 
 import httpx2  # installed with anthropic; brain's one HTTP client
 import yaml
@@ -58,6 +59,15 @@ from knowledge import actions
 from knowledge.models import Memory, Subject
 
 HA_TIMEOUT_S = 10.0
+
+
+class Counting(Protocol):
+    """What a sync reports its progress to (brain.progress.Progress)."""
+
+    def grow(self, more: int) -> None: ...
+    def advance(self, steps: int = 1) -> None: ...
+
+
 # Home Assistant's own shape for an entity id: lower-case words joined by underscores.
 ENTITY_ID = re.compile(r"^[a-z0-9_]+\.[a-z0-9_]+$")
 # Every Home Assistant has these; none is a thing in the house, and "Home" (zone.home) would
@@ -310,7 +320,9 @@ def entries_from_states(states: object, *, source_name: str) -> list[Entry]:
 # Syncing -------------------------------------------------------------------------------------
 
 
-def load_file(*, memory: Memory, path: str | Path, partial: bool = False) -> SyncReport:
+def load_file(
+    *, memory: Memory, path: str | Path, partial: bool = False, progress: Counting | None = None
+) -> SyncReport:
     """Sync the registry from a file. ``partial``: add and update only, remove nothing."""
     listing = read_file(path)
     return sync_entities(
@@ -318,10 +330,13 @@ def load_file(*, memory: Memory, path: str | Path, partial: bool = False) -> Syn
         entries=listing.entries,
         source_name=Path(path).name,
         full=listing.complete and not partial,
+        progress=progress,
     )
 
 
-def sync_home_assistant(*, memory: Memory, url: str, token: str) -> SyncReport:
+def sync_home_assistant(
+    *, memory: Memory, url: str, token: str, progress: Counting | None = None
+) -> SyncReport:
     """A full sync from Home Assistant's REST API. Raises RegistryError.
 
     An answer listing no entities at all is refused: it is far likelier to be an instance
@@ -333,7 +348,7 @@ def sync_home_assistant(*, memory: Memory, url: str, token: str) -> SyncReport:
         raise RegistryError(
             f"{source_name} listed no entities; not treating that as every device gone."
         )
-    return sync_entities(memory=memory, entries=entries, source_name=source_name)
+    return sync_entities(memory=memory, entries=entries, source_name=source_name, progress=progress)
 
 
 def sync_configured_home_assistant(memory: Memory | None = None) -> SyncReport | None:
@@ -346,7 +361,12 @@ def sync_configured_home_assistant(memory: Memory | None = None) -> SyncReport |
 
 
 def sync_entities(
-    *, memory: Memory, entries: list[Entry], source_name: str, full: bool = True
+    *,
+    memory: Memory,
+    entries: list[Entry],
+    source_name: str,
+    full: bool = True,
+    progress: Counting | None = None,
 ) -> SyncReport:
     """Make the memory's subjects match ``entries``, in one transaction.
 
@@ -358,7 +378,8 @@ def sync_entities(
     takes is renamed "Name (entity_id)".
 
     Raises RegistryError naming the entry, with nothing written. Safe to run twice, and
-    concurrent syncs of one memory take turns.
+    concurrent syncs of one memory take turns. ``progress`` (brain.progress.Progress) is told
+    how many entries there are, then each one done.
     """
     entries = sorted(
         (_checked(entry, source_name) for entry in entries),
@@ -366,6 +387,8 @@ def sync_entities(
     )
     _refuse_repeats(entries, source_name)
     report = SyncReport(source_name=source_name)
+    if progress is not None:
+        progress.grow(len(entries))
     with transaction.atomic():
         _lock(memory)
         known = list(Subject.objects.for_memory(memory).order_by("pk"))
@@ -400,6 +423,8 @@ def sync_entities(
             if not subject.present:
                 actions.set_subject_presence(subject=subject, present=True)
                 report.returned.append(subject.name)
+            if progress is not None:
+                progress.advance()
         for subject in leaving:
             if subject.present:
                 actions.set_subject_presence(subject=subject, present=False)

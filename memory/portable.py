@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 
 from django.conf import settings
 from django.core.validators import MaxLengthValidator
@@ -107,16 +108,33 @@ def parse(raw: bytes | str) -> dict:
 
 @retry_transaction
 def import_memory(
-    memory: Memory, data: dict, *, replace_memory: bool = False, by=None
+    memory: Memory,
+    data: dict,
+    *,
+    replace_memory: bool = False,
+    by=None,
+    on_rows: Callable[[int], None] | None = None,
 ) -> list[str]:
     """Fold a parsed export into ``memory``; returns what happened, in the lines the sections
-    reported (the facts store's sections log theirs instead)."""
+    reported (the facts store's sections log theirs instead). ``on_rows(n)`` is told each
+    section's rows as it is loaded, for progress (``rows_in``)."""
     options = ImportOptions(replace_memory=replace_memory, by=by)
     with transaction.atomic():
         for section in sections():
             if section.key in data:
                 section.load(memory, data[section.key], options)
+                if on_rows:
+                    on_rows(_rows(data[section.key]))
     return options.report
+
+
+def rows_in(data: dict) -> int:
+    """How many rows an import of ``data`` loads: its progress's total."""
+    return sum(_rows(data[section.key]) for section in sections() if section.key in data)
+
+
+def _rows(value) -> int:
+    return len(value) if isinstance(value, list) else 1
 
 
 # The memory app's sections --------------------------------------------------------------------

@@ -7,6 +7,7 @@ app_name = "memory"
 urlpatterns = [
     path("", views.knowledge, name="knowledge"),
     path("measures", views.measures, name="measures"),
+    path("reembedding", views.reembedding_progress, name="reembedding"),
     path("document", views.document, name="document"),
     path("document/edit", views.document_editor, name="document-editor"),
     path("document/save", views.save_document, name="save-document"),

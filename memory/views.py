@@ -17,7 +17,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from brain import htmx
 from brain.htmx import Toast
-from knowledge import access, listing
+from knowledge import access, listing, reembedding
 from knowledge.models import Conflict, Fact, Memory, Permission
 from knowledge.subjects import UnknownSubject
 from memory import actions, brief, consolidator, measurements, revisions, study_views
@@ -157,6 +157,13 @@ def _measures_context(memory: Memory) -> dict:
     return {"measures": measurements.measure(memory)}
 
 
+def _reembedding_context(memory: Memory, *, polled: bool = False) -> dict:
+    """Re-embedding progress while the worker brings vectors to a new embedder; a poll that
+    finds it finished says so once and stops polling."""
+    status = reembedding.status(memory)
+    return {"reembedding": status, "reembedding_finished": polled and status is None}
+
+
 # The page ------------------------------------------------------------------------------------
 
 
@@ -178,6 +185,12 @@ def knowledge(request: HttpRequest, memory: Memory) -> HttpResponse:
 @access.requires(Permission.READ)
 def measures(request: HttpRequest, memory: Memory) -> HttpResponse:
     return _partial(request, "measures", _measures_context(memory))
+
+
+@require_GET
+@access.requires(Permission.READ)
+def reembedding_progress(request: HttpRequest, memory: Memory) -> HttpResponse:
+    return _partial(request, "reembedding", _reembedding_context(memory, polled=True))
 
 
 # The document --------------------------------------------------------------------------------
@@ -244,6 +257,7 @@ def _full_context(request: HttpRequest, memory: Memory) -> dict:
         "memory": memory,
         **_brief_context(memory),
         **_measures_context(memory),
+        **_reembedding_context(memory),
         **_waiting_context(memory),
         **_banner_context(ConsolidationRun.objects.running().filter(memory=memory).first()),
         **study_views.study_context(memory),

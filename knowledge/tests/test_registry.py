@@ -338,7 +338,9 @@ def test_syncing_from_home_assistant_creates_devices_people_and_rooms_from_areas
 ):
     printed = entities("sync-ha")
 
-    assert printed.startswith("Home Assistant at http://127.0.0.1:")
+    # The count of entities as they are synced, then the summary.
+    assert printed.splitlines()[:2] == ["Syncing 1/4 entities", "Syncing 2/4 entities"]
+    assert printed.splitlines()[-1].startswith("Home Assistant at http://127.0.0.1:")
     assert "4 added, 0 updated, 0 removed" in printed
     assert home_assistant.seen == [("/api/states", f"Bearer {TOKEN}")]
     lamp = resolve(home, ["light.office_lamp"])[0]

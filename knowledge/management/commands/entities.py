@@ -14,6 +14,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from brain.progress import Progress
 from knowledge import actions, registry
 from knowledge.models import Memory, Subject
 
@@ -62,10 +63,11 @@ class Command(BaseCommand):
                 "Set HA_URL (such as http://homeassistant.local:8123) and HA_TOKEN "
                 "(a long-lived access token) first."
             )
+        progress = Progress(self.stdout, 0, "entities", label="Syncing")
         report = registry.sync_home_assistant(
-            memory=self.memory, url=settings.HA_URL, token=settings.HA_TOKEN
+            memory=self.memory, url=settings.HA_URL, token=settings.HA_TOKEN, progress=progress
         )
-        self.stdout.write(report.summary())
+        progress.finish(report.summary())
 
     def do_list(self, **_) -> None:
         subjects = sorted(

@@ -19,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from brain.errors import StateConflict
+from brain.progress import Progress
 from knowledge import access
 from knowledge.models import Conflict, Fact, Memory, Permission
 from memory import actions, consolidator, portable, revisions
@@ -291,7 +292,13 @@ class Command(BaseCommand):
         except OSError as error:
             raise CommandError(f"Cannot read {file}: {error.strerror}.") from None
         data = portable.parse(raw)
-        for line in portable.import_memory(self.memory, data, replace_memory=replace_memory):
+        total = portable.rows_in(data)
+        progress = Progress(self.stdout, total, "rows", label="Importing")
+        report = portable.import_memory(
+            self.memory, data, replace_memory=replace_memory, on_rows=progress.advance
+        )
+        progress.finish(f"Imported {total:,} rows into {self.memory.name}:")
+        for line in report:
             self.stdout.write(line)
 
 

@@ -1,0 +1,36 @@
+"""`brain reembed`: bring every fact's vector to the current embedder now, counting facts as it
+goes (the worker does the same in the background after BRAIN_EMBEDDER changes)."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand
+
+from brain.progress import Progress
+from knowledge import reembedding
+from knowledge.embedding import get_embedder
+
+
+class Command(BaseCommand):
+    help = "Re-embed every fact whose vector is missing or from another embedder, now."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--seconds",
+            type=float,
+            default=3600.0,
+            help="stop after this long (default an hour); run again to carry on",
+        )
+
+    def handle(self, *args, seconds: float, **options) -> None:
+        name = get_embedder().name
+        stale = reembedding.stale_facts().count()
+        if not stale:
+            self.stdout.write(f"Every fact already has a vector from {name}.")
+            return
+        progress = Progress(self.stdout, stale, "facts", label=f"Re-embedding with {name}")
+        done = reembedding.reembed_stale(seconds=seconds, on_batch=progress.advance)
+        left = reembedding.stale_facts().count()
+        summary = f"Re-embedded {done:,} facts with {name}."
+        if left:
+            summary += f" {left:,} are still to do: run it again to carry on."
+        progress.finish(summary)
