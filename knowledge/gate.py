@@ -38,6 +38,7 @@ from typing import Literal
 
 import pydantic
 from django.conf import settings
+from django.db.models import FloatField, Q, Value
 from pgvector.django import CosineDistance
 
 from brain import llm
@@ -62,19 +63,16 @@ class Judgement:
     reason: str
 
 
-def neighbours(memory: Memory, text: str, embedding: list[float] | None) -> list[Fact]:
-    """The live facts nearest to ``text``: exact, full-text and vector neighbours, deduplicated."""
-    live = Fact.objects.for_memory(memory).live().without_vectors()
-    found: dict[int, Fact] = {}
-    for fact in live.filter(normalized=statements.normalise(text))[:NEIGHBOURS]:
-        found[fact.pk] = fact
-    for fact in search.text_matches(live, text, NEIGHBOURS):
-        found.setdefault(fact.pk, fact)
-    if embedding is not None:
-        ids = [pk for pk, _ in search.nearest(memory, embedding, limit=NEIGHBOURS)]
-        for fact in live.filter(pk__in=[pk for pk in ids if pk not in found]):
-            found[fact.pk] = fact
-    return list(found.values())
+def neighbours(
+    memory: Memory, text: str, embedding: list[float] | None
+) -> dict[Fact, float | None]:
+    """The live facts nearest to ``text`` (the same words, full-text matches and the nearest
+    vectors, each once, in that order; ``search.neighbours``), each with the cosine of its
+    vector to ``embedding`` (None for a vector of another embedder: not comparable)."""
+    live = Fact.objects.for_memory(memory).live()
+    found = search.neighbours(memory, live, text=text, embedding=embedding, limit=NEIGHBOURS)
+    facts = live.without_vectors().in_bulk([pk for pk, _ in found])
+    return {facts[pk]: closeness for pk, closeness in found if pk in facts}
 
 
 #: When the gate is unsure, keep both and ask: the strongest relation wins, a conflict only
@@ -97,14 +95,11 @@ def judge(
     person settles which holds.
     """
     near = neighbours(memory, text, embedding)
-    closeness = _closeness(near, embedding)
     new = Said(text, speaker)
     best: dict[str, tuple[float, Fact, str]] = {}
-    for fact in near:
-        relation = relate(
-            Said(fact.text, fact.taught_by_name), new, closeness=closeness.get(fact.pk)
-        )
-        score = closeness.get(fact.pk, 0.0)
+    for fact, closeness in near.items():
+        relation = relate(Said(fact.text, fact.taught_by_name), new, closeness=closeness)
+        score = closeness or 0.0
         current = best.get(relation.verdict)
         if current is None or score > current[0]:
             best[relation.verdict] = (score, fact, relation.reason)
@@ -113,20 +108,6 @@ def judge(
             _, fact, reason = best[verdict]
             return _with_outcome(Judgement(verdict, fact, reason), outcome)
     return Judgement("novel", None, "nothing like it is known")
-
-
-def _closeness(facts: list[Fact], embedding: list[float] | None) -> dict[int, float]:
-    """Cosine similarity of each fact's stored vector to ``embedding``, in one query (vectors
-    of another embedder are not comparable and are left out)."""
-    if embedding is None or not facts:
-        return {}
-    rows = (
-        Fact.objects.filter(pk__in=[fact.pk for fact in facts], embedder=get_embedder().name)
-        .exclude(embedding=None)
-        .annotate(distance=CosineDistance("embedding", embedding))
-        .values_list("pk", "distance")
-    )
-    return {pk: 1.0 - distance for pk, distance in rows}
 
 
 class ModelVerdict(pydantic.BaseModel):
@@ -250,19 +231,33 @@ def pending_twins(
         .exclude(pk__in=list(exclude))
         .defer("embedding")
     )
-    near: dict[int, tuple[Episode, float | None]] = {
-        episode.pk: (episode, None)
-        for episode in waiting.filter(normalized=statements.normalise(text))[:NEIGHBOURS]
-    }
+    normalized = statements.normalise(text)
+    same_words = waiting.filter(normalized=normalized).order_by("pk").values("pk")[:NEIGHBOURS]
+    wanted = Q(pk__in=same_words)
     if embedding is not None:
         closest = (
             waiting.filter(embedder=get_embedder().name)
             .exclude(embedding=None)
-            .annotate(distance=CosineDistance("embedding", embedding))
-            .order_by("distance")[:NEIGHBOURS]
+            .order_by(CosineDistance("embedding", embedding))
+            .values("pk")[:NEIGHBOURS]
         )
-        for episode in closest:
-            near.setdefault(episode.pk, (episode, 1.0 - episode.distance))
+        wanted |= Q(pk__in=closest)
+    # One query for both: those written the same (no closeness needed), then the nearest.
+    found = list(
+        waiting.filter(wanted).annotate(
+            distance=CosineDistance("embedding", embedding)
+            if embedding is not None
+            else Value(None, output_field=FloatField())
+        )
+    )
+    near: dict[int, tuple[Episode, float | None]] = {
+        episode.pk: (episode, None)
+        for episode in sorted(found, key=lambda episode: episode.pk)
+        if episode.normalized == normalized
+    }
+    by_distance = [episode for episode in found if episode.distance is not None]
+    for episode in sorted(by_distance, key=lambda episode: (episode.distance, episode.pk)):
+        near.setdefault(episode.pk, (episode, 1.0 - episode.distance))
     new = Said(text, speaker)
     twins = [
         episode

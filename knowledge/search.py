@@ -134,7 +134,9 @@ def text_matches(facts, text: str, limit: int) -> list[Fact]:
 
 
 def _vector_literal(embedding: list[float]) -> str:
-    return "[" + ",".join(f"{value:.6f}" for value in embedding) + "]"
+    """The vector as pgvector reads it: nine significant digits, exactly the float4 it
+    stores (six decimals left small components with three digits, and closeness ~1e-6 off)."""
+    return "[" + ",".join(f"{value:.9g}" for value in embedding) + "]"
 
 
 def nearest(
@@ -281,33 +283,13 @@ def candidates(
     if rule is None:
         return None
     where, where_params = rule
-    ctes, parts, params = [], [], []
     words = _words(question)
     tiers = _tiers(words) if words else []
-    enough = min(limit, ENOUGH)
-    for index, tier in enumerate(tiers):
-        before = [f"SELECT id FROM t{j}" for j in range(index)]
-        earlier = ""
-        if before:
-            union = " UNION ALL ".join(before)
-            earlier = (
-                f" AND knowledge_fact.id NOT IN ({union})"
-                f" AND (SELECT count(*) FROM ({union}) AS found) < {enough}"
-            )
-        joined = index < len(tiers) - 1
-        order = _NEWEST_MATCHES_FIRST if joined else "knowledge_fact.id DESC"
-        ctes.append(f"""t{index} AS (
-            SELECT c.id, ts_rank(c.search_vector, to_tsquery('english'::regconfig, %s)) AS rank
-            FROM (
-                SELECT knowledge_fact.id, knowledge_fact.search_vector FROM knowledge_fact
-                WHERE {where}
-                  AND knowledge_fact.search_vector @@ to_tsquery('english'::regconfig, %s)
-                  {earlier}
-                ORDER BY {order} LIMIT {TEXT_CANDIDATES}
-            ) AS c
-            ORDER BY rank DESC, c.id DESC LIMIT {int(limit)})""")
-        params += [tier, *where_params, tier]
-        parts.append((f"{index + 1}, 0::bigint, id, rank::float8", f"FROM t{index}"))
+    ctes, params = _tier_ctes(tiers, where, where_params, limit)
+    parts = [
+        (f"{index + 1}, 0::bigint, id, rank::float8", f"FROM t{index}")
+        for index in range(len(tiers))
+    ]
     if subject_ids:
         # Each link carries its fact's confidence and liveness (migration 0010), so the
         # subject's most certain facts come from one index in order and the scan stops at
@@ -366,13 +348,50 @@ def candidates(
         for position in sorted(slices)
         for _, pk in sorted(slices[position], key=lambda row: (-row[0], -row[1]))
     ]
+    return Found(about, _widened(tiered, limit), procedures, hydrated)
+
+
+def _tier_ctes(tiers: list[str], where: str, where_params: list, limit: int):
+    """The CTEs t0, t1 … ranking each tier's newest matches (id, rank): a looser tier runs
+    only while the stricter ones found fewer than ENOUGH, decided inside the statement. The
+    SQL of ``text_matches`` for one statement; returns the CTEs and their parameters."""
+    ctes, params = [], []
+    enough = min(limit, ENOUGH)
+    for index, tier in enumerate(tiers):
+        before = [f"SELECT id FROM t{j}" for j in range(index)]
+        earlier = ""
+        if before:
+            union = " UNION ALL ".join(before)
+            earlier = (
+                f" AND knowledge_fact.id NOT IN ({union})"
+                f" AND (SELECT count(*) FROM ({union}) AS found) < {enough}"
+            )
+        joined = index < len(tiers) - 1
+        order = _NEWEST_MATCHES_FIRST if joined else "knowledge_fact.id DESC"
+        ctes.append(f"""t{index} AS (
+            SELECT c.id, ts_rank(c.search_vector, to_tsquery('english'::regconfig, %s)) AS rank
+            FROM (
+                SELECT knowledge_fact.id, knowledge_fact.search_vector FROM knowledge_fact
+                WHERE {where}
+                  AND knowledge_fact.search_vector @@ to_tsquery('english'::regconfig, %s)
+                  {earlier}
+                ORDER BY {order} LIMIT {TEXT_CANDIDATES}
+            ) AS c
+            ORDER BY rank DESC, c.id DESC LIMIT {int(limit)})""")
+        params += [tier, *where_params, tier]
+    return ctes, params
+
+
+def _widened(tiered: dict[int, list[tuple[float, int]]], limit: int) -> list[int]:
+    """The full-text ranking from each tier's (rank, id) rows, keyed by tier from 1: the same
+    widening as ``text_matches``, over what came back."""
     text: list[int] = []
-    for source in sorted(tiered):  # the same widening as text_matches, over what came back
+    for source in sorted(tiered):
         ranked = sorted(tiered[source], key=lambda row: (-row[0], -row[1]))
         text += [pk for _, pk in ranked][: limit - len(text)]
-        if len(text) >= enough:
+        if len(text) >= min(limit, ENOUGH):
             break
-    return Found(about, text, procedures, hydrated)
+    return text
 
 
 def nearest_rows(
@@ -422,3 +441,85 @@ def nearest_rows(
             rows[pk] = _row(pk, columns)
     near.sort()  # relaxed order: sort what came back, ties in the order they arrived
     return [pk for _, _, pk in near], rows
+
+
+# The write gate's neighbours, in one round trip ----------------------------------------------
+
+
+def neighbours(
+    memory: Memory, live, *, text: str, embedding: list[float] | None, limit: int
+) -> list[tuple[int, float | None]]:
+    """The facts of ``live`` (a queryset or its ``readable_where``) near ``text``, in one
+    statement: those written the same (``normalized``, oldest first), those sharing the most
+    words (``text_matches``) and the vector neighbours (``nearest``, nearest first), each
+    once in that order, with the cosine of its vector to ``embedding`` (None without one, or
+    for a vector of another embedder). What the gate read in eight round trips."""
+    rule = readable_where(live)
+    if rule is None:
+        return []
+    where, where_params = rule
+    tiers = _tiers(_words(text))
+    ctes, params = _tier_ctes(tiers, where, where_params, limit)
+    ctes.append(f"""exact AS (
+        SELECT knowledge_fact.id FROM knowledge_fact
+        WHERE {where} AND knowledge_fact.normalized = %s
+        ORDER BY knowledge_fact.id LIMIT {int(limit)})""")
+    params += [*where_params, statements.normalise(text)]
+    selects = ["SELECT 0, 0::bigint, id, NULL::float8 FROM exact"]
+    selects += [
+        f"SELECT {index + 1}, 0::bigint, id, rank::float8 FROM t{index}"
+        for index in range(len(tiers))
+    ]
+    found = ["SELECT id FROM exact", *(f"SELECT id FROM t{index}" for index in range(len(tiers)))]
+    settings_sql = ""
+    name = get_embedder().name
+    if embedding is not None:
+        vector = _vector_literal(embedding)
+        settings_sql = (
+            f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}; "
+            "SET LOCAL hnsw.iterative_scan = relaxed_order;"
+        )
+        live_sql = (
+            _LIVE_SQL.replace("%(memory)s", "%s")
+            .replace("%(now)s", "%s")
+            .replace("%(embedder)s", "%s")
+        )
+        ctes.append(f"""near AS (
+            SELECT f.id, f.embedding <=> %s::vector AS distance FROM knowledge_fact f
+            WHERE {live_sql} ORDER BY f.embedding <=> %s::vector LIMIT {int(limit)})""")
+        params += [vector, memory.pk, timezone.now(), name, vector]
+        # The neighbours the read rule (expiry included) still reads, as ``live`` filters them.
+        selects.append(
+            f"SELECT -1, 0::bigint, knowledge_fact.id, near.distance FROM near "
+            f"JOIN knowledge_fact ON knowledge_fact.id = near.id WHERE {where}"
+        )
+        params += where_params
+        found.append("SELECT id FROM near")
+        ctes.append(f"found AS ({' UNION '.join(found)})")
+        selects.append(
+            "SELECT -2, 0::bigint, knowledge_fact.id, "
+            "1 - (knowledge_fact.embedding <=> %s::vector) FROM knowledge_fact "
+            "WHERE knowledge_fact.id IN (SELECT id FROM found) AND knowledge_fact.embedder = %s "
+            "AND knowledge_fact.embedding IS NOT NULL"
+        )
+        params += [vector, name]
+    sql = settings_sql + "WITH " + ",\n".join(ctes) + "\n" + "\nUNION ALL\n".join(selects)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        while cursor.description is None and cursor.cursor.nextset():
+            pass  # past the SET LOCALs to the rows
+        rows = cursor.fetchall()
+    exact, near, tiered, closeness = [], [], {}, {}
+    for source, _, pk, value in rows:
+        if source == 0:
+            exact.append(pk)
+        elif source == -1:
+            near.append((value, pk))
+        elif source == -2:
+            closeness[pk] = float(value)
+        else:
+            tiered.setdefault(source, []).append((value, pk))
+    ordered = dict.fromkeys(
+        [*sorted(exact), *_widened(tiered, limit), *(pk for _, pk in sorted(near))]
+    )
+    return [(pk, closeness.get(pk)) for pk in ordered]

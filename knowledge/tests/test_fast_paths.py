@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from bench import knowledge as bench
-from knowledge import embedding, retrieval, search, statements
+from knowledge import embedding, gate, retrieval, search, statements
 from knowledge.embedding import get_embedder
 from knowledge.models import Fact, Procedure, Subject
 
@@ -223,3 +223,82 @@ def test_a_subjects_slice_follows_every_change_of_confidence_and_liveness(home, 
     Fact.objects.filter(pk=facts[0].pk).update(status=Fact.Status.FILED, confidence=0.1)
     Fact.objects.filter(pk=facts[5].pk).update(status=Fact.Status.FILED)
     assert slice_() == [facts[1].pk, facts[5].pk, facts[4].pk]
+
+
+def _plain_neighbours(memory, text, embedding):
+    """What the gate read before ``search.neighbours``, one query each: the same words, the
+    full-text tiers, the vector neighbours, their rows and their vectors' closeness."""
+    from pgvector.django import CosineDistance
+
+    live = Fact.objects.for_memory(memory).live()
+    found = {
+        fact.pk for fact in live.filter(normalized=statements.normalise(text))[: gate.NEIGHBOURS]
+    }
+    found |= {fact.pk for fact in search.text_matches(live, text, gate.NEIGHBOURS)}
+    found |= {pk for pk, _ in search.nearest(memory, embedding, limit=gate.NEIGHBOURS)}
+    rows = (
+        live.filter(pk__in=found, embedder=get_embedder().name)
+        .annotate(distance=CosineDistance("embedding", embedding))
+        .values_list("pk", "distance")
+    )
+    closeness = {pk: 1.0 - distance for pk, distance in rows}
+    return {pk: closeness.get(pk) for pk in live.filter(pk__in=found).values_list("pk", flat=True)}
+
+
+def test_the_gate_reads_the_plain_queries_neighbours_and_judges_the_labelled_pairs_alike(db, home):
+    """The gate's one statement against the eight queries it replaced: for every labelled
+    pair's new statement, in a memory holding every pair's old one, the same neighbours with
+    the same closeness and the same verdict."""
+    from bench.gate_quality import load_pairs
+
+    embedder = get_embedder()
+    pairs = load_pairs()
+    for pair in pairs:
+        Fact.objects.create(
+            memory=home,
+            text=pair.old,
+            normalized=statements.normalise(pair.old),
+            channel=Fact.Channel.TYPED,
+            taught_by_name=pair.old_by,
+            embedding=embedder.embed_one(pair.old),
+            embedder=embedder.name,
+        )
+    differ, verdicts = [], set()
+    for pair in pairs:
+        vector = embedder.embed_one(pair.new)
+        fast = {fact.pk: near for fact, near in gate.neighbours(home, pair.new, vector).items()}
+        plain = _plain_neighbours(home, pair.new, vector)
+        same_closeness = fast.keys() == plain.keys() and all(
+            (fast[pk] is None) == (plain[pk] is None)
+            and (fast[pk] is None or abs(fast[pk] - plain[pk]) < 1e-6)
+            for pk in fast
+        )
+        judged = gate.judge(home, pair.new, outcome=None, embedding=vector, speaker=pair.new_by)
+        verdicts.add(judged.verdict)
+        with_plain = _judged_over(home, pair, vector, plain)
+        # Two targets as close as each other are as good: the plain queries' order was the
+        # table's, so a tie could go to either.
+        target = fast[judged.target.pk] if judged.target else None
+        if not same_closeness or not _alike((judged.verdict, target), with_plain):
+            differ.append(pair.id)
+
+    assert differ == []
+    assert {"novel", "same", "contradiction"} <= verdicts  # the comparison judged every kind
+
+
+def _judged_over(memory, pair, vector, plain):
+    """``gate.judge``'s verdict and target over the plain neighbours."""
+    from unittest import mock
+
+    facts = Fact.objects.in_bulk(list(plain))
+    near = {facts[pk]: closeness for pk, closeness in plain.items()}
+    with mock.patch.object(gate, "neighbours", lambda *args: near):
+        judged = gate.judge(memory, pair.new, outcome=None, embedding=vector, speaker=pair.new_by)
+    return judged.verdict, plain[judged.target.pk] if judged.target else None
+
+
+def _alike(one, other) -> bool:
+    (verdict, closeness), (other_verdict, other_closeness) = one, other
+    if verdict != other_verdict or (closeness is None) != (other_closeness is None):
+        return False
+    return closeness is None or abs(closeness - other_closeness) < 1e-6
