@@ -147,6 +147,50 @@ def request_consolidation(
     return PassRequest(run, started=True)
 
 
+@dataclass(frozen=True)
+class AtOnce:
+    """What became of a line taught to be filed at once (``file_at_once``)."""
+
+    request: PassRequest | None  # None: learning is off, and it waits in the queue
+
+    @property
+    def message(self) -> str:
+        if self.request is None:
+            return "Learning is switched off, so it waits in the queue until it is back on."
+        if self.request.started:
+            return "Filing it into the document now."
+        return (
+            "A pass is filing the queue right now; this line is filed into the document as "
+            "soon as it finishes."
+        )
+
+
+def file_at_once(*, item: InboxItem, by=None) -> AtOnce:
+    """Teach it something merges straight in: ``item`` is filed into the document by a pass of
+    its own now, not left for the daily pass. One writer still: when a pass is running, the
+    item waits its turn, and a pass for it is asked for when that one ends (``execute``)."""
+    InboxItem.objects.filter(pk=item.pk).update(file_at_once=True)
+    try:
+        request = request_consolidation(
+            memory=item.memory, trigger=ConsolidationRun.Trigger.TEACH, by=by
+        )
+    except LearningOff:
+        return AtOnce(None)
+    return AtOnce(request)
+
+
+def _file_taught_next(run: ConsolidationRun) -> None:
+    """After a pass: lines taught to be filed at once that it did not file get a pass of their
+    own — unless this was that pass and it did not file (the sweep retries failures, with
+    pauses, so an outage is not asked again in a loop)."""
+    run.refresh_from_db(fields=["state", "trigger"])
+    if run.trigger == ConsolidationRun.Trigger.TEACH and run.state != ConsolidationRun.State.FILED:
+        return
+    waiting = InboxItem.objects.for_memory(run.memory).pending().filter(file_at_once=True)
+    if waiting.exists():
+        request_if_learning(run.memory, ConsolidationRun.Trigger.TEACH)
+
+
 def request_if_learning(memory: Memory, trigger: str) -> None:
     """Ask for a pass from background work: a memory that is not learning is simply skipped."""
     with contextlib.suppress(LearningOff):
@@ -167,6 +211,13 @@ def execute(run_id: int) -> None:
             restart_if_due(run.memory)
         return
     deadline = time.monotonic() + deadline_seconds()
+    try:
+        _run(run, deadline)
+    finally:
+        _file_taught_next(run)
+
+
+def _run(run: ConsolidationRun, deadline: float) -> None:
     try:
         _pass(run, deadline)
     except (ComposerTimeout, SoftTimeLimitExceeded):
@@ -193,9 +244,10 @@ def _claim(run: ConsolidationRun) -> bool:
 def _pass(run: ConsolidationRun, deadline: float) -> None:
     memory = run.memory
     revision = DocumentRevision.objects.current(memory)
-    items = list(
-        InboxItem.objects.for_memory(memory).pending().in_filing_order().select_related("taught_by")
-    )
+    waiting = InboxItem.objects.for_memory(memory).pending()
+    if run.trigger == ConsolidationRun.Trigger.TEACH:  # a one-item pass: only what was taught
+        waiting = waiting.filter(file_at_once=True)
+    items = list(waiting.in_filing_order().select_related("taught_by"))
     run.generation_read, run.items_read = revision.generation, len(items)
     run.save(update_fields=["generation_read", "items_read"])
     if not items:

@@ -86,6 +86,11 @@ class InboxItem(models.Model):
     valence = models.CharField(
         max_length=8, choices=Fact.Valence.choices, default=Fact.Valence.FACT
     )
+    file_at_once = models.BooleanField(
+        default=False,
+        help_text="Taught in the Teach box: filed by a pass of its own at once (after the pass "
+        "running, if one is), not left for the daily pass.",
+    )
 
     objects = InboxQuerySet.as_manager()
 
@@ -204,6 +209,7 @@ class ConsolidationRun(models.Model):
         API = "api", "the API"
         SWEEP = "sweep", "a restart after a lost pass"
         RETRY = "retry", "a retry after the document changed"
+        TEACH = "teach", "Teach it something"
 
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="runs")
     state = models.CharField(max_length=10, choices=State.choices, default=State.RUNNING)

@@ -280,9 +280,16 @@ def teach(request: HttpRequest, memory: Memory) -> HttpResponse:
         message = " ".join(error.messages) if isinstance(error, ValidationError) else str(error)
         typed = {"teach_error": message, "teach_text": text, "memory": memory}
         return _answer(request, "teach", typed, said=Toast(message, "error"))
-    return _answer(
-        request, "teach", {"memory": memory}, event=CHANGED, toast=Toast(learned.message)
-    )
+    if learned.item is None:  # already known: nothing to file
+        return _answer(
+            request, "teach", {"memory": memory}, event=CHANGED, toast=Toast(learned.message)
+        )
+    # Teach it something merges straight in: a pass of its own files the line now.
+    at_once = consolidator.file_at_once(item=learned.item, by=request.user)
+    said = f"{learned.message} {at_once.message}"
+    filing = at_once.request.run if at_once.request is not None else None
+    context = {"memory": memory, "teach_said": at_once.message, "teach_run": filing}
+    return _answer(request, "teach", context, event=CHANGED, toast=Toast(said))
 
 
 @require_POST
