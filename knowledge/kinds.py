@@ -32,6 +32,8 @@ Rooms and House (heating, roof, solar, address); the sentence's subject counts e
 garage fridge" is about the fridge) and ties go to the earlier of Routines, People, Devices,
 Rooms, House. With no cue at all, House.
 
+Whether a line asks rather than teaches (the ask bar's choice) is :func:`asks` here too.
+
 A correction (a person putting a fact right) is a kind only the caller knows: ``kind_for(text,
 correction=True)``. A judgement is written by the arithmetic in review, never read from words.
 """
@@ -116,6 +118,24 @@ def _is_rule(norm: str, written: str) -> bool:
     return bool(
         _RULE_START.match(norm) or _RULE_ANYWHERE.search(norm) or _ONLY_AND_A_VERB.match(written)
     )
+
+
+# Asking, not telling: a question mark; a question word or an auxiliary first ("is the
+# freezer on in winter", but not "do not …", an instruction); or a request to be told.
+_ASKS = re.compile(
+    r"\?$|^(?:what|what's|whats|when|where|where's|who|who's|whom|whose|why|how|how's|which)\b"
+    r"|^(?:is|are|was|were|am|do|does|did|can|could|would|will|should|shall|has|have|had)\b"
+    r"(?! not\b)|^(?:tell|show|remind) me\b|^(?:any ?one|does anyone) know\b"
+)
+
+
+def asks(text: str) -> bool:
+    """Whether ``text`` asks something (a question, or a request to be told) rather than
+    teaches it: "Is the garage freezer off in winter?", "what temperature does Sarah like",
+    "tell me about the heat pump" ask; "the garage freezer is off in winter" and "don't
+    rename entity ids" (an instruction: a rule) teach. The ask bar decides with it."""
+    norm = normalise(text.strip()).lstrip("\"'( ")
+    return bool(text.strip().endswith("?") or _ASKS.search(norm))
 
 
 @lru_cache(maxsize=8192)

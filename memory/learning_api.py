@@ -1,5 +1,5 @@
-"""Learning from use over HTTP: study sessions (``memory/study.py``). The same actions the
-Knowledge tab and ``brain learn`` call.
+"""Learning from use over HTTP: the ask bar (``memory/ask.py``) and study sessions
+(``memory/study.py``). The same actions the Knowledge tab and ``brain learn`` call.
 
 Bad input is a 400 naming the problem and the limit; a refusal by state (learning off, nothing to
 study yet, a study already running) is a 409 saying why (``brain.api_errors``).
@@ -11,13 +11,14 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from brain.errors import StateConflict
-from knowledge import access
-from knowledge.models import Memory, Permission
-from memory import study
+from knowledge import access, kinds
+from knowledge.models import Fact, Memory, Permission
+from memory import ask, study
 from memory.models import StudySession
 
 
@@ -78,4 +79,69 @@ def study_session(request: Request, pk: int, memory: Memory) -> Response:
     """One study session: its step while it runs, its report once it has landed."""
     return Response(
         StudySessionSerializer(get_object_or_404(StudySession, pk=pk, memory=memory)).data
+    )
+
+
+# The ask bar ---------------------------------------------------------------------------------
+
+
+class AskSerializer(serializers.Serializer):
+    text = serializers.CharField(
+        max_length=1000,
+        trim_whitespace=True,
+        help_text='A question ("what temperature does Sarah like the bedroom?") or something '
+        'to remember ("the garage freezer is off in winter").',
+    )
+    conversation = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The conversation an earlier answer named, to go on with it.",
+    )
+
+
+class UsedFactSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Fact
+        fields = ["id", "text", "confidence", "successes", "failures"]
+
+
+class ExchangeSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=[ask.ASK, ask.TEACH])
+    answer = serializers.CharField()
+    facts = UsedFactSerializer(many=True, help_text="What the answer used, or what was filed.")
+    note = serializers.CharField()
+    conversation = serializers.IntegerField(allow_null=True)
+    reflection = serializers.CharField(allow_blank=True)
+    detail = serializers.CharField()
+
+
+@extend_schema(request=AskSerializer, responses={200: ExchangeSerializer, 409: dict})
+@api_view(["POST"])
+@access.requires(Permission.READ)
+def ask_or_teach(request: Request, memory: Memory) -> Response:
+    """Ask a question and get an answer from what is known, with the facts it used (report
+    whether one worked with ``POST /api/facts/<id>/outcome``), or teach something plainly. A
+    question needs read, teaching needs teach; with learning off a question is still answered
+    and teaching is a 409."""
+    form = AskSerializer(data=request.data)
+    form.is_valid(raise_exception=True)
+    text = form.validated_data["text"]
+    if not kinds.asks(text):
+        access.require(request.user, memory, Permission.TEACH)
+    pk = form.validated_data["conversation"]
+    conversation = ask.conversation_of(memory, pk, request.user)
+    if pk and conversation is None:
+        raise NotFound(f"There is no conversation #{pk} of yours from the ask bar.")
+    exchange = ask.exchange(memory=memory, text=text, by=request.user, conversation=conversation)
+    return Response(
+        {
+            "kind": exchange.kind,
+            "answer": exchange.answer,
+            "facts": UsedFactSerializer(exchange.facts, many=True).data,
+            "note": exchange.note,
+            "conversation": exchange.conversation.pk if exchange.conversation else None,
+            "reflection": exchange.reflection.message if exchange.reflection else "",
+            "detail": exchange.message,
+        }
     )

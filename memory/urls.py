@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory import study_views, views
+from memory import ask_views, study_views, views
 
 app_name = "memory"
 
@@ -23,6 +23,8 @@ urlpatterns = [
     path("conflicts/<int:pk>/settle", views.settle, name="settle"),
     path("changes", views.changes, name="changes"),
     path("changes/<int:number>/undo", views.undo, name="undo"),
+    path("ask", ask_views.ask_or_teach, name="ask"),
+    path("ask/facts/<int:pk>/outcome", ask_views.outcome, name="ask-outcome"),
     path("study", study_views.start_study, name="study"),
     path("study/<int:pk>", study_views.study_status, name="study-status"),
 ]

@@ -20,7 +20,7 @@ from brain.htmx import Toast
 from knowledge import access, listing, reembedding
 from knowledge.models import Conflict, Fact, Memory, Permission
 from knowledge.subjects import UnknownSubject
-from memory import actions, brief, consolidator, measurements, revisions, study_views
+from memory import actions, ask_views, brief, consolidator, measurements, revisions, study_views
 from memory.models import Brief, Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
 from memory.rendering import render_markdown
 
@@ -261,6 +261,7 @@ def _full_context(request: HttpRequest, memory: Memory) -> dict:
         **_waiting_context(memory),
         **_banner_context(ConsolidationRun.objects.running().filter(memory=memory).first()),
         **study_views.study_context(memory),
+        **ask_views.ask_context(request, memory),
         **_facts_context(request, memory),
         **_to_settle_context(request, memory),
         **_changes_context(memory),
