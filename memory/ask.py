@@ -148,7 +148,7 @@ def answer(*, memory: Memory, question: str, reader=None) -> Exchange:
         note = f"The model could not be used ({error}); these are the facts brain has."
         return Exchange(ASK, question, _offline_answer(offline), offline, note=note)
     text = " ".join(reply.answer.split()) if reply is not None else ""
-    if not text or len(text) > ANSWER_MAX:
+    if reply is None or not text or len(text) > ANSWER_MAX:
         why = "it gave no answer" if not text else f"its answer was over {ANSWER_MAX} characters"
         note = f"The model's answer was not used ({why}); these are the facts brain has."
         return Exchange(ASK, question, _offline_answer(offline), offline, note=note)

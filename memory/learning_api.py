@@ -24,7 +24,7 @@ from memory.models import StudySession
 
 class StudySessionSerializer(serializers.ModelSerializer):
     outcome = serializers.CharField(read_only=True)
-    subject = serializers.StringRelatedField()
+    subject: serializers.StringRelatedField = serializers.StringRelatedField()
 
     class Meta:
         model = StudySession
