@@ -25,8 +25,7 @@ INDEXES = {
 NAMES = [name for names in INDEXES.values() for name in names]
 
 FORWARD = "\n".join(
-    f"ALTER INDEX {name} SET (fastupdate = off); "
-    f"SELECT gin_clean_pending_list('{name}'::regclass);"
+    f"ALTER INDEX {name} SET (fastupdate = off); SELECT gin_clean_pending_list('{name}'::regclass);"
     for name in NAMES
 )
 BACKWARD = "\n".join(f"ALTER INDEX {name} RESET (fastupdate);" for name in NAMES)
