@@ -294,6 +294,9 @@ BRAIN_NAVIGATION = [
     ("Sources", "knowledge:sources", False, None),
     ("Admin", "admin:index", True, None),
 ]
+# Verbs of `brain memory` that a higher app keeps (guesses live in review): modules with VERBS,
+# add_parsers(verbs) and run(command, verb, **options).
+BRAIN_MEMORY_VERBS = ["review.cli"]
 # Counts a lower app shows but a higher one keeps (the Knowledge tab's measurements).
 BRAIN_REVIEW_COUNTS = {
     "open_guesses": "review.counts.open_guesses",

@@ -117,8 +117,19 @@ def test_an_empty_inbox_says_so(home):
     assert brain("inbox") == "Nothing is waiting to be filed.\n"
 
 
-def test_hypotheses_says_there_are_none_yet(home):
-    assert "No guesses yet" in brain("hypotheses")
+def test_hypotheses_with_none_proposed_says_so(home):
+    assert brain("hypotheses") == "No guesses yet: brain has not proposed any.\n"
+
+
+def test_hypotheses_lists_the_guesses_brain_proposed_with_their_ids(home):
+    from review import guesses  # guesses live above memory; the command finds them by name
+
+    asked = guesses.propose_guess(memory=home, text="The garage fridge is meant to run 24/7")
+
+    listed = brain("hypotheses")
+
+    assert f"#{asked.guess.pk}  The garage fridge is meant to run 24/7 — right?" in listed
+    assert listed.endswith("1 waiting on you: brain memory confirm N, or reject N --reason …\n")
 
 
 def test_an_unknown_memory_is_refused_by_name(home):

@@ -11,8 +11,11 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from functools import partial
+from importlib import import_module
 from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -36,7 +39,6 @@ from memory.models import (
 NEEDS = {
     "list": Permission.READ,
     "inbox": Permission.READ,
-    "hypotheses": Permission.READ,
     "conflicts": Permission.READ,
     "log": Permission.READ,
     "add": Permission.TEACH,
@@ -49,6 +51,13 @@ NEEDS = {
     "export": Permission.CURATE,
     "import": Permission.ADMINISTER,
 }
+
+
+def _other_verbs() -> list:
+    """Verbs higher apps add (``BRAIN_MEMORY_VERBS``: guesses live in review, which this app
+    may not import): modules with ``VERBS``, ``add_parsers(verbs)`` and ``run(command, verb,
+    **options)``."""
+    return [import_module(path) for path in settings.BRAIN_MEMORY_VERBS]
 
 
 class Command(BaseCommand):
@@ -75,7 +84,8 @@ class Command(BaseCommand):
         add.add_argument("text")
         add.add_argument("--confidence", choices=Confidence.values, default=Confidence.MEDIUM)
         verbs.add_parser("inbox", help="facts waiting to be filed")
-        verbs.add_parser("hypotheses", help="pending guesses")
+        for verbs_of_app in _other_verbs():  # hypotheses, confirm, reject (review)
+            verbs_of_app.add_parsers(verbs)
         verbs.add_parser("conflicts", help="statements that may not both be true, to settle")
         settle = verbs.add_parser("settle", help="settle conflict N: keep new, old or both")
         settle.add_argument("number", type=int)
@@ -116,14 +126,23 @@ class Command(BaseCommand):
                 self.person = get_user_model().objects.get_by_natural_key(person)
             except get_user_model().DoesNotExist:
                 raise CommandError(f"There is no user called {person!r}.") from None
-        handler = getattr(self, f"do_{verb}")
+        handler, needs = self._handler(verb)
         try:
-            access.require(self.person, self.memory, NEEDS[verb])
+            access.require(self.person, self.memory, needs)
             handler(**options)
         except ValidationError as error:
             raise CommandError(" ".join(error.messages)) from None
         except (access.NotPermitted, StateConflict, portable.ImportRejected) as error:
             raise CommandError(str(error)) from None
+
+    def _handler(self, verb: str):
+        """The method for ``verb`` and what it needs: this app's own, or another's."""
+        if verb in NEEDS:
+            return getattr(self, f"do_{verb}"), NEEDS[verb]
+        for verbs_of_app in _other_verbs():
+            if verb in verbs_of_app.VERBS:
+                return partial(verbs_of_app.run, self, verb), verbs_of_app.VERBS[verb]
+        raise CommandError(f"Unknown command {verb!r}.")
 
     def do_list(self, **_) -> None:
         self.stdout.write(DocumentRevision.objects.current(self.memory).text, ending="")
@@ -158,9 +177,6 @@ class Command(BaseCommand):
             about = ", ".join(filter(None, [item.label, item.confidence, item.outcome_label]))
             self.stdout.write(f"#{item.pk}  {when}  {item.text}  ({about})")
         self.stdout.write(f"{len(items)} waiting to be filed.")
-
-    def do_hypotheses(self, **_) -> None:
-        self.stdout.write("No guesses yet: brain has not proposed any.")
 
     def do_conflicts(self, **_) -> None:
         conflicts = Conflict.objects.for_memory(self.memory).to_settle()
