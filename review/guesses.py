@@ -1,6 +1,7 @@
 """A guess's life: proposed (by Deep review, a check), offered when one of three slots is
 free, answered yes (filed as known) or no (never asked again, in any wording), dismissed for a
-while, or expired after its fortnight.
+while, or expired after its fortnight. Every change of what waits on you (opened, answered,
+slept, woke, expired) is a brain_waiting_on_you event on the timeline (``timeline``).
 
 The limits are enforced here, in code, whatever a model proposes: three open guesses at most,
 a fortnight each, and never again anything already confirmed or rejected, in any wording.
@@ -23,6 +24,7 @@ from knowledge.embedding import cosine, get_embedder
 from knowledge.models import Memory, Subject
 from memory import actions as memory_actions
 from memory.models import Origin
+from review import timeline
 from review.models import GUESS_LIFETIME, MAX_REASON, MAX_TEXT, OPEN_GUESSES_AT_MOST, Guess
 
 PARAPHRASE_COSINE = 0.85  # guesses this close in meaning are the same question
@@ -146,9 +148,11 @@ def _offer_waiting(memory: Memory, now: datetime | None = None) -> None:
         .order_by("created_at", "pk")[: free - len(rested)]
     )
     for guess in rested + waiting:
+        woke = guess.state == Guess.State.SLEEPING
         guess.state, guess.offered_at = Guess.State.OPEN, now
         guess.expires_at = now + GUESS_LIFETIME  # its fortnight starts again
         guess.save(update_fields=["state", "offered_at", "expires_at"])
+        timeline.record_waiting(guess=guess, change="woke" if woke else "opened")
 
 
 @dataclass(frozen=True)
@@ -193,6 +197,7 @@ def answer_guess(*, guess: Guess, answer: str, by=None, reason: str = "") -> Ans
                 )
                 message += " Your reason is kept as a correction."
         locked.save()
+        timeline.record_waiting(guess=locked, change=locked.state)
         _offer_waiting(locked.memory)
     return Answered(locked, message)
 
@@ -207,6 +212,7 @@ def dismiss_guess(*, guess: Guess, by=None) -> Guess:
             raise Refused(f"That guess is {locked.get_state_display()}, not open.")
         locked.state, locked.slept_at = Guess.State.SLEEPING, timezone.now()
         locked.save(update_fields=["state", "slept_at"])
+        timeline.record_waiting(guess=locked, change="slept")
         _offer_waiting(locked.memory)
     return locked
 
@@ -214,11 +220,22 @@ def dismiss_guess(*, guess: Guess, by=None) -> Guess:
 def tend_guesses(*, now: datetime | None = None) -> None:
     """Daily: expire unanswered guesses past their fortnight, wake rested ones, fill slots."""
     now = now or timezone.now()
-    Guess.objects.filter(state=Guess.State.OPEN, expires_at__lte=now).update(
-        state=Guess.State.EXPIRED
-    )
+    due = Guess.objects.filter(state=Guess.State.OPEN, expires_at__lte=now).select_related("memory")
+    for guess in due:
+        _expire(guess)
     for memory in Memory.objects.all():
         _fill_slots(memory, now)
+
+
+@retry_transaction
+def _expire(guess: Guess) -> None:
+    """An open guess past its fortnight retires itself (unless it was answered meanwhile)."""
+    with transaction.atomic():
+        if Guess.objects.filter(pk=guess.pk, state=Guess.State.OPEN).update(
+            state=Guess.State.EXPIRED
+        ):
+            guess.state = Guess.State.EXPIRED
+            timeline.record_waiting(guess=guess, change="expired")
 
 
 @retry_transaction

@@ -271,14 +271,16 @@ class EventQuerySet(models.QuerySet):
 
 
 class Event(models.Model):
-    """The timeline: brain_learned and brain_finding, as a logbook would show them."""
+    """The timeline: brain_learned, brain_finding and brain_waiting_on_you (a guess opened, was
+    answered, slept, woke or expired), as a logbook would show them."""
 
     class Kind(models.TextChoices):
-        LEARNED = "brain_learned"
-        FINDING = "brain_finding"
+        LEARNED = "brain_learned", "learned"
+        FINDING = "brain_finding", "finding"
+        WAITING = "brain_waiting_on_you", "waiting on you"
 
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="events")
-    kind = models.CharField(max_length=16, choices=Kind.choices)
+    kind = models.CharField(max_length=32, choices=Kind.choices)
     text = models.TextField()
     data = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)

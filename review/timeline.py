@@ -1,6 +1,13 @@
-"""The timeline: brain_learned and brain_finding events, recorded and — when Home Assistant is
-configured (HA_URL, HA_TOKEN) — pushed to it as events and sensor states, after commit, by the
-``review.tasks.push_event`` task (sent by name: the task calls back into this module)."""
+"""The timeline: brain_learned, brain_finding and brain_waiting_on_you events, recorded and —
+when Home Assistant is configured (HA_URL, HA_TOKEN) — pushed to it as events and sensor states,
+after commit, by the ``review.tasks.push_event`` task (sent by name: the task calls back into
+this module).
+
+brain_waiting_on_you is recorded whenever a guess opens, is answered, sleeps, wakes or expires
+(``review.guesses``), with the open guesses and their ids, so the binary sensor follows every
+change and an automation can push a guess to a phone the moment it waits: a guess in a panel
+nobody opens expires unanswered.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +20,7 @@ from django.utils import timezone
 from brain.celery import send_on_commit
 from knowledge.models import Fact, Memory
 from review import status
-from review.models import Event
+from review.models import Event, Guess
 
 logger = logging.getLogger(__name__)
 PUSH_TIMEOUT_S = 10.0
@@ -33,6 +40,38 @@ def record(memory: Memory, kind: str, text: str, data: dict) -> Event:
 
 def record_learned(*, fact: Fact, memory: Memory) -> Event:
     return record(memory, Event.Kind.LEARNED, f"brain learned: {fact.text}", {"fact": fact.pk})
+
+
+WAITING_WORDS = {
+    "opened": "Waiting on you",
+    "woke": "Back, waiting on you",
+    "confirmed": "Answered yes",
+    "rejected": "Answered no",
+    "slept": "Dismissed for now",
+    "expired": "Expired unanswered",
+}
+
+
+def record_waiting(*, guess: Guess, change: str) -> Event:
+    """A guess changed (a key of WAITING_WORDS): the event names it and carries every open
+    guess, as the binary sensor's attributes do."""
+    waiting = [
+        {"id": g.pk, "question": g.question}
+        for g in Guess.objects.for_memory(guess.memory).open().order_by("offered_at", "pk")
+    ]
+    count = f"{len(waiting)} open" if waiting else "nothing waits on you"
+    return record(
+        guess.memory,
+        Event.Kind.WAITING,
+        f"{WAITING_WORDS[change]}: “{guess.question}” ({count})",
+        {
+            "change": change,
+            "guess": guess.pk,
+            "question": guess.question,
+            "waiting_on_you": bool(waiting),
+            "guesses": waiting,
+        },
+    )
 
 
 def push(event: Event) -> None:
