@@ -399,6 +399,19 @@ class Fact(models.Model):
             # The newest full-text matches of one memory, without walking other memories' rows
             # (knowledge/search.py).
             models.Index(fields=["memory", "-id"], name="fact_memory_id"),
+            # How many facts a memory knows, and whether any vector is stale, counted from
+            # indexes alone (migration 0015 says why).
+            models.Index(
+                fields=["memory", "expires_at"],
+                name="fact_live",
+                condition=models.Q(
+                    status__in=["queued", "filed"], valid_to__isnull=True, subject_removed=False
+                ),
+            ),
+            models.Index(fields=["memory", "embedder"], name="fact_memory_embedder"),
+            models.Index(
+                fields=["memory"], name="fact_without_vector", condition=models.Q(embedding=None)
+            ),
             # No pending list (migration 0011 says why): every search reads only the index.
             GinIndex(fields=["search_vector"], name="fact_search_vector", fastupdate=False),
             # Substring search of the facts list ("beacon", "hall sens") stays indexed.

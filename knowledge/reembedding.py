@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.db.models import Q
+
 from knowledge.embedding import get_embedder
 from knowledge.models import Fact, Memory
 
@@ -23,8 +25,13 @@ BATCH = 256
 
 
 def stale_facts():
-    """Facts whose vector is missing or came from another embedder."""
-    return Fact.objects.exclude(embedder=get_embedder().name, embedding__isnull=False)
+    """Facts whose vector is missing or came from another embedder: named as the ranges on
+    either side of the current embedder's name, so an index answers (migration 0015), and
+    empty at once when nothing is stale."""
+    name = get_embedder().name
+    return Fact.objects.filter(
+        Q(embedding__isnull=True) | Q(embedder__lt=name) | Q(embedder__gt=name)
+    )
 
 
 @dataclass(frozen=True)
