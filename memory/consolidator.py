@@ -48,7 +48,7 @@ from brain.embedded import pid_alive
 from knowledge.actions import reconcile_with_document
 from knowledge.models import Fact, Memory
 from knowledge.statements import compare
-from memory import document, revisions
+from memory import document, revisions, switches
 from memory.composers import get_composer
 from memory.composers.base import (
     AVOID_PREFIX,
@@ -81,6 +81,7 @@ REASON_MAX_CHARS = 400  # a failure reason is read on the runs list: the message
 FIRST_RETRY_PAUSE = timedelta(minutes=2)  # the sweep's interval: the second try is the next sweep
 MAX_RETRY_PAUSE = timedelta(hours=1)  # an outage is still retried hourly, a few calls a day at most
 UNFINISHED = (ConsolidationRun.State.FAILED, ConsolidationRun.State.TIMED_OUT)
+LEARNING_OFF = "Learning was switched off; nothing was filed and the queue is unchanged."
 
 
 class OverCap(ComposerError):
@@ -244,6 +245,9 @@ def _claim(run: ConsolidationRun) -> bool:
 def _pass(run: ConsolidationRun, deadline: float) -> None:
     memory = run.memory
     revision = DocumentRevision.objects.current(memory)
+    if not switches.learning_on(memory):  # switched off since the pass was asked for
+        _finish(run, ConsolidationRun.State.KEPT, LEARNING_OFF)
+        return
     waiting = InboxItem.objects.for_memory(memory).pending()
     if run.trigger == ConsolidationRun.Trigger.TEACH:  # a one-item pass: only what was taught
         waiting = waiting.filter(file_at_once=True)
@@ -457,6 +461,9 @@ def _commit(
     items: list[InboxItem],
     composition: Composition,
 ) -> None:
+    if not switches.learning_on(run.memory):  # switched off while the composer thought
+        _finish(run, ConsolidationRun.State.KEPT, LEARNING_OFF)
+        return
     voice = composition.voice
     if (
         not voice.strip()

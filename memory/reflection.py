@@ -716,6 +716,9 @@ def _reflect(run: ReflectionRun) -> None:
         run.statements, run.notes = [asdict(statement) for statement in found], notes[:50]
         run.save(update_fields=["read_to", "turns_read", "extractor", "statements", "notes"])
     statements = [Statement.from_json(data) for data in run.statements]
+    if statements and not switches.learning_on(memory):  # switched off while it read
+        _finish(run, ReflectionRun.State.NOTHING, "learning was switched off; nothing was filed.")
+        return
     if not statements:
         _finish(run, ReflectionRun.State.NOTHING, _nothing_reason(run))
         return

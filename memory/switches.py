@@ -7,12 +7,15 @@
 - ``memory_injection``. Off keeps learning but stops memory being given to prompts
   (``knowledge.retrieval.context`` and the voice distillate read it).
 
-Every learning path asks ``require_learning`` (or ``learning_on`` in background work, which
+Both are set on the Knowledge tab (``set_switches``, administer: a memory's settings) and in the
+admin. Every learning path asks ``require_learning`` (or ``learning_on`` in background work, which
 skips quietly), which reads the switch from the database, so a switch turned off a moment ago
 stops a worker that loaded the memory before it.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from brain.errors import StateConflict
 from knowledge.models import Memory
@@ -36,3 +39,46 @@ def require_learning(memory: Memory) -> None:
     """Raise LearningOff (a StateConflict: a 409, a toast, one line) when learning is off."""
     if not learning_on(memory):
         raise LearningOff(memory)
+
+
+@dataclass(frozen=True)
+class Switched:
+    """The switches as they are now, and what that means, in words."""
+
+    memory: Memory
+    changed: tuple[str, ...]
+
+    @property
+    def message(self) -> str:
+        if not self.changed:
+            return "Nothing changed."
+        learning = (
+            "Learning is on: brain learns from conversations, the chat, study and insight runs, "
+            "and files the queue."
+            if self.memory.learning
+            else "Learning is off: nothing new is learned or filed (no reflection, chat teaching, "
+            "study, insight runs or filing); what is already known is still used."
+        )
+        injection = (
+            "Memory is given to prompts."
+            if self.memory.memory_injection
+            else "Memory is not given to prompts (recall and the voice distillate are empty); "
+            "learning goes on as the other switch says."
+        )
+        said = [learning] if "learning" in self.changed else []
+        said += [injection] if "memory_injection" in self.changed else []
+        return " ".join(said)
+
+
+def set_switches(*, memory: Memory, learning: bool, memory_injection: bool, by=None) -> Switched:
+    """Set both kill switches of ``memory`` (administer, as every memory setting). Only what
+    changed is written; a pass or a run already going stops at its next look at the switch."""
+    changed = tuple(
+        name
+        for name, value in (("learning", learning), ("memory_injection", memory_injection))
+        if getattr(memory, name) != value
+    )
+    if changed:
+        memory.learning, memory.memory_injection = learning, memory_injection
+        memory.save(update_fields=list(changed))
+    return Switched(memory, changed)

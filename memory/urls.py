@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory import ask_views, study_views, views
+from memory import ask_views, study_views, switch_views, views
 
 app_name = "memory"
 
@@ -27,4 +27,5 @@ urlpatterns = [
     path("ask/facts/<int:pk>/outcome", ask_views.outcome, name="ask-outcome"),
     path("study", study_views.start_study, name="study"),
     path("study/<int:pk>", study_views.study_status, name="study-status"),
+    path("switches", switch_views.set_switches, name="switches"),
 ]
