@@ -82,7 +82,18 @@ from knowledge.models import (
 
 EMBED_BATCH = 256  # texts per embedder call
 WRITE_BATCH = 1000  # rows per INSERT or UPDATE
-SOURCE = [c.resolve(Source) for c in (col("kind"), col("title"), col("reference"), col("text"))]
+SOURCE = [
+    c.resolve(Source)
+    for c in (
+        col("kind"),
+        col("title"),
+        col("reference"),
+        col("text"),
+        col("channel"),
+        col("turns"),  # a conversation's messages, so See the run opens it at its turn
+    )
+]
+TURN_KEYS = ("speaker", "person", "role", "text", "at")
 # How a fact names a subject: by entity id, or by kind and name.
 ENTITY_ID, KIND, NAME = (
     ref("entity_id", Subject.entity_id),
@@ -219,22 +230,34 @@ def _check_source(where: str, source: Any) -> None:
     require(isinstance(source, dict), f'{where} has an invalid "source" (an object, or null).')
     for column in SOURCE:
         column.check(f"{where}'s source", source)
+    turns = source.get("turns", [])
+    require(
+        isinstance(turns, list)
+        and all(
+            isinstance(turn, dict) and all(isinstance(turn.get(k, ""), str) for k in TURN_KEYS)
+            for turn in turns
+        ),
+        f'{where}\'s source has invalid "turns" (a list of {{{", ".join(TURN_KEYS)}}}, each text).',
+    )
 
 
 def _sources(memory: Memory, entries: list[dict]) -> dict[tuple, Source]:
     """The source each entry cites, as a row of this memory: an identical one if it has one,
     else a new one (dated by the first entry that cites it). Sources are never edited."""
     first_cited: dict[tuple, datetime] = {}
+    cited_as: dict[tuple, dict] = {}
     for entry in entries:
         if entry.get("source") is not None:
             key, cited = _source_key(entry["source"]), when(entry["created_at"])
             first_cited[key] = min(first_cited.get(key, cited), cited)
+            cited_as.setdefault(key, entry["source"])
     found: dict[tuple, Source] = {}
     for chunk in in_batches(first_cited, WRITE_BATCH):
         for source in Source.objects.filter(
             memory=memory, title__in={title for _, title, _, _ in chunk}
         ).order_by("pk"):
             found.setdefault((source.kind, source.title, source.reference, source.text), source)
+    _same_conversations(memory, first_cited, found)
     missing = [key for key in first_cited if key not in found]
     created = Source.objects.bulk_create(
         [
@@ -244,6 +267,8 @@ def _sources(memory: Memory, entries: list[dict]) -> dict[tuple, Source]:
                 title=title,
                 reference=reference,
                 text=text,
+                channel=cited_as[(kind, title, reference, text)].get("channel", ""),
+                turns=cited_as[(kind, title, reference, text)].get("turns", []),
                 created_at=first_cited[(kind, title, reference, text)],
             )
             for kind, title, reference, text in missing
@@ -252,6 +277,23 @@ def _sources(memory: Memory, entries: list[dict]) -> dict[tuple, Source]:
     )
     found.update(zip(missing, created, strict=True))
     return found
+
+
+def _same_conversations(memory: Memory, cited: dict, found: dict) -> None:
+    """A conversation is one source per reference (``one_source_per_conversation``): one this
+    memory already keeps under the reference is the one cited, whatever its title says."""
+    wanted = {
+        key[2]: key
+        for key in cited
+        if key not in found and key[0] == Source.Kind.CONVERSATION and key[2]
+    }
+    if not wanted:
+        return
+    kept = Source.objects.filter(
+        memory=memory, kind=Source.Kind.CONVERSATION, reference__in=list(wanted)
+    )
+    for source in kept:
+        found[wanted[source.reference]] = source
 
 
 def _cited(entry: dict, sources: dict[tuple, Source]) -> Source | None:
@@ -598,6 +640,7 @@ class ObservationsSection(Section):
         col("channel"),
         col("outcome"),
         ref("episode", UID, null=True),
+        col("turn"),
         col("created_at", required=True),
     )
 
