@@ -14,14 +14,13 @@ ranking; the any-one-word tier matched a fifth of the memory) and the ranks belo
 forty are never read. Newest first because a newer statement is likelier to be the one still
 meant, and because the primary key is an index the scan can stop on.
 
-How those newest matches are found is not left to the planner's guess for the tiers that join
-words (every word, any two): it misjudges how many facts match "heat & kitchen | heat &
-winter | …" and walks the memory's facts newest first, testing each, where the full-text index
-would have named the few hundred that match (45 ms against 5 ms at 100k). A joined tier
-matches few facts by its nature, so it always goes through the full-text index
-(``_NEWEST_MATCHES_FIRST``: ordering by an expression no index holds). The any-one-word tier
-is left to the planner, whose estimate for single words is good: for a common word, walking
-the memory newest first (the index on memory and id) stops after a few hundred rows.
+Which way those newest matches are found is the planner's choice, from its estimate of how many
+facts a tier matches: through the full-text index when few do, walking the memory's facts newest
+first (the index on memory and id, migration 0011) when many do. Forcing the index for the tiers
+that join words was tried and measured: it saved the walks the planner misjudged (45 ms against
+5 ms for one question at 100k) but lost more where two common words match thousands of facts
+(66 ms against a few), and over the recall questions and the intake statements of the
+benchmark household the planner's choice was as fast at the median and faster in the tail.
 
 ``candidates`` and ``nearest_rows`` are the same searches for ``retrieval.context``, in two
 round trips where the plain path takes one per subject, per tier, per search and per
@@ -93,16 +92,6 @@ def _tiers(words: list[str]) -> list[str]:
     return tiers
 
 
-#: The newest-first order of a joined tier, as an expression no index holds (see the module
-#: docstring): the same order as the primary key's, found through the full-text index.
-_NEWEST_MATCHES_FIRST = "knowledge_fact.id + 0 DESC"
-
-
-def _newest(joined: bool):
-    """The ORM's order for a tier's newest matches (``_NEWEST_MATCHES_FIRST`` when joined)."""
-    return (F("pk") + 0).desc() if joined else F("pk").desc()
-
-
 def text_matches(facts, text: str, limit: int) -> list[Fact]:
     """The facts of ``facts`` sharing the most words with ``text``, best first.
 
@@ -113,13 +102,12 @@ def text_matches(facts, text: str, limit: int) -> list[Fact]:
     words = _words(text)
     found: list[Fact] = []
     enough = min(limit, ENOUGH)
-    tiers = _tiers(words)
-    for index, tier in enumerate(tiers):
+    for tier in _tiers(words):
         query = SearchQuery(tier, config="english", search_type="raw")
         newest = (
             facts.exclude(pk__in=[fact.pk for fact in found])
             .filter(search_vector=query)
-            .order_by(_newest(joined=index < len(tiers) - 1))
+            .order_by("-pk")
             .values("pk")[:TEXT_CANDIDATES]
         )
         more = list(
@@ -366,8 +354,6 @@ def _tier_ctes(tiers: list[str], where: str, where_params: list, limit: int):
                 f" AND knowledge_fact.id NOT IN ({union})"
                 f" AND (SELECT count(*) FROM ({union}) AS found) < {enough}"
             )
-        joined = index < len(tiers) - 1
-        order = _NEWEST_MATCHES_FIRST if joined else "knowledge_fact.id DESC"
         ctes.append(f"""t{index} AS (
             SELECT c.id, ts_rank(c.search_vector, to_tsquery('english'::regconfig, %s)) AS rank
             FROM (
@@ -375,7 +361,7 @@ def _tier_ctes(tiers: list[str], where: str, where_params: list, limit: int):
                 WHERE {where}
                   AND knowledge_fact.search_vector @@ to_tsquery('english'::regconfig, %s)
                   {earlier}
-                ORDER BY {order} LIMIT {TEXT_CANDIDATES}
+                ORDER BY knowledge_fact.id DESC LIMIT {TEXT_CANDIDATES}
             ) AS c
             ORDER BY rank DESC, c.id DESC LIMIT {int(limit)})""")
         params += [tier, *where_params, tier]
