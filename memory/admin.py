@@ -34,7 +34,14 @@ from knowledge.admin import (
 from knowledge.embedding import get_embedder
 from knowledge.models import Conflict, Fact, Subject
 from memory import actions, fact_edits, revisions
-from memory.models import Brief, Change, ConsolidationRun, DocumentRevision, InboxItem
+from memory.models import (
+    Brief,
+    Change,
+    ConsolidationRun,
+    DocumentRevision,
+    InboxItem,
+    ReflectionRun,
+)
 
 LIST_TEXT_CHARS = 120  # a fact or item in a list: a line of the screen, the rest on its page
 
@@ -412,3 +419,43 @@ class BriefAdmin(MemoryScopedAdmin):
     list_select_related = ["memory"]
     search_fields = ["text"]
     date_hierarchy = "written_at"
+
+
+@admin.register(ReflectionRun)
+class ReflectionRunAdmin(MemoryScopedAdmin):
+    """What each reflection over a conversation read, filed, or why it filed nothing. Written
+    only by the reflection pass (memory/reflection.py)."""
+
+    list_display = [
+        "pk",
+        "memory",
+        "source",
+        "state",
+        "extractor",
+        "since_turn",
+        "read_to",
+        "started_at",
+        "finished_at",
+    ]
+    list_filter = ["state", "extractor"]
+    list_select_related = ["memory", "source"]
+    search_fields = ["reason", "source__title", "source__reference"]
+    date_hierarchy = "started_at"
+    fields = [
+        "memory",
+        "source",
+        "state",
+        "reason",
+        "extractor",
+        "since_turn",
+        "read_to",
+        "turns_read",
+        "statements",
+        "filed",
+        "notes",
+        "started_at",
+        "claimed_at",
+        "executor",
+        "lease_expires_at",
+        "finished_at",
+    ]

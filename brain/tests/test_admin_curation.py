@@ -19,7 +19,7 @@ from brain.models import ModelCall, WorkerHeartbeat
 from knowledge import actions as knowledge_actions
 from knowledge.embedding import get_embedder
 from knowledge.models import Conflict, Fact, Membership, Memory, Permission, Subject
-from memory import actions, consolidator
+from memory import actions, consolidator, conversations, reflection
 from memory.models import Brief, Change, DocumentRevision, InboxItem, Origin
 from review import findings as review_findings
 from review import guesses as review_guesses
@@ -86,6 +86,10 @@ def content(home, admin_user, alice) -> SimpleNamespace:
     agent_actions.encode(memory=home, text="Deploys take 20 minutes.", outcome="ok")
     agent_actions.record_procedure(memory=home, task="Deploy", steps=["push"], outcome="ok")
     Brief.objects.create(memory=home, text="Nothing new.", composer="offline")
+    said = [{"speaker": "Ada", "text": "I like the hall dim at night"}]
+    reflection.reflect(
+        conversations.record_conversation(memory=home, channel="voice", messages=said).source
+    )
     finding = review_findings.raise_finding(
         memory=home,
         check_id="left_on",
