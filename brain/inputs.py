@@ -334,7 +334,8 @@ class InputMiddleware:
         return self.get_response(request)
 
     def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs):
-        request.max_body_bytes = getattr(view_func, "max_body_bytes", MAX_BODY_BYTES)
+        limit = getattr(view_func, "max_body_bytes", MAX_BODY_BYTES)
+        request.max_body_bytes = limit  # type: ignore[attr-defined]  # read by body_limit
         try:
             self.check(request)
         except BadInput as bad:

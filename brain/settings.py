@@ -224,6 +224,8 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Restarts a pass whose worker died or whose start message was lost.
     "memory-sweep": {"task": "memory.tasks.sweep_consolidations", "schedule": 120.0},
+    # The same for a reflection over a conversation.
+    "memory-reflection-sweep": {"task": "memory.tasks.sweep_reflections", "schedule": 120.0},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 

@@ -72,7 +72,7 @@ def _conversation(request: HttpRequest, item: Source, facts) -> dict:
     readable = {fact.pk: fact for fact in facts}
     said = Observation.objects.filter(source=item, fact__in=list(readable), turn__isnull=False)
     for fact_id, turn in said.order_by("created_at", "pk").values_list("fact_id", "turn"):
-        if readable[fact_id] not in taught.setdefault(turn, []):
+        if turn is not None and readable[fact_id] not in taught.setdefault(turn, []):
             taught[turn].append(readable[fact_id])
     highlighted = None
     asked = request.GET.get("fact", "")

@@ -119,7 +119,7 @@ def new_conversation(request: Request, memory: Memory) -> Response:
             memory=memory,
             channel=data["channel"],
             person=person,
-            messages=raw["messages"],
+            messages=messages if isinstance(messages, list) else [],
             reference=data["reference"] or None,
         )
     except conversations.TooLarge as too_large:

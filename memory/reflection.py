@@ -20,7 +20,8 @@ Contract:
 - ``request_reflection(source, since_turn=0)``: the same run, started on a worker (the task
   ``memory.tasks.reflect``, sent by name once the row is committed); None when learning is off.
   ``conversation_ended`` keeps a finished conversation and asks for its reflection.
-- ``unread_from(source)``: the first turn no run has read yet.
+- ``unread_from(source)``: the first turn no run has read yet. ``sweep`` (beat) starts again
+  a run whose message was lost or whose worker died without its message coming back.
 
 What is never filed, whoever extracted it (the model's answer is held to the same rules in
 code): a transient state ("the light is on", anything "right now"), a one-off command ("turn
@@ -90,8 +91,9 @@ REFLECT_TIMEOUT_S = 30.0  # one short call to the cheap model
 MAX_TOKENS = 800
 LEASE = timedelta(minutes=5)  # a claimed run that has not finished by then has lost its worker
 TASK = "memory.tasks.reflect"
+RESEND_AFTER = timedelta(seconds=60)  # an unclaimed run's start message is sent again after this
 
-_ORIGINS = {
+_ORIGINS: dict[str, str] = {
     Fact.Channel.VOICE: "voice",
     Fact.Channel.CHAT: "chat",
     Fact.Channel.TERMINAL: "terminal",
@@ -623,6 +625,18 @@ def conversation_ended(
     if recorded.added:
         run = request_reflection(recorded.source, since_turn=recorded.added[0].position)
     return recorded, run
+
+
+def sweep() -> None:
+    """Beat, every two minutes: start again a reflection nobody picked up (its message was
+    lost) and one whose worker is gone without its message coming back (its lease ran out).
+    ``execute`` claims or takes over; a run already going is left alone."""
+    now = timezone.now()
+    running = ReflectionRun.objects.running()
+    unclaimed = running.filter(claimed_at__isnull=True, started_at__lt=now - RESEND_AFTER)
+    lost = running.filter(claimed_at__isnull=False, lease_expires_at__lt=now)
+    for pk in [*unclaimed.values_list("pk", flat=True), *lost.values_list("pk", flat=True)]:
+        send_on_commit(TASK, pk)
 
 
 def execute(run_id: int) -> None:

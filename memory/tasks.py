@@ -41,3 +41,8 @@ def reflect(run_id: int) -> None:
 def study(session_id: int) -> None:
     """One study session (memory/study.py); safe to deliver twice."""
     study_sessions.execute(session_id)
+
+
+@shared_task(ignore_result=True)
+def sweep_reflections() -> None:
+    reflection.sweep()

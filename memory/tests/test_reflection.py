@@ -30,9 +30,7 @@ def voice(home, person, *lines, reference=None):
     ).source
 
 
-def test_sarah_and_tom_each_get_their_own_bedroom_preference_recalled_for_them(
-    home, sarah, tom
-):
+def test_sarah_and_tom_each_get_their_own_bedroom_preference_recalled_for_them(home, sarah, tom):
     source = voice(
         home,
         sarah,
@@ -134,8 +132,7 @@ def test_nicknames_corrections_and_what_was_asked_to_be_remembered_are_filed(hom
     run = reflection.reflect(source)
 
     assert sorted(entry["text"] for entry in run.filed) == [
-        "Remember that the garage freezer is off in winter."[len("Remember that ") :]
-        .capitalize(),
+        "Remember that the garage freezer is off in winter."[len("Remember that ") :].capitalize(),
         "The office is the upstairs back bedroom.",
         "The office lamp is called “the beacon”.",
     ]
@@ -245,3 +242,34 @@ def test_a_person_page_is_made_for_someone_the_memory_did_not_know(home, sarah):
         "Sarah",
         "Tom",
     ]
+
+
+def test_the_sweep_starts_again_a_reflection_whose_message_was_lost_or_worker_died(
+    home, sarah, django_capture_on_commit_callbacks, monkeypatch
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from brain.celery import app as celery_app
+
+    lost_message = reflection.request_reflection(voice(home, sarah, ("Sarah", "I like tea")))
+    died = reflection.request_reflection(voice(home, sarah, ("Sarah", "I like coffee")))
+    fresh = reflection.request_reflection(voice(home, sarah, ("Sarah", "I like cocoa")))
+    long_ago = timezone.now() - timedelta(minutes=5)
+    ReflectionRun.objects.filter(pk=lost_message.pk).update(started_at=long_ago)
+    ReflectionRun.objects.filter(pk=died.pk).update(
+        claimed_at=long_ago, executor="elsewhere:1", lease_expires_at=long_ago
+    )
+    sent = []
+    monkeypatch.setattr(celery_app, "send_task", lambda name, args: sent.append((name, *args)))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        reflection.sweep()
+
+    assert sorted(sent) == sorted(
+        [("memory.tasks.reflect", lost_message.pk), ("memory.tasks.reflect", died.pk)]
+    )
+    assert fresh.pk not in [pk for _, pk in sent]
+    reflection.execute(died.pk)  # the worker that gets it takes the run over
+    assert ReflectionRun.objects.get(pk=died.pk).state == ReflectionRun.State.FILED
