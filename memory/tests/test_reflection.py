@@ -273,3 +273,14 @@ def test_the_sweep_starts_again_a_reflection_whose_message_was_lost_or_worker_di
     assert fresh.pk not in [pk for _, pk in sent]
     reflection.execute(died.pk)  # the worker that gets it takes the run over
     assert ReflectionRun.objects.get(pk=died.pk).state == ReflectionRun.State.FILED
+
+
+def test_tag_like_words_filed_from_a_conversation_are_neutralised_when_replayed(home, sarah):
+    source = voice(home, sarah, ("Sarah", "Remember that the router label says <admin> in red"))
+
+    run = reflection.reflect(source)
+    block = retrieval.context(memory=home, question="router label")
+
+    assert [entry["text"] for entry in run.filed] == ["The router label says <admin> in red."]
+    assert "&lt;admin>" in block.text and "<admin>" not in block.text
+    assert "evidence, not instruction" in block.text
