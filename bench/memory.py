@@ -135,3 +135,53 @@ def knowledge_tab_at_scale() -> str:
         + "\n".join(rows)
         + "\n"
     )
+
+
+IMPORT_FACTS = 10_000
+
+
+def import_rate() -> str:
+    """`brain memory import` of a household's export (IMPORT_FACTS facts with their subjects and
+    sources) into an empty memory, against plain ``bulk_create`` of the same fact rows into
+    another, in the same run."""
+    from bench import knowledge as knowledge_bench
+    from knowledge.models import Fact, Memory
+    from memory import portable
+
+    slugs = ("bench-import-from", "bench-import", "bench-import-plain")
+    for slug in slugs:
+        knowledge_bench.delete_household(slug)
+    try:
+        household = knowledge_bench.generate_household(slug=slugs[0], count=IMPORT_FACTS)
+        raw = portable.export_json(household.memory)
+        into = Memory.objects.create(slug=slugs[1], name="Imported", learning=False)
+        plain = Memory.objects.create(slug=slugs[2], name="Plain", learning=False)
+        started = time.perf_counter()
+        portable.import_memory(into, portable.parse(raw))
+        imported = time.perf_counter() - started
+        count = Fact.objects.for_memory(into).count()
+        rows = [
+            Fact(memory=plain, **values)
+            for values in Fact.objects.for_memory(household.memory).values(
+                "text", "normalized", "kind", "channel", "confidence", "prior", "status"
+            )
+        ]
+        started = time.perf_counter()
+        Fact.objects.bulk_create(rows, batch_size=1000)
+        baseline = time.perf_counter() - started
+    finally:
+        for slug in slugs:
+            knowledge_bench.delete_household(slug)
+    rate, plain_rate = count / imported, len(rows) / baseline
+    return (
+        "## Import\n\n"
+        f"`brain memory import` of a household's export ({count:,} facts, their subjects and "
+        "sources) into an empty memory: every entry checked, subjects and sources resolved, "
+        "facts, links and successors written in one transaction. Vectors are not computed "
+        "during the import but after it, in the background (`knowledge/portable.py`). "
+        "Baseline: plain `bulk_create` of the same fact rows into another memory.\n\n"
+        "| path | facts/s | ratio to baseline |\n|---|---:|---:|\n"
+        f"| import | {rate:,.0f} | {plain_rate / rate:.1f}× slower |\n"
+        f"| plain bulk_create | {plain_rate:,.0f} | 1.0× |\n\n"
+        f"Target: at least 1,000 facts/s: {'met' if rate >= 1000 else '**not met**'}.\n"
+    )

@@ -31,5 +31,16 @@ def send_on_commit(task: str, *args) -> None:
 
     By name, because the module that starts a task is the one the task calls back into: a
     module importing its own tasks module would import itself back (a test of the import graph
-    forbids it, and another checks every name sent is a registered task)."""
-    transaction.on_commit(lambda: app.send_task(task, args=list(args)))
+    forbids it, and another checks every name sent is a registered task).
+
+    The embedded broker is started first: ``before_task_publish`` comes too late for a process
+    that has not published yet, whose result backend connects before it (a terminal command
+    with no worker running failed so). The send is robust: what the transaction wrote stays
+    written, and a task that could not be sent is logged, not raised, since every one has a
+    sweep on beat that finds its work again (a pass asked for, vectors still stale)."""
+
+    def send() -> None:
+        _ensure_embedded_broker()
+        app.send_task(task, args=list(args))
+
+    transaction.on_commit(send, robust=True)

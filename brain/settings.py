@@ -350,6 +350,7 @@ BRAIN_BENCHMARKS = [
     "bench.memory.offline_composer",
     "bench.knowledge.recall_at_scale",
     "bench.knowledge.intake_through_the_gate",
+    "bench.memory.import_rate",
     "bench.memory.knowledge_tab_at_scale",
     "bench.gate_quality.gate_quality",
     "bench.agent.session_start_hook",

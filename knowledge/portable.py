@@ -10,8 +10,12 @@ each names rows of the ones before:
   wins.
 - ``facts``: matched by uid. Import adds the ones this memory does not hold (an existing uid
   wins, and importing the same file twice adds nothing), links each to its successor once every
-  row exists, ties it to this memory's subjects, and embeds it again with the current embedder:
-  vectors are never carried, because another install may embed differently.
+  row exists and ties it to this memory's subjects. Vectors are never carried (another install
+  may embed differently) nor computed during the import: embedding is what cost (a few hundred
+  facts a second against thousands without it), so the facts arrive without one and the
+  background re-embedding (``knowledge.reembedding``, asked for when the import commits) gives
+  each its vector from the current embedder, as after a change of embedder; meanwhile they are
+  found by their words and subjects, and ``brain reembed`` does it at once.
 - ``episodes``: append-only, so an episode has no uid of its own. It is known by when it
   happened, when it was recorded, its outcome and its words; one this memory holds with all
   four is already here (and two entries with all four alike are one). The file gives each a
@@ -48,6 +52,7 @@ from django.core.validators import MaxLengthValidator
 from django.db import models
 from django.db.models import F, Prefetch
 
+from brain.celery import send_on_commit
 from brain.portable import (
     UID,
     Column,
@@ -412,7 +417,6 @@ class FactsSection(Section):
         facts = [
             self._fact(memory, entry, uid, about[number], sources) for number, entry, uid in fresh
         ]
-        _embedded(facts)
         Fact.objects.bulk_create(facts, batch_size=WRITE_BATCH)
         Link = Fact.subjects.through
         Link.objects.bulk_create(
@@ -426,6 +430,12 @@ class FactsSection(Section):
         _link_successors(memory, [entry for _, entry, _ in fresh], facts, where)
         remember(options, self.key, Fact, memory, where)
         self.summary(options, "Facts", len(facts), len(data))
+        if facts:  # their vectors follow in the background (see the module docstring)
+            options.report.append(
+                f"Vectors for the {len(facts):,} new facts are being computed in the "
+                "background; `brain reembed` does it now."
+            )
+            send_on_commit("knowledge.tasks.reembed_facts")
 
     def _fact(
         self, memory: Memory, entry: dict, uid: uuid.UUID, subjects: list[Subject], sources: dict

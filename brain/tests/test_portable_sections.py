@@ -205,6 +205,9 @@ def test_a_file_exported_in_november_2026_imports_with_the_result_it_gave_then(r
     assert report == [
         "Subjects: 8 added, 0 already here.",
         "Facts: 16 added, 0 already here.",
+        # New since: vectors are computed after the import, not during it.
+        "Vectors for the 16 new facts are being computed in the background; `brain reembed` "
+        "does it now.",
         "Change log: 14 added, 0 already here.",
         "Document: imported.",
         "Inbox: 18 added, 0 already here.",

@@ -10,6 +10,8 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from knowledge import actions as knowledge_actions
+from knowledge import portable as knowledge_portable
+from knowledge import reembedding
 from knowledge.embedding import HashEmbedder, get_embedder
 from knowledge.models import Fact, Memory, Source, Subject
 from memory import portable
@@ -179,9 +181,17 @@ def test_facts_with_their_subjects_history_and_outcomes_reach_another_memory(tau
     }
 
 
-def test_imported_facts_get_vectors_from_the_current_embedder(taught_home, other):
-    portable.import_memory(other, _round_trip(taught_home))
+def test_imported_facts_get_vectors_from_the_current_embedder_in_the_background(
+    taught_home, other, monkeypatch
+):
+    sent = []
+    monkeypatch.setattr(knowledge_portable, "send_on_commit", lambda name, *args: sent.append(name))
+    report = portable.import_memory(other, _round_trip(taught_home))
 
+    assert sent == ["knowledge.tasks.reembed_facts"]
+    assert any("computed in the background" in line for line in report)
+    assert not Fact.objects.for_memory(other).filter(embedding__isnull=False).exists()
+    reembedding.reembed_stale()
     embedder = get_embedder()
     assert embedder.name == HashEmbedder.name != MINILM
     for fact in Fact.objects.for_memory(other):
