@@ -139,3 +139,32 @@ def wait_until(condition, *, timeout: float = 30, interval: float = 0.1, message
         if time.monotonic() > deadline:
             raise AssertionError(message or f"condition not met within {timeout} s")
         time.sleep(interval)
+
+
+def run_async(work):
+    """``anyio.run(work)`` in a thread of its own, returning its result or raising its error.
+    Browser tests leave Playwright's event loop running in the test's thread for the rest of
+    the session, and a second loop cannot start where one runs. The thread's own database
+    connections are closed before it ends."""
+    import threading
+
+    import anyio
+
+    outcome: dict = {}
+
+    def target() -> None:
+        try:
+            outcome["result"] = anyio.run(work)
+        except BaseException as error:  # re-raised in the caller's thread below
+            outcome["error"] = error
+        finally:
+            from django.db import connections
+
+            connections.close_all()
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("result")

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import connection
 
 from brain import inputs
-from brain.testing import database_url
+from brain.testing import database_url, run_async
 from brain.tests.endpoints import api_routes, json_write_routes
 from knowledge.models import Fact, Memory
 from memory import actions
@@ -304,7 +304,6 @@ def test_the_mcp_server_refuses_a_nul_naming_the_argument_and_logs_no_traceback(
 
 def test_a_tool_refuses_an_unpaired_surrogate_naming_the_argument_and_cleans_a_search():
     # The SDK's client cannot even encode one; another client could send "\\ud800" in JSON.
-    import anyio
     from mcp.server.mcpserver.exceptions import ToolError
 
     from memory.mcp_server import tool_errors
@@ -314,12 +313,11 @@ def test_a_tool_refuses_an_unpaired_surrogate_naming_the_argument_and_cleans_a_s
         return content, query
 
     with pytest.raises(ToolError, match="“content” contains an unpaired surrogate"):
-        anyio.run(lambda: memory_echo(content="The gate \ud800 box"))
-    assert anyio.run(lambda: memory_echo(query="ga\ud800te\x00")) == ("", "gate")
+        run_async(lambda: memory_echo(content="The gate \ud800 box"))
+    assert run_async(lambda: memory_echo(query="ga\ud800te\x00")) == ("", "gate")
 
 
 def test_an_unexpected_error_in_a_tool_is_a_tool_error_naming_the_tool_and_no_traceback(caplog):
-    import anyio
     from mcp.server.mcpserver.exceptions import ToolError
 
     from memory.mcp_server import tool_errors
@@ -329,7 +327,7 @@ def test_an_unexpected_error_in_a_tool_is_a_tool_error_naming_the_tool_and_no_tr
         raise RuntimeError("the disk is on fire")
 
     with pytest.raises(ToolError) as refused:
-        anyio.run(lambda: memory_broken(content="hello"))
+        run_async(lambda: memory_broken(content="hello"))
 
     assert "memory_broken" in str(refused.value)
     assert "RuntimeError" in str(refused.value)
@@ -361,7 +359,6 @@ def test_every_mcp_tool_refuses_a_nul_in_its_text_naming_the_argument_or_drops_i
 ):
     """Every tool on the server, the ones other apps register included: none may skip
     ``tool_errors``."""
-    import anyio
     from mcp.server.mcpserver.exceptions import ToolError
 
     from memory.mcp_server import build_server
@@ -385,7 +382,7 @@ def test_every_mcp_tool_refuses_a_nul_in_its_text_naming_the_argument_or_drops_i
                 except ToolError as refused:
                     seen[tool.name, name] = str(refused)
 
-    anyio.run(call_every_tool)
+    run_async(call_every_tool)
 
     assert ("memory_write", "content") in seen
     for (tool, name), outcome in seen.items():

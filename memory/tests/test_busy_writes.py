@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 import threading
 
-import anyio
 import pytest
 from django.db import OperationalError, connection
 from django.test import Client
 from mcp import Client as McpClient
 
 from brain.db import retry
+from brain.testing import run_async
 from knowledge import actions as knowledge_actions
 from knowledge.models import Fact, Memory
 from memory import actions, consolidator, mcp_server, portable, revisions
@@ -101,17 +101,7 @@ def test_an_agent_whose_write_loses_every_race_is_told_to_send_it_again(home, ra
         async with McpClient(server) as agent:
             results.append(await agent.call_tool("memory_write", {"content": "The loft is warm."}))
 
-    def in_own_thread() -> None:
-        try:
-            anyio.run(write)
-        finally:
-            from django.db import connections
-
-            connections.close_all()
-
-    thread = threading.Thread(target=in_own_thread)
-    thread.start()
-    thread.join(timeout=60)
+    run_async(write)
 
     (result,) = results
     assert result.is_error

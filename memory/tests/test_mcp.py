@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 
 import anyio
 import pytest
@@ -15,7 +14,7 @@ from django.db import connection
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from brain.testing import database_url
+from brain.testing import database_url, run_async
 from knowledge.models import Fact
 from memory.models import InboxItem
 
@@ -68,28 +67,6 @@ class Agent:
         return result.content[0].text
 
 
-def _in_own_thread(work) -> None:
-    """Run ``work`` in a thread of its own: browser tests leave Playwright's event loop
-    running in this one, and a second loop cannot start where one runs."""
-    failure: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            work()
-        except BaseException as error:  # re-raised in the test's thread below
-            failure.append(error)
-        finally:
-            from django.db import connections
-
-            connections.close_all()
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join()
-    if failure:
-        raise failure[0]
-
-
 def drive(scenario, *server_args: str) -> str:
     """Run ``scenario(agent, tools)`` against a fresh server; returns what it logged."""
 
@@ -105,7 +82,7 @@ def drive(scenario, *server_args: str) -> str:
 
     with tempfile.TemporaryFile("w+") as errlog:
         try:
-            _in_own_thread(lambda: anyio.run(main))
+            run_async(main)
         finally:
             errlog.seek(0)
             logged = errlog.read()
