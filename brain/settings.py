@@ -351,6 +351,7 @@ BRAIN_BENCHMARKS = [
     "bench.knowledge.recall_at_scale",
     "bench.knowledge.intake_through_the_gate",
     "bench.memory.import_rate",
+    "bench.memory.bulk_adds",
     "bench.memory.knowledge_tab_at_scale",
     "bench.gate_quality.gate_quality",
     "bench.agent.session_start_hook",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
 from knowledge.models import Memory, Subject
@@ -71,9 +72,14 @@ def mentioned_in(memory: Memory, text: str) -> list[Subject]:
     """The subjects ``text`` names (whole words, any case), in the order they appear; a label
     two subjects share names the older. One query: every subject of the memory, read once for
     its labels and returned from there (it was two, the second for the subjects found)."""
+    return mentions(memory)(text)
+
+
+def mentions(memory: Memory) -> Callable[[str], list[Subject]]:
+    """``mentioned_in`` for many texts: the memory's subjects read once, for all of them."""
     subjects = {s.pk: s for s in Subject.objects.for_memory(memory).order_by("pk")}
     labelled = [(s.pk, s.name, s.aliases, s.entity_id) for s in subjects.values()]
-    return [subjects[pk] for pk in _mentioned(labelled, text)]
+    return lambda text: [subjects[pk] for pk in _mentioned(labelled, text)]
 
 
 def mentioned_ids(memory: Memory, text: str) -> list[int]:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory import api
+from memory import api, bulk_api
 
 app_name = "memory-api"
 
@@ -8,6 +8,7 @@ urlpatterns = [
     path("", api.document, name="document"),
     path("voice", api.voice, name="voice"),
     path("add", api.add_memory, name="add"),
+    path("add/bulk", bulk_api.add_many, name="add-bulk"),
     path("facts/<int:pk>/forget", api.forget_fact, name="forget-fact"),
     path("inbox", api.inbox, name="inbox"),
     path("inbox/<int:pk>", api.inbox_item, name="inbox-item"),

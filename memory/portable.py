@@ -89,6 +89,12 @@ def parse(raw: bytes | str) -> dict:
         raise ImportRejected(
             f"This is not a brain export: it is not valid JSON ({error})."
         ) from None
+    return checked(data)
+
+
+def checked(data) -> dict:
+    """``data`` (an export as Python objects) once every section has checked it, or
+    ImportRejected naming what is wrong."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ImportRejected(f'This is not a brain export: its "format" is not {FORMAT!r}.')
     if has_nul(data):
