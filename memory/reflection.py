@@ -74,7 +74,7 @@ from django.utils import timezone
 from brain import llm
 from brain.celery import send_on_commit
 from brain.embedded import pid_alive
-from knowledge import subjects
+from knowledge import kinds, subjects
 from knowledge.models import Fact, Memory, Observation, Source
 from knowledge.secret_filter import secret_in
 from memory import actions, switches
@@ -121,11 +121,15 @@ class Statement:
 
 # What is never filed ------------------------------------------------------------------------
 
-_QUESTION = re.compile(
-    r"\?\s*$|^(what|when|where|who|whom|why|how|which|is|are|was|were|do|does|did|can|could|"
-    r"would|will|should|shall|may|might)\b(?!.*\b(means?|called)\b)",
-    re.IGNORECASE,
-)
+# A question is what the ask bar takes for one (``kinds.asks``), unless it names something
+# ("what we call the big light is the lamp"): a name is durable.
+_NAMES = re.compile(r"\b(means?|called)\b", re.IGNORECASE)
+
+
+def _asks(text: str) -> bool:
+    return kinds.asks(text) and not _NAMES.search(text)
+
+
 _COMMAND = re.compile(
     r"^(please\s+|ok(ay)?[,\s]+|hey[,\s]+\w+[,\s]+|now\s+|and\s+)*"
     r"(turn|switch|set|open|close|shut|lock|unlock|dim|brighten|play|pause|resume|stop|start|"
@@ -177,7 +181,7 @@ def excluded(text: str, *, said: bool = True) -> str:
         return "a secret: brain does not keep secrets"
     if _ADDRESSED_TO_BRAIN.search(text):
         return "words addressed to brain, not about the home"
-    if said and _QUESTION.search(text.strip()):
+    if said and _asks(text.strip()):
         return "a question"
     if said and _COMMAND.search(text.strip()):
         return "a one-off command"
@@ -403,7 +407,7 @@ def _read(said: str, name: str) -> tuple[str, str]:
     correction = _CORRECTION.match(said)
     if correction and correction.end() < len(said):
         rest = said[correction.end() :]
-        if _COMMAND.search(rest) or _QUESTION.search(rest):
+        if _COMMAND.search(rest) or _asks(rest):
             return "", ""
         return sentence(as_said_by(rest, name)), Fact.Kind.CORRECTION
     preference = _PREFERENCE.match(said)
