@@ -118,11 +118,14 @@ def test_dropping_a_queued_line_takes_it_out_of_the_queue_and_the_facts(
     expect(page.locator("#facts")).not_to_contain_text("The loft is warm.")
 
 
-def test_file_into_memory_now_counts_the_time_then_reports_the_outcome(knowledge, celery_worker):
+def test_file_into_memory_now_counts_the_time_then_reports_the_outcome(
+    knowledge, home, celery_worker
+):
+    # Queued through the inbox (the API's way): a line taught in the box is filed at once.
+    for text in ("The dog gets fed at 7 and 17.", "Guests sleep in the loft."):
+        actions.add_to_inbox(memory=home, text=text, origin=Origin.API)
     page = knowledge()
     for text in ("The dog gets fed at 7 and 17.", "Guests sleep in the loft."):
-        page.get_by_label("Teach it something").fill(text)
-        page.get_by_role("button", name="Teach", exact=True).click()
         expect(page.locator("#waiting li", has_text=text)).to_be_visible()
     expect(page.locator("[data-waiting-count]")).to_have_text("2")
 
