@@ -340,6 +340,7 @@ _COPY_TYPES = {
     "BooleanField": "bool",
     "DateTimeField": "timestamptz",
     "VectorField": "vector",
+    "ArrayField": "int8[]",  # Fact.label_sets (kept by the database from citations)
 }
 
 

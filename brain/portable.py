@@ -20,6 +20,11 @@ Rules of a declared section (:class:`Section`, a list of entries, one per row):
   checked the same way, and the app dumps and resolves it.
 - What spans rows stays with the app: uids and how rows find each other (``links``,
   ``check_entry``, ``check_all`` and ``load``).
+
+An export is made for a reader (``exporting_for``): a person who may not read everything in
+the memory gets only what they read. A section whose rows hold what some readers may not read
+narrows them by ``export_reader()`` through its app's read rule (``readable_by``); None, the
+default, is the system, which reads everything.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import batched
@@ -377,6 +384,26 @@ def to_json(value: Any) -> Any:
     if isinstance(value, uuid.UUID):
         return str(value)
     return value
+
+
+# Who an export is for ---------------------------------------------------------------------------
+
+_EXPORT_READER: ContextVar[Any] = ContextVar("export_reader", default=None)
+
+
+@contextmanager
+def exporting_for(reader: Any) -> Iterator[None]:
+    """Sections dumped inside this block hold only what ``reader`` may read."""
+    token = _EXPORT_READER.set(reader)
+    try:
+        yield
+    finally:
+        _EXPORT_READER.reset(token)
+
+
+def export_reader() -> Any:
+    """The person the export being made is for; None: the system, which reads everything."""
+    return _EXPORT_READER.get()
 
 
 # Sections -------------------------------------------------------------------------------------

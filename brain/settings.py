@@ -355,6 +355,8 @@ BRAIN_BENCHMARKS = [
     "bench.memory.knowledge_tab_at_scale",
     "bench.gate_quality.gate_quality",
     "bench.agent.session_start_hook",
+    # The read rules (labels and roles) at 100k facts (BRAIN_BENCH_RULE_FACTS).
+    "bench.visibility.read_rules",
     # gunicorn and a worker under 50 writers and 5 readers (BRAIN_BENCH_LOAD_SECONDS, 120).
     "bench.load.production_server_under_load",
 ]

@@ -17,8 +17,18 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from brain.errors import StateConflict
-from knowledge import kinds, statements
-from knowledge.models import Conflict, Episode, Fact, Memory, Observation, Source, Subject, name_of
+from knowledge import kinds, passages, statements
+from knowledge.models import (
+    Conflict,
+    Episode,
+    Fact,
+    Memory,
+    Observation,
+    Passage,
+    Source,
+    Subject,
+    name_of,
+)
 
 CONFIDENCE = {"high": 0.8, "medium": 0.6, "low": 0.4}
 PRIOR_WEIGHT = 2  # the taught confidence counts as this many observed outcomes
@@ -45,8 +55,14 @@ def file_fact(
     evidence: Sequence[Episode] = (),
     stated: bool | None = None,
     turn: int | None = None,
+    cites: Sequence[Passage] = (),
 ) -> Fact:
     """A new fact row, queued (its candidate waits in the inbox). Announces ``brain_learned``.
+
+    It cites ``cites``, or else the passage of ``source`` holding ``text`` (the line itself,
+    added to the source when no passage holds it; with no source, to the memory's source of
+    lines taught without one): every fact cites a passage, and who may read it follows them
+    (visibility.py).
 
     ``evidence``: episodes that said it (it was distilled from them, or they were waiting to
     be). Each is cited by an observation of its own (when it happened, its words, its
@@ -81,6 +97,9 @@ def file_fact(
     )
     if subjects:
         fact.subjects.set(subjects)
+    if not cites:
+        cites = [passages.of_line(source or passages.lines_source(memory), text)]
+    passages.cite(fact, cites)
     for index, (when, episode) in enumerate(seen):
         kind = Observation.Kind.TAUGHT if index == 0 else Observation.Kind.RESTATED
         _observe_one(fact, kind, when, episode, text, by, channel, source, outcome, turn)

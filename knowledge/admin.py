@@ -27,14 +27,25 @@ from django.contrib import admin, messages
 from django.contrib.admin import ActionLocation
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 
 from brain.errors import StateConflict
-from knowledge import access
+from knowledge import access, labeller, labelling, visibility
 from knowledge.access import NotPermitted, Permission
-from knowledge.models import Fact, Membership, Memory, Observation, Source
+from knowledge.models import (
+    Fact,
+    Label,
+    Membership,
+    Memory,
+    Observation,
+    PageType,
+    Passage,
+    ReviewItem,
+    Role,
+    Source,
+)
 
 #: Where an action shows: above the list, and on the row's own page.
 EVERYWHERE = [ActionLocation.CHANGE_LIST, ActionLocation.CHANGE_FORM]
@@ -380,7 +391,29 @@ class SourceAdmin(MemoryScopedAdmin):
     date_hierarchy = "created_at"
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(fact_count=models.Count("facts"))
+        # A source is listed for a person who reads one of its passages (visibility.py); its
+        # text shows them only those (``text_for``).
+        sources = super().get_queryset(request).readable_by(request.user)
+        return sources.annotate(fact_count=models.Count("facts"))
+
+    def get_object(self, request, object_id, from_field=None):
+        source = super().get_object(request, object_id, from_field)
+        if source is not None:  # shown, never saved (a source is never edited)
+            source.text = visibility.masked_text(source, request.user)
+        return source
+
+    def get_search_results(self, request, queryset, search_term):
+        # Words are looked for in the passages the person may read, never in masked text.
+        words = search_term.strip()
+        if not words:
+            return queryset, False
+        readable = Passage.objects.readable_by(request.user).filter(text__icontains=words)
+        found = queryset.filter(
+            models.Q(title__icontains=words)
+            | models.Q(reference__icontains=words)
+            | models.Q(pk__in=readable.values("source_id"))
+        )
+        return found, False
 
     @admin.display(description="facts", ordering="fact_count")
     def facts(self, source: Source) -> str:
@@ -400,7 +433,9 @@ class ObservationAdmin(MemoryScopedAdmin):
     date_hierarchy = "created_at"
 
     def get_queryset(self, request):
-        return super().get_queryset(request).defer("fact__embedding", "fact__search_vector")
+        readable = Fact.objects.readable_by(request.user).values("pk")
+        observations = super().get_queryset(request).filter(fact__in=readable)
+        return observations.defer("fact__embedding", "fact__search_vector")
 
     @admin.display(description="fact", ordering="fact")
     def fact_link(self, observation: Observation) -> str:
@@ -425,3 +460,188 @@ class FactSubjectInline(ReadOnlyInline):
     verbose_name = "subject"
     verbose_name_plural = "subjects"
     show_change_link = False
+
+
+# Who reads what: labels, roles, passages, and the schema (knowledge/visibility.py) ------------
+
+
+class SchemaAdmin(MemoryScopedAdmin):
+    """Rows that decide who reads what or what a memory keeps: administer in their memory adds,
+    changes and removes them (a label decides who reads every passage it is on)."""
+
+    change_needs = Permission.ADMINISTER
+
+    def has_add_permission(self, request) -> bool:
+        return self.has_administer_permission(request)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return self.has_change_permission(request, obj)
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:  # a new row: everything is chosen here
+            return [name for name in self.readonly_fields]
+        return super().get_readonly_fields(request, obj)
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "memory":
+            ids = memories_where(request, Permission.ADMINISTER)
+            if ids is not None:
+                kwargs["queryset"] = Memory.objects.filter(pk__in=ids)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+@admin.register(Label)
+class LabelAdmin(SchemaAdmin):
+    """A label's name and written meaning. Deleting one that passages or sources still carry
+    is refused, naming where (``labelling.delete_label``)."""
+
+    list_display = ["name", "meaning", "default", "passage_count", "memory"]
+    list_filter = ["default"]
+    list_select_related = ["memory"]
+    search_fields = ["name", "meaning"]
+    fields = ["memory", "name", "meaning", "default"]
+    editable = ("name", "meaning", "default")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(passage_total=models.Count("passages"))
+
+    @admin.display(description="passages", ordering="passage_total")
+    def passage_count(self, label: Label) -> int:
+        return label.passage_total
+
+    def delete_model(self, request, obj) -> None:
+        self.delete_queryset(request, [obj])
+
+    def delete_queryset(self, request, queryset) -> None:
+        try:
+            for label in queryset:
+                labelling.delete_label(label)
+        except StateConflict as refusal:
+            self.message_user(request, str(refusal), messages.ERROR)
+
+    def response_delete(self, request, obj_display, obj_id):
+        if Label.objects.filter(pk=obj_id).exists():  # refused: back to it, with the reason
+            return HttpResponseRedirect(reverse("admin:knowledge_label_change", args=[obj_id]))
+        return super().response_delete(request, obj_display, obj_id)
+
+
+@admin.register(Role)
+class RoleAdmin(SchemaAdmin):
+    """The labels a person may read, and who holds the role (a role for everyone is held by
+    every person who may read the memory)."""
+
+    list_display = ["name", "granted", "everyone", "member_count", "memory"]
+    list_filter = ["everyone"]
+    list_select_related = ["memory"]
+    search_fields = ["name", "members__username", "labels__name"]
+    fields = ["memory", "name", "labels", "everyone", "members"]
+    editable = ("name", "labels", "everyone", "members")
+    filter_horizontal = ["labels", "members"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("labels", "members")
+
+    @admin.display(description="labels it grants")
+    def granted(self, role: Role) -> str:
+        return ", ".join(label.name for label in role.labels.all()) or "—"
+
+    @admin.display(description="people")
+    def member_count(self, role: Role) -> str:
+        return "everyone" if role.everyone else str(len(role.members.all()))
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        if db_field.name == "labels":
+            ids = memories_where(request, Permission.ADMINISTER)
+            if ids is not None:
+                kwargs["queryset"] = Label.objects.filter(memory__in=ids)
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+    def save_related(self, request, form, formsets, change) -> None:
+        super().save_related(request, form, formsets, change)
+        role = form.instance
+        stray = role.labels.exclude(memory=role.memory_id)
+        if stray.exists():
+            role.labels.remove(*stray)
+            self.message_user(
+                request, "Labels of another memory were left out of this role.", messages.WARNING
+            )
+
+
+@admin.register(PageType)
+class PageTypeAdmin(SchemaAdmin):
+    """The page types a memory keeps, with written guidance on what belongs on each."""
+
+    list_display = ["name", "key", "guidance", "memory"]
+    list_select_related = ["memory"]
+    search_fields = ["name", "guidance"]
+    fields = ["memory", "key", "name", "guidance"]
+    editable = ("name", "guidance")
+
+
+@admin.register(Passage)
+class PassageAdmin(MemoryScopedAdmin):
+    """Passages with their labels; a person reading this list sees only the passages they may
+    read (administrators, all). Relabelled through ``labelling``: facts follow at once."""
+
+    list_display = ["short_text", "source_link", "ordinal", "label_names", "unsure", "memory"]
+    list_filter = ["unsure", "labels"]
+    list_select_related = ["source", "memory"]
+    search_fields = ["text", "source__title"]
+    fields = ["memory", "source", "ordinal", "text", "label_names", "unsure", "created_at"]
+    readonly_fields = ["label_names"]
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .readable_by(request.user)
+            .prefetch_related("labels")
+            .defer("search_vector")
+        )
+
+    @admin.display(description="text")
+    def short_text(self, passage: Passage) -> str:
+        return passage.text[:120]
+
+    @admin.display(description="source", ordering="source__title")
+    def source_link(self, passage: Passage) -> str:
+        return link_to(passage.source)
+
+    @admin.display(description="labels")
+    def label_names(self, passage: Passage) -> str:
+        return ", ".join(label.name for label in passage.labels.all()) or "none (administrators)"
+
+
+@admin.register(ReviewItem)
+class ReviewItemAdmin(MemoryScopedAdmin):
+    """Where brain asks: the labeller's doubts about a source's passages. Administrators read
+    them (a doubt may quote a passage); settle one once its passages' labels are chosen (on the
+    source's page, or under Passages)."""
+
+    change_needs = Permission.ADMINISTER
+    list_display = ["question", "kind", "source_link", "state", "created_at", "memory"]
+    list_filter = ["state", "kind"]
+    list_select_related = ["source", "memory"]
+    search_fields = ["question", "source__title"]
+    date_hierarchy = "created_at"
+    actions = ["settle"]
+
+    def get_queryset(self, request):
+        ids = memories_where(request, Permission.ADMINISTER)
+        items = super().get_queryset(request)
+        return items if ids is None else items.filter(memory__in=ids)
+
+    @admin.display(description="source", ordering="source__title")
+    def source_link(self, item: ReviewItem) -> str:
+        if item.source is None:
+            return "—"
+        url = reverse("knowledge:source", args=[item.source_id])
+        return format_html('<a href="{}">{}</a>', url, item.source.title)
+
+    @admin.action(description="Mark as settled", permissions=["administer"])
+    def settle(self, request, queryset):
+        def done(item) -> str:
+            labeller.settle(item, by=request.user)
+            return "Settled."
+
+        self.act(request, queryset, Permission.ADMINISTER, done)

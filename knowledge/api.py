@@ -7,7 +7,7 @@ every API's error answers are ``brain.api_errors``.
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers
+from rest_framework import serializers, status
 from rest_framework.decorators import api_view
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
@@ -15,8 +15,9 @@ from rest_framework.response import Response
 
 from brain import inputs
 from brain.api_errors import bad_request
-from knowledge import access, actions, listing, provenance, retrieval
-from knowledge.models import Fact, Memory, Permission
+from brain.inputs import allows_body
+from knowledge import access, actions, listing, provenance, retrieval, sources
+from knowledge.models import Fact, Memory, Permission, Source
 from knowledge.subjects import UnknownSubject
 
 
@@ -150,3 +151,74 @@ def context(request: Request, memory: Memory) -> Response:
     except (retrieval.BadBudget, UnknownSubject) as problem:
         return bad_request(str(problem))
     return Response({"text": block.text, "fact_ids": block.fact_ids, "tokens": block.tokens})
+
+
+# Sources: a note, a document or an email (knowledge/sources.py) --------------------------------
+
+
+class NewSourceSerializer(serializers.Serializer):
+    text = serializers.CharField(
+        required=False, allow_blank=True, trim_whitespace=False, help_text="A note to paste."
+    )
+    file = serializers.FileField(
+        required=False, allow_empty_file=True, help_text="A .txt, .md, .pdf or .eml file."
+    )
+    title = serializers.CharField(required=False, allow_blank=True, default="", max_length=300)
+    labels = serializers.ListField(
+        child=serializers.CharField(max_length=60), required=False, default=list, max_length=20
+    )
+    previous = serializers.IntegerField(
+        required=False, help_text="The source this is a new version of."
+    )
+
+
+def source_body(source, reader) -> dict:
+    """A source as the API shows it: its passages with their labels, those ``reader`` may read."""
+    readable = source.passages.readable_by(reader).prefetch_related("labels").order_by("ordinal")
+    return {
+        "id": source.pk,
+        "title": source.title,
+        "kind": source.kind,
+        "previous": source.previous_id,
+        "created_at": source.created_at,
+        "passages": [
+            {
+                "ordinal": passage.ordinal,
+                "text": passage.text,
+                "labels": [label.name for label in passage.labels.all()],
+                "unsure": passage.unsure,
+            }
+            for passage in readable
+        ],
+    }
+
+
+@extend_schema(request=NewSourceSerializer, responses={201: dict, 400: dict})
+@allows_body(sources.MAX_UPLOAD_BYTES + 1024 * 1024)
+@api_view(["POST"])
+@access.requires(Permission.TEACH)
+def new_source(request: Request, memory: Memory) -> Response:
+    """Add a note (``text``) or a file (``file``: .txt, .md, .pdf or .eml, at most 50 MB),
+    kept whole and cut into labelled passages; ``labels`` set on it are taken by its passages."""
+    form = NewSourceSerializer(data=request.data)
+    form.is_valid(raise_exception=True)
+    data = form.validated_data
+    upload = None
+    if data.get("file") is not None:
+        upload = sources.Upload(data["file"].name, data["file"].read())
+    previous = None
+    if data.get("previous") is not None:
+        previous = Source.objects.filter(memory=memory, pk=data["previous"]).first()
+        if previous is None:
+            return bad_request(f"There is no source #{data['previous']} in {memory.name}.")
+    added = sources.add_source(
+        memory=memory,
+        by=request.user,
+        text=data.get("text") if upload is None else None,
+        upload=upload,
+        title=data["title"],
+        labels=data["labels"],
+        previous=previous,
+    )
+    body = {**source_body(added.source, request.user), "detail": added.message}
+    return Response(body, status=status.HTTP_201_CREATED)

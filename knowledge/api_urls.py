@@ -9,4 +9,5 @@ urlpatterns = [
     path("facts/<int:pk>/", api.fact_explain, name="fact"),
     path("facts/<int:pk>/outcome", api.fact_outcome, name="outcome"),
     path("context", api.context, name="context"),
+    path("sources/", api.new_source, name="sources"),
 ]

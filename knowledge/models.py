@@ -13,6 +13,8 @@ from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
+from knowledge import read_rule
+
 MEMORY_MAX_KB_RANGE = (1, 64)
 
 
@@ -107,6 +109,12 @@ class SubjectQuerySet(models.QuerySet):
     def for_memory(self, memory: Memory) -> SubjectQuerySet:
         return self.filter(memory=memory)
 
+    def readable_by(self, user) -> SubjectQuerySet:
+        """Pages that exist for ``user``: those with at least one fact they may read (any
+        status: a page of forgotten facts still exists in the history). See visibility.py."""
+        readable = Fact.objects.readable_by(user).filter(subjects=models.OuterRef("pk"))
+        return self.filter(models.Exists(readable))
+
     def named(self, words: str) -> SubjectQuerySet:
         """Subjects whose name, entity id or one of whose nicknames is exactly ``words``."""
         words = words.strip()
@@ -118,16 +126,24 @@ class SubjectQuerySet(models.QuerySet):
 
 
 class Subject(models.Model):
-    """What facts are about: the house, a room, a device (a Home Assistant entity) or a person."""
+    """What facts are about: the house, a room, a device (a Home Assistant entity), a person, or
+    any page type the memory's schema adds. In a graph memory a subject is a page: it exists for
+    a reader while they can read one of its facts (``SubjectQuerySet.readable_by``)."""
 
     class Kind(models.TextChoices):
         HOUSE = "house"
         ROOM = "room"
         DEVICE = "device"
         PERSON = "person"
+        # Page types a team's graph memory keeps (a memory's schema: PageType).
+        COMPANY = "company"
+        PROJECT = "project"
+        TOPIC = "topic"
 
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="subjects")
-    kind = models.CharField(max_length=8, choices=Kind.choices)
+    # The page type. Every memory starts with a house's four; its schema (PageType rows,
+    # editable in the admin) says which it keeps and what belongs on each.
+    kind = models.CharField(max_length=16, choices=Kind.choices)
     name = models.CharField(max_length=200, help_text="The friendly name people use.")
     entity_id = models.CharField(
         max_length=255, blank=True, help_text="The Home Assistant entity id, for a device."
@@ -175,9 +191,18 @@ class Subject(models.Model):
 # Sources: where a belief came from ------------------------------------------------------------
 
 
+class SourceQuerySet(models.QuerySet):
+    def readable_by(self, user) -> SourceQuerySet:
+        """Sources listed for ``user``: those with at least one passage they may read (the
+        others are masked in its text: ``visibility.masked_text``). See visibility.py."""
+        readable = Passage.objects.readable_by(user).filter(source=models.OuterRef("pk"))
+        return self.filter(models.Exists(readable))
+
+
 class Source(models.Model):
-    """Where facts came from: a conversation, a typed line, an insight or study run, an import.
-    Never edited."""
+    """Where facts came from: a conversation, a typed line, a note, document or email, an
+    insight or study run, an import. Never edited: a new version is a new row (``previous``),
+    cut into passages again; a passage whose text is unchanged keeps its labels."""
 
     class Kind(models.TextChoices):
         CONVERSATION = "conversation"
@@ -187,6 +212,9 @@ class Source(models.Model):
         INSIGHT = "insight"
         STUDY = "study"
         IMPORT = "import"
+        NOTE = "note"
+        DOCUMENT = "document"
+        EMAIL = "email"
 
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="sources")
     kind = models.CharField(max_length=16, choices=Kind.choices)
@@ -195,6 +223,29 @@ class Source(models.Model):
         max_length=300, blank=True, help_text="The conversation or run id where it came from."
     )
     text = models.TextField(blank=True, help_text="The conversation or document, when kept.")
+    previous = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="next_versions",
+        help_text="The version this one replaces: a source is never edited, a new version is a "
+        "new source.",
+    )
+    labels = models.ManyToManyField(
+        "Label",
+        blank=True,
+        related_name="sources",
+        help_text="Set on the source by a person or a rule: its passages take them.",
+    )
+    added_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Who added it (a note, document or email); empty for what brain heard.",
+    )
     # A conversation (memory/conversations.py) keeps its messages one by one as well, so a fact
     # can point at the turn that taught it (Observation.turn): each is {"speaker", "person"
     # (a username, "" when not signed in), "role" ("person" or "assistant"), "text", "at"}.
@@ -213,7 +264,7 @@ class Source(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now)
 
-    created_at = models.DateTimeField(default=timezone.now)
+    objects = SourceQuerySet.as_manager()
 
     class Meta:
         indexes = [models.Index(fields=["memory", "kind", "reference"])]
@@ -228,6 +279,235 @@ class Source(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+
+# Labels, roles and passages: who may read what (knowledge/visibility.py holds the rule) -------
+
+
+class Label(models.Model):
+    """A tag with a written meaning (Household, Private, Sales, HR…) that passages carry. A
+    person reads a passage when one of their roles grants one of its labels."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="labels")
+    name = models.CharField(max_length=60)
+    meaning = models.TextField(
+        blank=True,
+        help_text="What belongs under this label, in plain words: the labeller reads it, and a "
+        "changed meaning relabels what it covers.",
+    )
+    default = models.BooleanField(
+        default=False,
+        help_text="Taken by the passages of a source that was added with no label chosen.",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                models.functions.Lower("name"), "memory", name="one_label_per_name"
+            ),
+        ]
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class LabelSet(models.Model):
+    """One distinct set of labels, kept once (interned): ``labels`` holds the label ids in
+    order. Passages point at theirs and each fact carries the ids of its cited passages' sets
+    (``Fact.label_sets``), so the read rule is one array comparison (visibility.py). Written
+    only by the database (migration 0012's triggers), never edited."""
+
+    labels = ArrayField(models.BigIntegerField(), unique=True)
+
+    class Meta:
+        indexes = [GinIndex(fields=["labels"], name="labelset_labels_gin")]
+
+    def __str__(self) -> str:
+        return ",".join(str(pk) for pk in self.labels) or "(no label)"
+
+
+class Role(models.Model):
+    """The labels a person may read. People get roles in the admin; a role for ``everyone``
+    is held by every person who may read the memory (the default role, granting Household)."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="roles")
+    name = models.CharField(max_length=60)
+    labels = models.ManyToManyField(Label, blank=True, related_name="roles")
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="brain_roles"
+    )
+    everyone = models.BooleanField(
+        default=False,
+        help_text="Every person who may read this memory has this role, without being named.",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["memory", "name"], name="one_role_per_name"),
+        ]
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PassageQuerySet(models.QuerySet):
+    def for_memory(self, memory: Memory) -> PassageQuerySet:
+        return self.filter(memory=memory)
+
+    def readable_by(self, user) -> PassageQuerySet:
+        """Passages ``user`` may read: one of their roles grants one of its labels. See
+        visibility.py."""
+        return read_rule.readable_passages(self, user)
+
+
+class Passage(models.Model):
+    """A piece of a source's text: a paragraph, or a sentence of one that mixed two subjects.
+    Facts cite passages, and a passage's labels decide who reads it and every fact that cites
+    it. ``label_set`` follows ``labels`` (a database trigger), and facts follow their passages'
+    sets (another), in the transaction that changes them."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="passages")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="passages")
+    ordinal = models.PositiveIntegerField(help_text="Its place in the source, from 0.")
+    text = models.TextField()
+    text_hash = models.CharField(
+        max_length=64,
+        help_text="Of the text with its spaces evened out: a new version of the source keeps "
+        "the labels of a passage whose text is unchanged.",
+    )
+    labels = models.ManyToManyField(
+        Label, through="PassageLabel", blank=True, related_name="passages"
+    )
+    label_set = models.ForeignKey(
+        LabelSet,
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.PROTECT,
+        related_name="passages",
+        help_text="Its labels, interned (None: no label, so only administrators read it).",
+    )
+    unsure = models.BooleanField(
+        default=False,
+        help_text="The labeller could not place it: administrators only read it until a person "
+        "decides (its Review item asks).",
+    )
+    decided = models.BooleanField(
+        default=False,
+        help_text="A person chose its labels: relabelling after a new label or a changed "
+        "meaning leaves it as they chose.",
+    )
+    search_vector = models.GeneratedField(
+        expression=SearchVector("text", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = PassageQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "ordinal"], name="one_passage_per_place"),
+        ]
+        indexes = [
+            models.Index(fields=["memory", "text_hash"], name="passage_memory_text"),
+            GinIndex(fields=["search_vector"], name="passage_search_vector", fastupdate=False),
+        ]
+        ordering = ["source", "ordinal"]
+
+    def __str__(self) -> str:
+        return self.text[:80]
+
+
+class PassageLabel(models.Model):
+    passage = models.ForeignKey(Passage, on_delete=models.CASCADE)
+    # RESTRICT: a label a passage carries cannot be deleted (deleting the whole memory can).
+    label = models.ForeignKey(Label, on_delete=models.RESTRICT)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["passage", "label"], name="one_passage_label"),
+        ]
+
+    def __str__(self) -> str:
+        return f"passage #{self.passage_id} is labelled #{self.label_id}"
+
+
+class ReviewItemQuerySet(models.QuerySet):
+    def open(self) -> ReviewItemQuerySet:
+        return self.filter(state=ReviewItem.State.OPEN)
+
+    def for_memory(self, memory: Memory) -> ReviewItemQuerySet:
+        return self.filter(memory=memory)
+
+
+class ReviewItem(models.Model):
+    """Where brain asks a person: the labeller was unsure about part of a source (its passages
+    wait, readable by administrators only) or thinks a label is wrong for a part. One open item
+    per source and kind."""
+
+    class Kind(models.TextChoices):
+        LABELLING = "labelling", "labelling doubt"
+
+    class State(models.TextChoices):
+        OPEN = "open"
+        SETTLED = "settled"
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="review_items")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    source = models.ForeignKey(
+        Source, null=True, blank=True, on_delete=models.CASCADE, related_name="review_items"
+    )
+    passages = models.ManyToManyField(Passage, blank=True, related_name="review_items")
+    question = models.TextField(help_text="What brain asks, in plain words.")
+    state = models.CharField(max_length=8, choices=State.choices, default=State.OPEN)
+    settled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    settled_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = ReviewItemQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["source", "kind"],
+                condition=models.Q(state="open"),
+                name="one_open_review_item_per_source",
+            ),
+        ]
+        indexes = [models.Index(fields=["memory", "state", "-created_at"], name="review_open")]
+
+    def __str__(self) -> str:
+        return self.question[:80]
+
+
+class PageType(models.Model):
+    """A kind of page a memory keeps (person, company, project, room, device, topic…), with
+    written guidance on what belongs on one. Subjects name theirs by ``key``."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="page_types")
+    key = models.CharField(max_length=16, choices=Subject.Kind.choices)
+    name = models.CharField(max_length=60)
+    guidance = models.TextField(
+        blank=True, help_text="What a page of this type holds, and what it leaves to others."
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["memory", "key"], name="one_page_type_per_key"),
+        ]
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 # Facts --------------------------------------------------------------------------------------
@@ -252,11 +532,11 @@ class FactQuerySet(models.QuerySet):
         return self.defer("embedding", "search_vector")
 
     def readable_by(self, user) -> FactQuerySet:
-        """The one read rule every surface uses. Today every signed-in person (and the system,
-        ``user=None``) reads every fact of the memory; labels and roles narrow this here."""
-        if user is not None and not user.is_active:
-            return self.none()
-        return self
+        """The one read rule every surface uses: a fact is readable when ``user`` may read
+        every passage it cites (administrators and the system, ``user=None``, read all). One
+        predicate on the fact's own row, so raw SQL takes it as it is (search.readable_where).
+        See visibility.py for the rule and why it is built this way."""
+        return read_rule.readable_facts(self, user)
 
     def as_of(self, when) -> FactQuerySet:
         """What was believed at ``when``: taught by then, not yet superseded, forgotten or
@@ -347,6 +627,11 @@ class Fact(models.Model):
     source = models.ForeignKey(
         Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="facts"
     )
+    passages = models.ManyToManyField(Passage, through="Citation", blank=True, related_name="facts")
+    # The ids of the label sets of the passages it cites, distinct and in order (0 for a
+    # passage with no label), kept by the database in the transaction that cites or relabels
+    # (migration 0012). Empty only while it cites nothing: then administrators alone read it.
+    label_sets = ArrayField(models.BigIntegerField(), default=list, blank=True, editable=False)
     confidence = models.FloatField(default=0.6)
     prior = models.FloatField(default=0.6, help_text="The confidence it was taught with.")
     support = models.PositiveIntegerField(default=1)
@@ -441,6 +726,23 @@ class Fact(models.Model):
             and not self.subject_removed
             and (self.expires_at is None or self.expires_at > timezone.now())
         )
+
+
+class Citation(models.Model):
+    """A fact cites a passage it came from. Only passages of the fact's own memory (a database
+    check). RESTRICT: a cited passage is never deleted on its own, since a fact that lost a
+    citation could become readable by more people."""
+
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE)
+    passage = models.ForeignKey(Passage, on_delete=models.RESTRICT)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["fact", "passage"], name="one_citation_per_passage"),
+        ]
+
+    def __str__(self) -> str:
+        return f"fact #{self.fact_id} cites passage #{self.passage_id}"
 
 
 # Observations: every time a statement was made ------------------------------------------------

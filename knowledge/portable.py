@@ -62,6 +62,7 @@ from brain.portable import (
     between,
     check_chains,
     col,
+    export_reader,
     in_batches,
     placements,
     ref,
@@ -69,7 +70,7 @@ from brain.portable import (
     require,
     when,
 )
-from knowledge import statements
+from knowledge import passages, statements, visibility
 from knowledge.embedding import get_embedder
 from knowledge.episodes import MAX_EPISODE_CHARS
 from knowledge.models import (
@@ -165,7 +166,17 @@ class SubjectsSection(Section):
     )
 
     def rows(self, memory: Memory):
-        return Subject.objects.for_memory(memory).select_related("room").order_by("pk")
+        subjects = Subject.objects.for_memory(memory).select_related("room").order_by("pk")
+        reader = export_reader()
+        if visibility.may_read_all_of(reader, memory):
+            return subjects
+        # Pages that exist for the reader, what has no fact at all (nothing to hide), and the
+        # rooms those are in, so every reference in the file resolves.
+        shown = subjects.readable_by(reader) | subjects.filter(facts__isnull=True)
+        shown = shown.distinct()
+        return subjects.filter(
+            models.Q(pk__in=shown.values("pk")) | models.Q(devices__in=shown.values("pk"))
+        ).distinct()
 
     def links(self, subject: Subject) -> dict:
         return {"room": subject.room.name if subject.room_id else None}
@@ -354,11 +365,10 @@ class FactsSection(Section):
             yield self.entry(fact)
 
     def rows(self, memory: Memory):
-        # The whole memory, read as the system (user None): where labels narrow reading, an
-        # export narrows with them.
+        # What the person the export is for may read (the system, None, reads everything).
         return (
             Fact.objects.for_memory(memory)
-            .readable_by(None)
+            .readable_by(export_reader())
             .select_related("source")
             .defer("embedding", "normalized")
             .annotate(successor=F("superseded_by__uid"))
@@ -418,6 +428,7 @@ class FactsSection(Section):
             self._fact(memory, entry, uid, about[number], sources) for number, entry, uid in fresh
         ]
         Fact.objects.bulk_create(facts, batch_size=WRITE_BATCH)
+        passages.cite_lines(facts)  # every fact cites a passage: who reads it follows them
         Link = Fact.subjects.through
         Link.objects.bulk_create(
             [
@@ -655,7 +666,7 @@ class ObservationsSection(Section):
     )
 
     def rows(self, memory: Memory):
-        readable = Fact.objects.for_memory(memory).readable_by(None).values("pk")
+        readable = Fact.objects.for_memory(memory).readable_by(export_reader()).values("pk")
         return (
             Observation.objects.filter(fact__in=readable)
             .select_related("source", "episode")
@@ -727,7 +738,7 @@ class ConflictsSection(Section):
     def rows(self, memory: Memory):
         return (
             Conflict.objects.for_memory(memory)
-            .readable_by(None)
+            .readable_by(export_reader())
             .annotate(old_uid=F("old__uid"), new_uid=F("new__uid"))
             .order_by("created_at", "pk")
         )

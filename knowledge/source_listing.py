@@ -7,8 +7,9 @@ though it taught none of them. "Who" is the first person heard in it (brain, for
 
 The rules:
 
-- A reader sees a source only through the facts they may read (``readable_by``): a source none
-  of whose facts they may read is not listed, and its counts are of readable live facts only.
+- A reader sees a source when they may read one of its passages (``Source.objects.readable_by``,
+  knowledge/visibility.py), and its counts are of readable live facts only; words are searched
+  in its title and in the passages they may read, never in masked text.
 - Filters: ``kind`` (one of Source.Kind), ``person`` (a name heard in it), ``q`` (words in its
   title or text, case-insensitive). A value that cannot be used raises BadFilter naming it.
 - One query for the page's rows whatever their number (the counts and the name are
@@ -34,7 +35,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
-from knowledge.models import Fact, Memory, Observation, Source
+from knowledge.models import Fact, Memory, Observation, Passage, Source
 
 MAX_SEARCH_CHARS = 200
 # A source's channel in plain words (the kind's own labels would say "Api").
@@ -46,6 +47,9 @@ CHANNEL_WORDS = {
     Source.Kind.INSIGHT: "insight run",
     Source.Kind.STUDY: "study session",
     Source.Kind.IMPORT: "import",
+    Source.Kind.NOTE: "note",
+    Source.Kind.DOCUMENT: "document",
+    Source.Kind.EMAIL: "email",
 }
 CHANNELS = [(kind.value, CHANNEL_WORDS[kind]) for kind in Source.Kind]
 FIRST_WORDS = 24  # enough to say what it was about, short enough to scan a page of them
@@ -90,15 +94,25 @@ def sources_for(memory: Memory, reader, filters: SourceFilters) -> QuerySet[Sour
         .annotate(count=Count("fact", distinct=True))
         .values("count")
     )
+    readable_passages = Passage.objects.readable_by(reader).filter(source=OuterRef("pk"))
+    unreadable = Passage.objects.filter(source=OuterRef("pk")).exclude(
+        pk__in=Passage.objects.readable_by(reader).values("pk")
+    )
     first_voice = (
         heard.exclude(said_by_name="").order_by("created_at", "pk").values("said_by_name")[:1]
     )
     listed = (
         Source.objects.filter(memory=memory)
-        .filter(Exists(heard) | Exists(readable.filter(source=OuterRef("pk"))))
+        .readable_by(reader)  # one passage they may read lists it (knowledge/visibility.py)
         .annotate(
             live_facts=Coalesce(Subquery(live_citing, output_field=IntegerField()), Value(0)),
             who=Coalesce(Subquery(first_voice), Value("")),
+            # Its first words: of its text when the reader reads every passage of it, else of
+            # the first passage they may read (visibility.masked_text), never masked words.
+            opening=Case(
+                When(~Exists(unreadable), then=F("text")),
+                default=Subquery(readable_passages.order_by("ordinal").values("text")[:1]),
+            ),
             channel_words=Case(
                 *[When(kind=kind, then=Value(words)) for kind, words in CHANNEL_WORDS.items()],
                 default=F("kind"),
@@ -116,8 +130,11 @@ def sources_for(memory: Memory, reader, filters: SourceFilters) -> QuerySet[Sour
                 )
             )
         )
-    if filters.q:
-        listed = listed.filter(Q(title__icontains=filters.q) | Q(text__icontains=filters.q))
+    if filters.q:  # in the title, or in a passage they may read: never in masked text
+        words = Passage.objects.readable_by(reader).filter(
+            source=OuterRef("pk"), text__icontains=filters.q
+        )
+        listed = listed.filter(Q(title__icontains=filters.q) | Exists(words))
     return listed
 
 

@@ -7,4 +7,6 @@ app_name = "knowledge"
 urlpatterns = [
     path("", views.sources, name="sources"),
     path("<int:pk>/", views.source, name="source"),
+    path("add", views.add_source, name="add-source"),
+    path("passages/<int:pk>/labels", views.label_passage, name="label-passage"),
 ]

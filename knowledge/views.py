@@ -1,14 +1,19 @@
 """Sources: where what brain knows came from. "See the run" on a fact opens one of these."""
 
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 from django.utils.dateparse import parse_datetime
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
-from knowledge import access, source_listing
-from knowledge.models import Fact, Memory, Observation, Permission, Source
+from brain.htmx import Toast, answer
+from brain.inputs import allows_body
+from knowledge import access, labelling, source_listing, visibility
+from knowledge import sources as adding
+from knowledge.models import Fact, Label, Memory, Observation, Passage, Permission, Source
 
 SOURCES_PER_PAGE = 50
 
@@ -32,6 +37,7 @@ def sources(request: HttpRequest, memory: Memory) -> HttpResponse:
         "channels": source_listing.CHANNELS,
         "people": source_listing.people_heard(memory, request.user),
         "first_words": source_listing.FIRST_WORDS,
+        "add_source": _add_source_form(memory),
     }
     return render(request, "knowledge/sources.html", context)
 
@@ -50,6 +56,7 @@ def source(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     taught and those it said again. A conversation is shown turn by turn, the turn that taught
     the fact named by ``?fact=`` highlighted ("See the run"), with its reflections."""
     item = get_object_or_404(Source, pk=pk, memory=memory)
+    visibility.mask(item, request.user)  # passages they may not read are masked in its text
     facts = (
         Fact.objects.filter(Q(source=item) | Q(observations__source=item))
         .readable_by(request.user)
@@ -57,9 +64,10 @@ def source(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
         .prefetch_related("subjects")
         .order_by("created_at", "pk")
     )
-    if not facts.exists():
+    listed = Source.objects.filter(pk=item.pk).readable_by(request.user).exists()
+    if not listed and not facts.exists():
         return render(request, "knowledge/source.html", {"source": None}, status=404)
-    context = {"source": item, "facts": facts}
+    context = {"source": item, "facts": facts, "passages": _passages(request, item)}
     if item.turns:
         context |= _conversation(request, item, facts)
     return render(request, "knowledge/source.html", context)
@@ -103,3 +111,74 @@ def _conversation(request: HttpRequest, item: Source, facts) -> dict:
         "shown_to": start + len(shown),
         "highlighted": highlighted,
     }
+
+
+# Adding a source, and its passages' labels (knowledge/sources.py, knowledge/labelling.py) ------
+
+
+def _add_source_form(memory: Memory, **typed) -> dict:
+    """What the form in templates/knowledge/_add_source.html offers: the memory's labels."""
+    labels = list(Label.objects.filter(memory=memory).order_by("name"))
+    defaults = [label.name for label in labels if label.default]
+    return {"labels": labels, "defaults": defaults, "chosen": [], **typed}
+
+
+@allows_body(adding.MAX_UPLOAD_BYTES + 1024 * 1024)
+@require_POST
+@access.requires(Permission.TEACH)
+def add_source(request: HttpRequest, memory: Memory) -> HttpResponse:
+    """The Sources tab's form: a note or a file, kept whole and cut into labelled passages."""
+    chosen = request.POST.getlist("labels")
+    file = request.FILES.get("file")
+    text = request.POST.get("text", "")
+    try:
+        added = adding.add_source(
+            memory=memory,
+            by=request.user,
+            text=None if file else text,
+            upload=adding.Upload(file.name, file.read()) if file else None,
+            title=request.POST.get("title", ""),
+            labels=chosen,
+        )
+    except ValidationError as error:
+        typed = {"error": " ".join(error.messages), "text": text, "chosen": chosen}
+        typed["title"] = request.POST.get("title", "")
+        context = {"add_source": _add_source_form(memory, **typed)}
+        return render(request, "knowledge/add_source.html", context)
+    back = reverse("knowledge:source", args=[added.source.pk])
+    return answer(request, "knowledge/add_source.html", {}, back=back, toast=Toast(added.message))
+
+
+def _passages(request: HttpRequest, item: Source) -> dict:
+    """A source's passages as the person may see them: those they read with their label chips,
+    the others masked; administrators may set labels."""
+    rows = list(item.passages.prefetch_related("labels").order_by("ordinal"))
+    readable = set(
+        Passage.objects.filter(source=item).readable_by(request.user).values_list("pk", flat=True)
+    )
+    for passage in rows:
+        passage.readable = passage.pk in readable
+    may_label = access.may(request.user, item.memory, Permission.ADMINISTER)
+    labels = list(Label.objects.filter(memory=item.memory).order_by("name")) if may_label else []
+    return {
+        "rows": rows,
+        "masked": len(rows) - len(readable & {p.pk for p in rows}),
+        "may_label": may_label,
+        "labels": labels,
+    }
+
+
+def _memory_of_passage(request: HttpRequest, pk: int) -> Memory:
+    return get_object_or_404(Passage.objects.select_related("memory"), pk=pk).memory
+
+
+@require_POST
+@access.requires(Permission.ADMINISTER, of=_memory_of_passage)
+def label_passage(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
+    """An administrator sets a passage's labels (settling the labeller's doubt about it): every
+    fact citing it follows at once."""
+    passage = get_object_or_404(Passage, pk=pk, memory=memory)
+    chosen = Label.objects.filter(memory=memory, name__in=request.POST.getlist("labels"))
+    done = labelling.label_passages([passage], list(chosen))
+    back = reverse("knowledge:source", args=[passage.source_id]) + f"#passage-{passage.ordinal}"
+    return answer(request, "knowledge/add_source.html", {}, back=back, toast=Toast(done.message))

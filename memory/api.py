@@ -211,8 +211,8 @@ def inbox(request: Request, memory: Memory) -> Response:
         if learned.item is None:
             return Response({"detail": learned.message, "fact": learned.fact.pk})
         return Response(InboxItemSerializer(learned.item).data, status=status.HTTP_201_CREATED)
-    items = InboxItem.objects.for_memory(memory).pending().in_filing_order()
-    return Response(InboxItemSerializer(items, many=True).data)
+    items = InboxItem.objects.for_memory(memory).pending().readable_by(request.user)
+    return Response(InboxItemSerializer(items.in_filing_order(), many=True).data)
 
 
 @extend_schema(responses={204: None})
@@ -272,9 +272,10 @@ def undo(request: Request, number: int, memory: Memory) -> Response:
 @api_view(["GET"])
 @access.requires(Permission.CURATE)
 def export(request: Request, memory: Memory) -> HttpResponse:
-    """Everything learned, as the file `brain memory import` reads."""
+    """Everything learned that the person may read, as the file `brain memory import` reads."""
     stamp = timezone.localtime().strftime("%Y%m%d-%H%M")
-    response = HttpResponse(portable.export_json(memory), content_type="application/json")
+    text = portable.export_json(memory, reader=request.user)
+    response = HttpResponse(text, content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="brain-{memory.slug}-{stamp}.json"'
     return response
 

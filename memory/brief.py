@@ -12,6 +12,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from brain import llm
+from knowledge import visibility
 from knowledge.models import Fact, Memory
 from memory.models import Brief, Change, InboxItem
 
@@ -28,7 +29,9 @@ def compose(memory: Memory, *, now=None) -> str:
     """The brief in plain words, from the last day's numbers."""
     now = now or timezone.now()
     since = now - WINDOW
-    learned = Fact.objects.for_memory(memory).filter(created_at__gte=since)
+    # Everyone in the memory reads the brief, so it speaks only of what everyone may read.
+    everyone = visibility.household(memory)
+    learned = Fact.objects.for_memory(memory).readable_by(everyone).filter(created_at__gte=since)
     learned_count = learned.count()
     latest = learned.order_by("-created_at").first()
     waiting = InboxItem.objects.for_memory(memory).pending().count()

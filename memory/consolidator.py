@@ -45,6 +45,7 @@ from django.utils import timezone
 from brain.celery import send_on_commit
 from brain.db import retry
 from brain.embedded import pid_alive
+from knowledge import visibility
 from knowledge.actions import reconcile_with_document
 from knowledge.models import Fact, Memory
 from knowledge.statements import compare
@@ -257,10 +258,15 @@ def _pass(run: ConsolidationRun, deadline: float) -> None:
     if not items:
         _finish(run, ConsolidationRun.State.FILED, "Nothing was waiting to be filed.")
         return
+    private = kept_out(memory, items)
+    candidates = [_candidate(item) for item in items if item.pk not in private]
+    if not candidates:  # only what not everyone may read: filed, and kept out of the document
+        unchanged = Composition(document=revision.text, voice=revision.voice)
+        _commit(run, revision, items, unchanged, kept=len(private))
+        return
     composer = get_composer()
     run.composer = composer.name
     run.save(update_fields=["composer"])
-    candidates = [_candidate(item) for item in items]
     started = time.monotonic()
     try:
         composition = _compose(composer, revision.text, candidates, memory, deadline)
@@ -283,7 +289,30 @@ def _pass(run: ConsolidationRun, deadline: float) -> None:
     if refusal:
         _finish(run, ConsolidationRun.State.REFUSED, refusal)
         return
-    _commit(run, revision, items, composition)
+    _commit(run, revision, items, composition, kept=len(private))
+
+
+def kept_out(memory: Memory, items: list[InboxItem]) -> set[int]:
+    """The items whose fact not every member of ``memory`` may read (visibility.household):
+    the document and its voice distillate are read by everyone, so the composer is never shown
+    them. They are filed with the rest; their facts stay live, recallable by those who may read
+    them, and out of the document."""
+    facts = {item.fact_id: item.pk for item in items if item.fact_id}
+    if not facts:
+        return set()
+    everyone = Fact.objects.filter(pk__in=facts).readable_by(visibility.household(memory))
+    readable = set(everyone.values_list("pk", flat=True))
+    return {item for fact, item in facts.items() if fact not in readable}
+
+
+def _kept_out_reason(kept: int) -> str:
+    if not kept:
+        return ""
+    which = "1 fact" if kept == 1 else f"{kept} facts"
+    return (
+        f" {which} kept out of the document: not everyone in the memory may read "
+        f"{'it' if kept == 1 else 'them'}."
+    )
 
 
 def _candidate(item: InboxItem) -> Candidate:
@@ -460,6 +489,7 @@ def _commit(
     revision: DocumentRevision,
     items: list[InboxItem],
     composition: Composition,
+    kept: int = 0,
 ) -> None:
     if not switches.learning_on(run.memory):  # switched off while the composer thought
         _finish(run, ConsolidationRun.State.KEPT, LEARNING_OFF)
@@ -472,7 +502,7 @@ def _commit(
     ):
         voice = distil_voice(composition.document)
     try:
-        _write(run, revision, items, composition, voice)
+        _write(run, revision, items, composition, voice, kept)
     except DatabaseError as error:
         if not retry.is_retryable(error):
             raise
@@ -488,9 +518,10 @@ def _write(
     items: list[InboxItem],
     composition: Composition,
     voice: str,
+    kept: int = 0,
 ) -> None:
     """The pass's one transaction: all of it, or (on any error) nothing. Runs again when it
-    loses a lock race to a person's write."""
+    loses a lock race to a person's write. ``kept``: items kept out of the document."""
     memory = run.memory
     ids = [item.pk for item in items]
     with transaction.atomic():
@@ -530,9 +561,15 @@ def _write(
         reason = (
             _filed_reason(counts)
             if changes
-            else ("Everything waiting was already in the document.")
+            else (
+                "Everything waiting was already in the document."
+                if kept < len(items)
+                else "Nothing waiting was for everyone."
+            )
         )
-        _finish(run, ConsolidationRun.State.FILED, reason, **counts)
+        if kept:
+            logger.info("Pass %s kept %s facts out of the document", run.pk, kept)
+        _finish(run, ConsolidationRun.State.FILED, reason + _kept_out_reason(kept), **counts)
 
 
 def _count(changes) -> dict:

@@ -41,6 +41,13 @@ class InboxQuerySet(models.QuerySet):
     def in_filing_order(self) -> InboxQuerySet:
         return self.order_by("created_at", "pk")
 
+    def readable_by(self, user) -> InboxQuerySet:
+        """What ``user`` may see waiting: items whose fact they may read (the one read rule,
+        ``Fact.objects.readable_by``), and items about no fact (a queued removal of a line the
+        document, which everyone reads, already has)."""
+        readable = Fact.objects.readable_by(user).values("pk")
+        return self.filter(models.Q(fact__isnull=True) | models.Q(fact__in=readable))
+
 
 class InboxItem(models.Model):
     """A candidate fact waiting to be folded into the document. Never injected into a prompt."""

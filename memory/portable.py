@@ -36,6 +36,8 @@ from brain.portable import (
     ImportRejected,
     Section,
     col,
+    export_reader,
+    exporting_for,
     has_nul,
     placed,
     placements,
@@ -56,7 +58,8 @@ def sections() -> list:
     return [import_string(path) for path in settings.BRAIN_EXPORT_SECTIONS]
 
 
-def export_memory(memory: Memory) -> dict:
+def export_memory(memory: Memory, reader=None) -> dict:
+    """Everything in ``memory`` that ``reader`` may read (None: the system, everything)."""
     data = {
         "format": FORMAT,
         "version": VERSION,
@@ -69,13 +72,14 @@ def export_memory(memory: Memory) -> dict:
             "memory_injection": memory.memory_injection,
         },
     }
-    for section in sections():
-        data[section.key] = section.dump(memory)
+    with exporting_for(reader):
+        for section in sections():
+            data[section.key] = section.dump(memory)
     return data
 
 
-def export_json(memory: Memory) -> str:
-    return json.dumps(export_memory(memory), ensure_ascii=False, indent=2) + "\n"
+def export_json(memory: Memory, reader=None) -> str:
+    return json.dumps(export_memory(memory, reader), ensure_ascii=False, indent=2) + "\n"
 
 
 def parse(raw: bytes | str) -> dict:
@@ -208,7 +212,8 @@ class InboxSection(Section):
     )
 
     def rows(self, memory: Memory):
-        return InboxItem.objects.for_memory(memory).in_filing_order().select_related("fact")
+        items = InboxItem.objects.for_memory(memory).readable_by(export_reader())
+        return items.in_filing_order().select_related("fact")
 
     def links(self, item: InboxItem) -> dict:
         return {"fact": str(item.fact.uid) if item.fact_id else None}

@@ -72,8 +72,9 @@ def _document_context(memory: Memory) -> dict:
     return {"revision": revision, "document_html": render_markdown(revision.text), "memory": memory}
 
 
-def _waiting_context(memory: Memory) -> dict:
-    items = list(InboxItem.objects.for_memory(memory).pending().in_filing_order())
+def _waiting_context(request: HttpRequest, memory: Memory) -> dict:
+    waiting = InboxItem.objects.for_memory(memory).pending().readable_by(request.user)
+    items = list(waiting.in_filing_order())
     return {"waiting": items, "memory": memory}
 
 
@@ -258,7 +259,7 @@ def _full_context(request: HttpRequest, memory: Memory) -> dict:
         **_brief_context(memory),
         **_measures_context(memory),
         **_reembedding_context(memory),
-        **_waiting_context(memory),
+        **_waiting_context(request, memory),
         **_banner_context(ConsolidationRun.objects.running().filter(memory=memory).first()),
         **study_views.study_context(memory),
         **ask_views.ask_context(request, memory),
@@ -303,13 +304,14 @@ def drop_item(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
         if dropped
         else Toast("That line was no longer waiting.", "warning")
     )
-    return _answer(request, "waiting", _waiting_context(memory), event=CHANGED, toast=toast)
+    waiting = _waiting_context(request, memory)
+    return _answer(request, "waiting", waiting, event=CHANGED, toast=toast)
 
 
 @require_GET
 @access.requires(Permission.READ)
 def waiting(request: HttpRequest, memory: Memory) -> HttpResponse:
-    return _partial(request, "waiting", _waiting_context(memory))
+    return _partial(request, "waiting", _waiting_context(request, memory))
 
 
 @require_POST

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("knowledge", "0011_search_without_pending_list"),
+        ("knowledge", "0012_labels_passages"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

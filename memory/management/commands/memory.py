@@ -168,7 +168,8 @@ class Command(BaseCommand):
         self.stdout.write(f"Queued #{item.pk} for removal: {item.text}")
 
     def do_inbox(self, **_) -> None:
-        items = InboxItem.objects.for_memory(self.memory).pending().in_filing_order()
+        waiting = InboxItem.objects.for_memory(self.memory).pending().readable_by(self.person)
+        items = waiting.in_filing_order()
         if not items:
             self.stdout.write("Nothing is waiting to be filed.")
             return
@@ -292,7 +293,7 @@ class Command(BaseCommand):
         )
 
     def do_export(self, *, file: str | None, **_) -> None:
-        text = portable.export_json(self.memory)
+        text = portable.export_json(self.memory, reader=self.person)
         if not file:
             self.stdout.write(text, ending="")
             return

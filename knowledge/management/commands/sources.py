@@ -1,0 +1,117 @@
+"""`brain sources add FILE [--label L]…`, `brain sources list` and `brain sources relabel`:
+notes, documents and emails from the terminal, through the same action as the Sources tab and
+``POST /api/sources/`` (knowledge/sources.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from brain.errors import StateConflict
+from knowledge import access, labeller, sources
+from knowledge.models import Memory, Permission, Source
+
+NEEDS = {"add": Permission.TEACH, "list": Permission.READ, "relabel": Permission.ADMINISTER}
+
+
+class Command(BaseCommand):
+    help = "Add a note, document or email as a source; list sources; relabel them."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--memory", metavar="SLUG", default="", help="which memory")
+        parser.add_argument(
+            "--as",
+            dest="person",
+            metavar="USERNAME",
+            default="",
+            help="act as this person (default: the operator, who administers every memory)",
+        )
+        verbs = parser.add_subparsers(dest="verb", required=True, metavar="COMMAND")
+        add = verbs.add_parser("add", help="add a .txt, .md, .pdf or .eml file ('-': stdin)")
+        add.add_argument("file")
+        add.add_argument(
+            "--label", action="append", default=[], help="a label its passages take (repeat)"
+        )
+        add.add_argument("--title", default="", help="default: the file's name")
+        add.add_argument(
+            "--version-of", type=int, default=None, help="the source this is a new version of"
+        )
+        verbs.add_parser("list", help="the sources you may read, newest first")
+        relabel = verbs.add_parser(
+            "relabel", help="label passages again after a new label or a changed meaning"
+        )
+        relabel.add_argument("--source", type=int, default=None, help="one source (default: all)")
+
+    def handle(self, *args, verb: str, memory: str, person: str, **options) -> None:
+        try:
+            self.memory = Memory.objects.by_slug(memory)
+        except Memory.DoesNotExist:
+            raise CommandError(f"There is no memory called {memory!r}.") from None
+        self.person = None
+        if person:
+            try:
+                self.person = get_user_model().objects.get_by_natural_key(person)
+            except get_user_model().DoesNotExist:
+                raise CommandError(f"There is no user called {person!r}.") from None
+        try:
+            access.require(self.person, self.memory, NEEDS[verb])
+            getattr(self, f"do_{verb}")(**options)
+        except ValidationError as error:
+            raise CommandError(" ".join(error.messages)) from None
+        except (access.NotPermitted, StateConflict) as error:
+            raise CommandError(str(error)) from None
+
+    def do_add(self, *, file: str, label: list[str], title: str, version_of, **_) -> None:
+        if file == "-":
+            upload = sources.Upload("stdin.txt", self.stdin.buffer.read())
+        else:
+            path = Path(file)
+            if not path.is_file():
+                raise CommandError(f"There is no file {file!r}.")
+            if path.stat().st_size > sources.MAX_UPLOAD_BYTES:  # refused before it is read
+                raise CommandError(
+                    f"“{path.name}” is {path.stat().st_size / (1024 * 1024):.1f} MB; the limit "
+                    f"is {sources.MAX_UPLOAD_BYTES // (1024 * 1024)} MB."
+                )
+            upload = sources.Upload(path.name, path.read_bytes())
+        previous = None
+        if version_of is not None:
+            previous = Source.objects.filter(memory=self.memory, pk=version_of).first()
+            if previous is None:
+                raise CommandError(f"There is no source #{version_of} in {self.memory.name}.")
+        added = sources.add_source(
+            memory=self.memory,
+            by=self.person,
+            upload=upload,
+            title=title,
+            labels=label,
+            previous=previous,
+        )
+        self.stdout.write(f"#{added.source.pk} {added.message}")
+
+    @property
+    def stdin(self):
+        import sys
+
+        return sys.stdin
+
+    def do_list(self, **_) -> None:
+        listed = Source.objects.filter(memory=self.memory).readable_by(self.person)
+        for source in listed.order_by("-created_at", "-pk")[:100]:
+            stamp = f"{source.created_at:%Y-%m-%d %H:%M}"
+            self.stdout.write(f"#{source.pk}  {stamp}  {source.get_kind_display()}  {source.title}")
+
+    def do_relabel(self, *, source, **_) -> None:
+        one = None
+        if source is not None:
+            one = Source.objects.filter(memory=self.memory, pk=source).first()
+            if one is None:
+                raise CommandError(f"There is no source #{source} in {self.memory.name}.")
+        looked = labeller.relabel(memory=self.memory, source=one)
+        self.stdout.write(
+            f"Looked again at {looked} passage{'' if looked == 1 else 's'}; facts follow their "
+            "passages at once, nothing was compiled again."
+        )

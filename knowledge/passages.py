@@ -1,0 +1,228 @@
+"""Passages: the pieces of a source's text that facts cite, and citing them.
+
+Cutting (``cut``): a source is cut by paragraph (a blank line ends one; so does a heading or a
+quoted-reply marker in an email); a paragraph that names two or more subjects of the memory
+(``knowledge.subjects``) is cut again by sentence, so a label or a citation never covers more
+than the thing it is about. A sentence is never cut: one sentence naming two pages is one
+passage, cited by the facts of both. Paragraphs longer than MAX_PASSAGE_CHARS are cut by
+sentence too, so a passage stays something a person reads in one glance.
+
+Citing (``cite``): every fact cites at least one passage of its own memory. Teaching a line
+with no document behind it cites the line itself as a passage of its source (``of_line``): the
+typed line, the conversation, the run. The database keeps each fact's label sets from its
+citations (see visibility.py), so citing is all a writer does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+
+from django.db import transaction
+from django.db.models import Max
+
+from knowledge import visibility
+from knowledge.models import Citation, Fact, Label, Memory, Passage, PassageLabel, Source
+from knowledge.subjects import mentioned_ids
+
+MAX_PASSAGE_CHARS = 2_000  # about a long paragraph; longer ones are cut by sentence
+_PARAGRAPHS = re.compile(r"\n[ \t]*\n+")
+# A sentence ends at . ! or ? followed by space and a capital, a digit or a quote; "e.g. this"
+# and "€50,000.00" stay whole.
+_SENTENCES = re.compile(r"(?<=[.!?])[\"”’)]?\s+(?=[\"“‘(]?[A-Z0-9À-Ý€$£])")
+
+
+def text_hash(text: str) -> str:
+    """The passage's text with its spaces evened out, hashed: equal for unchanged text."""
+    return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()
+
+
+def sentences(paragraph: str) -> list[str]:
+    return [part.strip() for part in _SENTENCES.split(paragraph) if part.strip()]
+
+
+def cut(text: str, memory: Memory | None = None) -> list[str]:
+    """``text`` as passages: paragraphs, each cut again by sentence when it names two or more
+    of ``memory``'s subjects or runs past MAX_PASSAGE_CHARS (see the module docstring)."""
+    pieces: list[str] = []
+    for paragraph in _PARAGRAPHS.split(text.replace("\r\n", "\n").replace("\r", "\n")):
+        paragraph = paragraph.strip()
+        if not paragraph:
+            continue
+        mixed = memory is not None and len(mentioned_ids(memory, paragraph)) >= 2
+        if mixed or len(paragraph) > MAX_PASSAGE_CHARS:
+            pieces += _grouped(sentences(paragraph))
+        else:
+            pieces.append(paragraph)
+    return pieces
+
+
+def _grouped(parts: list[str]) -> list[str]:
+    """Sentences as passages; one longer than MAX_PASSAGE_CHARS is cut at that length."""
+    out: list[str] = []
+    for part in parts:
+        while len(part) > MAX_PASSAGE_CHARS:
+            out.append(part[:MAX_PASSAGE_CHARS])
+            part = part[MAX_PASSAGE_CHARS:]
+        if part:
+            out.append(part)
+    return out
+
+
+def labels_for(source: Source) -> list[Label]:
+    """What a new passage of ``source`` carries: the labels set on the source, else the
+    memory's default labels."""
+    chosen = list(source.labels.all()) if source.pk else []
+    return chosen or visibility.default_labels(source.memory)
+
+
+def add(source: Source, texts: Sequence[str], *, labels: Iterable[Label] | None = None) -> list:
+    """New passages of ``source`` after any it has, each with ``labels`` (default:
+    ``labels_for(source)``)."""
+    given = list(labels) if labels is not None else None
+    return add_many([(source, text) for text in texts], labels=given)
+
+
+def add_many(
+    pieces: Sequence[tuple[Source, str]], *, labels: Sequence[Label] | None = None
+) -> list[Passage]:
+    """New passages, each after those its source has, in a few statements whatever their
+    number: each takes ``labels`` or else its source's labels (``labels_for``)."""
+    if not pieces:
+        return []
+    sources = {source.pk: source for source, _ in pieces}
+    with transaction.atomic():
+        # Two writers adding to one source (a conversation's reflection and its next turn)
+        # take their places in turn; NO KEY so rows citing the source are not held up.
+        list(Source.objects.select_for_update(no_key=True).filter(pk__in=sorted(sources)))
+        return _add_many(pieces, sources, labels)
+
+
+def _add_many(pieces, sources, labels) -> list[Passage]:
+    last = dict(
+        Passage.objects.filter(source_id__in=sources)
+        .values("source_id")
+        .annotate(last=Max("ordinal"))
+        .values_list("source_id", "last")
+    )
+    if labels is None:
+        chosen: dict[int, list[int]] = {}
+        for source_id, label_id in Source.labels.through.objects.filter(
+            source_id__in=sources
+        ).values_list("source_id", "label_id"):
+            chosen.setdefault(source_id, []).append(label_id)
+        memories = {source.memory_id: source.memory for source in sources.values()}
+        defaults = {
+            pk: [label.pk for label in visibility.default_labels(memory)]
+            for pk, memory in memories.items()
+        }
+        label_ids = {
+            pk: chosen.get(pk) or defaults[source.memory_id] for pk, source in sources.items()
+        }
+    else:
+        label_ids = {pk: [label.pk for label in labels] for pk in sources}
+    made = []
+    for source, text in pieces:
+        last[source.pk] = ordinal = last.get(source.pk, -1) + 1
+        made.append(
+            Passage(
+                memory_id=source.memory_id,
+                source=source,
+                ordinal=ordinal,
+                text=text,
+                text_hash=text_hash(text),
+            )
+        )
+    Passage.objects.bulk_create(made)
+    PassageLabel.objects.bulk_create(
+        [
+            PassageLabel(passage_id=passage.pk, label_id=label_id)
+            for passage in made
+            for label_id in label_ids[passage.source_id]
+        ]
+    )
+    return made
+
+
+def set_labels(passages: Sequence[Passage], labels: Iterable[Label]) -> None:
+    """Give each of ``passages`` exactly ``labels``. The database moves their label sets and
+    every fact citing them in this same statement's transaction (see visibility.py)."""
+    wanted = {label.pk for label in labels}
+    ids = [passage.pk for passage in passages]
+    if not ids:
+        return
+    with transaction.atomic():
+        PassageLabel.objects.filter(passage_id__in=ids).exclude(label_id__in=wanted).delete()
+        PassageLabel.objects.bulk_create(
+            [PassageLabel(passage_id=pk, label_id=label) for pk in ids for label in wanted],
+            ignore_conflicts=True,
+        )
+
+
+def of_line(source: Source, line: str) -> Passage:
+    """The passage of ``source`` a fact taught as ``line`` cites: the first that holds the line
+    (a document or conversation that said it), else the line itself, added to the source."""
+    line = " ".join(line.split())
+    same = source.passages.filter(text_hash=text_hash(line)).order_by("ordinal").first()
+    holding = same or source.passages.filter(text__icontains=line).order_by("ordinal").first()
+    return holding or add(source, [line])[0]
+
+
+LINES_REFERENCE = "lines"
+
+
+def lines_source(memory: Memory) -> Source:
+    """Where the lines of facts taught with no source of their own are kept as passages (and
+    those of facts taught before passages existed: migration 0012)."""
+    source, _ = Source.objects.get_or_create(
+        memory=memory,
+        kind=Source.Kind.IMPORT,
+        reference=LINES_REFERENCE,
+        defaults={"title": "Lines taught with no source of their own"},
+    )
+    return source
+
+
+def cite_lines(facts: Sequence[Fact]) -> None:
+    """Each of ``facts`` (new rows of one memory, citing nothing yet) cites its own line as a
+    passage of its source (or of ``lines_source``): an unchanged line already there is reused,
+    the rest are added with their source's labels. A few statements whatever the number of
+    facts (imports)."""
+    if not facts:
+        return
+    memory = facts[0].memory
+    spare = lines_source(memory) if any(f.source_id is None for f in facts) else None
+    wanted: dict[tuple[int, str], str] = {}
+    for fact in facts:
+        line = " ".join(fact.text.split())
+        wanted.setdefault((fact.source_id or spare.pk, text_hash(line)), line)
+    found = {
+        (p.source_id, p.text_hash): p
+        for p in Passage.objects.filter(
+            source_id__in={source for source, _ in wanted},
+            text_hash__in={digest for _, digest in wanted},
+        ).order_by("-ordinal")
+    }
+    sources = Source.objects.select_related("memory").in_bulk({s for s, _ in wanted})
+    pieces = [(sources[key[0]], line) for key, line in wanted.items() if key not in found]
+    for passage in add_many(pieces):
+        found[(passage.source_id, passage.text_hash)] = passage
+    Citation.objects.bulk_create(
+        [
+            Citation(
+                fact=fact,
+                passage=found[(fact.source_id or spare.pk, text_hash(" ".join(fact.text.split())))],
+            )
+            for fact in facts
+        ],
+        ignore_conflicts=True,
+    )
+
+
+def cite(fact: Fact, passages: Iterable[Passage]) -> None:
+    """``fact`` cites ``passages`` (more citations never make a fact readable by more people:
+    it is read only by those who read every passage it cites)."""
+    Citation.objects.bulk_create(
+        [Citation(fact=fact, passage=passage) for passage in passages], ignore_conflicts=True
+    )

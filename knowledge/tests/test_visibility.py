@@ -1,0 +1,171 @@
+"""The read rules of seed 001 on its own example: meeting-notes.pdf, Sales and HR."""
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+
+from knowledge import actions, pages, passages, visibility
+from knowledge.models import Citation, Conflict, Fact, LabelSet, Passage, Source
+from knowledge.tests import examples
+
+
+@pytest.fixture
+def team(db):
+    return examples.team()
+
+
+def _texts(facts):
+    return sorted(fact.text for fact in facts)
+
+
+def _facts(team, reader):
+    return _texts(Fact.objects.for_memory(team.memory).readable_by(reader))
+
+
+def test_a_sales_reader_reads_the_order_and_who_follows_the_account_but_not_the_salary(team):
+    assert _facts(team, team.sales_reader) == [
+        "Follows the Rossi Srl account.",
+        "Order of €50,000 confirmed, delivery in June.",
+        "The account is followed by Luca Bianchi since March.",
+    ]
+
+
+def test_an_hr_reader_reads_only_the_salary(team):
+    assert _facts(team, team.hr_reader) == ["Salary: €45,000."]
+
+
+def test_an_administrator_the_system_and_a_superuser_read_all_four(team, admin_user):
+    for reader in (team.admin, None, admin_user):
+        assert len(_facts(team, reader)) == 4
+
+
+def test_passages_are_read_through_their_labels(team):
+    def read(reader):
+        readable = Passage.objects.for_memory(team.memory).readable_by(reader)
+        return sorted(p.ordinal for p in readable)
+
+    assert read(team.sales_reader) == [0, 1]
+    assert read(team.hr_reader) == [2]
+    assert read(team.admin) == [0, 1, 2]
+
+
+def test_pages_exist_for_a_reader_only_through_facts_they_read(team):
+    def existing(reader):
+        return [p.name for p in pages.readable_pages(team.memory, reader)]
+
+    assert existing(team.sales_reader) == ["Luca Bianchi", "Rossi Srl"]
+    assert existing(team.hr_reader) == ["Luca Bianchi"]
+    assert pages.page(team.rossi, team.hr_reader) is None
+
+
+def test_a_page_shows_a_reader_only_the_facts_they_read(team):
+    luca_for_sales = pages.page(team.luca, team.sales_reader)
+    luca_for_hr = pages.page(team.luca, team.hr_reader)
+    assert _texts(luca_for_sales.facts) == ["Follows the Rossi Srl account."]
+    assert _texts(luca_for_hr.facts) == ["Salary: €45,000."]
+    assert _texts(pages.page(team.luca, team.admin).facts) == [
+        "Follows the Rossi Srl account.",
+        "Salary: €45,000.",
+    ]
+
+
+def test_links_are_seen_through_a_readable_fact_that_names_a_page_that_exists(team):
+    def links(page, reader):
+        shown = pages.page(page, reader)
+        return [] if shown is None else [(ln.fact.text, ln.page.name) for ln in shown.links]
+
+    assert links(team.rossi, team.sales_reader) == [
+        ("The account is followed by Luca Bianchi since March.", "Luca Bianchi")
+    ]
+    assert links(team.luca, team.sales_reader) == [("Follows the Rossi Srl account.", "Rossi Srl")]
+    assert links(team.luca, team.hr_reader) == []  # the fact that names Rossi Srl cites Sales
+
+
+def test_a_source_is_listed_for_anyone_who_reads_one_of_its_passages(team, django_user_model):
+    stranger = django_user_model.objects.create_user(username="stranger")
+    listed = Source.objects.filter(memory=team.memory)
+    assert listed.readable_by(team.sales_reader).get() == team.source
+    assert listed.readable_by(team.hr_reader).get() == team.source
+    assert not listed.readable_by(stranger).exists()
+
+
+def test_a_conflict_is_read_only_by_who_reads_the_passages_of_both_sides(team):
+    Conflict.objects.create(memory=team.memory, old=team.order, new=team.followed, reason="test")
+    mixed = Conflict.objects.create(
+        memory=team.memory, old=team.followed, new=team.salary, reason="test"
+    )
+    conflicts = Conflict.objects.for_memory(team.memory)
+    assert conflicts.readable_by(team.sales_reader).count() == 1
+    assert not conflicts.readable_by(team.hr_reader).exists()
+    assert mixed in conflicts.readable_by(team.admin)
+
+
+def test_a_fact_citing_passages_of_two_labels_is_read_only_by_who_reads_both(team):
+    both = examples._fact(
+        team.memory, team.luca, "Luca's pay follows the Rossi order.", team.passages[1:]
+    )
+    readable = Fact.objects.filter(pk=both.pk)
+    assert not readable.readable_by(team.sales_reader).exists()
+    assert not readable.readable_by(team.hr_reader).exists()
+    team.hr_reader.brain_roles.add(*team.sales.roles.all())
+    assert readable.readable_by(team.hr_reader).exists()
+
+
+def test_relabelling_a_passage_moves_every_fact_that_cites_it_at_once(team):
+    passages.set_labels([team.passages[1]], [team.hr])
+    assert _facts(team, team.sales_reader) == ["Order of €50,000 confirmed, delivery in June."]
+    assert len(_facts(team, team.hr_reader)) == 3
+    assert LabelSet.objects.filter(labels=[team.hr.pk]).count() == 1  # interned: one row
+
+
+def test_a_passage_with_no_label_is_read_by_administrators_only(team):
+    passages.set_labels([team.passages[0]], [])
+    assert "Order of €50,000 confirmed, delivery in June." not in _facts(team, team.sales_reader)
+    assert len(_facts(team, team.admin)) == 4
+    assert Fact.objects.get(pk=team.order.pk).label_sets == [0]
+
+
+def test_a_fact_that_cites_nothing_is_read_by_administrators_only(team):
+    Citation.objects.filter(fact=team.order).delete()
+    assert Fact.objects.get(pk=team.order.pk).label_sets == []
+    assert "Order of €50,000 confirmed, delivery in June." not in _facts(team, team.sales_reader)
+    assert len(_facts(team, None)) == 4
+
+
+def test_a_fact_can_never_cite_a_passage_of_another_memory(team, home):
+    elsewhere = Source.objects.create(memory=home, kind=Source.Kind.NOTE, title="n", text="x")
+    (stray,) = passages.add(elsewhere, ["The lodger pays in cash."])
+    with pytest.raises(IntegrityError, match="own memory"), transaction.atomic():
+        passages.cite(team.order, [stray])
+
+
+def test_an_inactive_or_signed_out_person_reads_nothing(team):
+    from django.contrib.auth.models import AnonymousUser
+
+    team.sales_reader.is_active = False
+    assert _facts(team, team.sales_reader) == []
+    assert _facts(team, AnonymousUser()) == []
+
+
+def test_reading_as_a_role_reads_what_its_holders_read(team):
+    sales = visibility.as_role(team.sales.roles.get())
+    assert _facts(team, sales) == _facts(team, team.sales_reader)
+
+
+def test_the_read_rule_is_one_predicate_on_the_facts_own_row(team):
+    """Raw SQL (search.readable_where) takes the rule as it is: no join on another table."""
+    from knowledge import search
+
+    readable = Fact.objects.for_memory(team.memory).live().readable_by(team.hr_reader)
+    where, params = search.readable_where(readable)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT text FROM knowledge_fact WHERE {where}", params)
+        assert [row[0] for row in cursor.fetchall()] == ["Salary: €45,000."]
+
+
+def test_a_memory_nobody_labelled_reads_as_it_always_did(home, alice):
+    """Household, granted to the Everyone role every member holds: everyone reads it."""
+    fact = actions.file_fact(
+        memory=home, text="The loft is warm.", channel="typed", kind="note", by=alice
+    )
+    assert Fact.objects.filter(pk=fact.pk).readable_by(alice).exists()
+    assert [label.name for label in fact.passages.get().labels.all()] == ["Household"]
