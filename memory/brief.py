@@ -7,7 +7,7 @@ configured it may rewrite those sentences more naturally, never adding a fact of
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.utils import timezone
 
@@ -59,6 +59,15 @@ def compose(memory: Memory, *, now=None) -> str:
             f"{last_change.summary.rstrip('.')}."
         )
     return " ".join(sentences)
+
+
+def for_today(memory: Memory) -> tuple[str, datetime | None]:
+    """What a page shows as this morning's brief, and when it was written: today's written
+    brief, else the same sentences composed now from the numbers (written_at None)."""
+    latest = Brief.objects.latest_for(memory)
+    if latest and timezone.localtime(latest.written_at).date() == timezone.localdate():
+        return latest.text, latest.written_at
+    return compose(memory), None
 
 
 def write(memory: Memory) -> Brief:

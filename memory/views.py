@@ -11,7 +11,6 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
@@ -21,7 +20,7 @@ from knowledge import access, listing, reembedding
 from knowledge.models import Conflict, Fact, Memory, Permission
 from knowledge.subjects import UnknownSubject
 from memory import actions, ask_views, brief, consolidator, measurements, revisions, study_views
-from memory.models import Brief, Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
+from memory.models import Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
 from memory.rendering import render_markdown
 
 PAGE = "memory/knowledge.html"
@@ -60,11 +59,8 @@ def _answer(request: HttpRequest, name: str, context: dict, **answer) -> HttpRes
 
 
 def _brief_context(memory: Memory) -> dict:
-    latest = Brief.objects.latest_for(memory)
-    today = timezone.localdate()
-    if latest and timezone.localtime(latest.written_at).date() == today:
-        return {"brief_text": latest.text, "brief_when": latest.written_at}
-    return {"brief_text": brief.compose(memory), "brief_when": None}
+    text, written_at = brief.for_today(memory)
+    return {"brief_text": text, "brief_when": written_at}
 
 
 def _document_context(memory: Memory) -> dict:

@@ -53,6 +53,7 @@ REFERENCE = "demo-household/{index}"
 # A pass running elsewhere (the worker's) is waited for at most its own deadline and a margin.
 WAIT_FOR_PASS_S = 30.0
 POLL_S = 0.5
+MAX_PASSES = 50  # each files everything waiting; more than a few means something is wrong
 SOURCE_KINDS = {
     Origin.VOICE: Source.Kind.CONVERSATION,
     Origin.CHAT: Source.Kind.CONVERSATION,
@@ -194,26 +195,31 @@ def load(
 
 
 def file_everything(memory: Memory, *, wait_s: float | None = None) -> int:
-    """File what waits in ``memory``, pass after pass, as every surface asks for one; a pass
-    already running elsewhere (the worker's) is waited for rather than raced. Returns how
-    many passes this process ran."""
+    """File what waits in ``memory``, pass after pass, as every surface asks for one. A pass
+    asked for with no worker on it yet (early filing while no worker runs) is run here; one a
+    worker is running is waited for rather than raced. Returns how many passes ran here."""
     wait_s = WAIT_FOR_PASS_S + consolidator.deadline_seconds() if wait_s is None else wait_s
     ran = 0
     give_up_at = time.monotonic() + wait_s
-    while InboxItem.objects.for_memory(memory).pending().exists():
+    for _ in range(MAX_PASSES):
+        if not InboxItem.objects.for_memory(memory).pending().exists():
+            break
         request = consolidator.request_consolidation(
             memory=memory, trigger=ConsolidationRun.Trigger.CLI, send=False
         )
-        if request.started:
+        if request.started or request.run.claimed_at is None:
+            # execute() claims it with a conditional update: a worker that claimed it a moment
+            # before keeps it, and this returns at once with the pass still running.
             consolidator.execute(request.run.pk)
-            ran += 1
             run = ConsolidationRun.objects.get(pk=request.run.pk)
-            if run.state != ConsolidationRun.State.FILED:
-                break  # kept, refused or failed: it says why; the lines stay waiting
-            continue
+            if run.state != ConsolidationRun.State.RUNNING:
+                ran += 1
+                if run.state != ConsolidationRun.State.FILED:
+                    break  # kept, refused or failed: it says why; the lines stay waiting
+                continue
         if time.monotonic() > give_up_at:
             break
-        time.sleep(POLL_S)
+        time.sleep(POLL_S)  # a worker is filing this memory: let it finish
     return ran
 
 

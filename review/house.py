@@ -34,7 +34,6 @@ from brain import health
 from knowledge.models import Fact, Memory
 from memory import brief as briefs
 from memory import measurements
-from memory.models import Brief, ConsolidationRun, InboxItem
 from review.models import Finding, Guess
 
 FIRST_FEW = 3  # of each kind: enough to see what it is about, the rest is one click away
@@ -101,13 +100,12 @@ class House:
     findings_count: int
     guesses: list[Guess]
     guesses_count: int
-    brief: Brief | None
     brief_text: str
+    brief_written_at: datetime | None
     recent: list[Fact]
-    known: int
-    waiting: int
-    last_pass: ConsolidationRun | None
-    last_pass_words: str
+    # The Knowledge tab's own measurements (memory.measurements), so the two pages can never
+    # disagree: known, week, waiting, guesses, rules, size, filed.
+    measured: dict[str, measurements.Measurement]
     worker: str  # ok, stale or unknown (brain.health.worker_status)
     worker_seen: datetime | None
     chart: Chart
@@ -122,31 +120,19 @@ def overview(memory: Memory, reader, *, now: datetime | None = None) -> House:
     open_findings = Finding.objects.for_memory(memory).open()
     open_guesses = Guess.objects.for_memory(memory).open()
     readable = Fact.objects.for_memory(memory).readable_by(reader)
-    live = readable.live(now=now)
-    latest_brief = Brief.objects.latest_for(memory)
+    brief_text, brief_written_at = briefs.for_today(memory)
     worker = health.worker_status()
-    last = (
-        ConsolidationRun.objects.filter(memory=memory)
-        .exclude(state=ConsolidationRun.State.RUNNING)
-        .order_by("-finished_at")
-        .first()
-    )
     return House(
         findings=list(open_findings.in_review_order().select_related("subject")[:FIRST_FEW]),
         findings_count=open_findings.count(),
         guesses=list(open_guesses.order_by("offered_at", "pk")[:FIRST_FEW]),
         guesses_count=open_guesses.count(),
-        brief=latest_brief,
-        brief_text=latest_brief.text if latest_brief else briefs.compose(memory, now=now),
+        brief_text=brief_text,
+        brief_written_at=brief_written_at,
         recent=list(
-            live.without_vectors().select_related("source").order_by("-created_at", "-pk")[:RECENT]
+            readable.live(now=now).without_vectors().order_by("-created_at", "-pk")[:RECENT]
         ),
-        known=live.count(),
-        waiting=InboxItem.objects.for_memory(memory).pending().count(),
-        last_pass=last,
-        last_pass_words=(
-            measurements.LAST_PASS_WORDS.get(last.state, "last pass") if last else "never filed"
-        ),
+        measured={measure.key: measure for measure in measurements.measure(memory)},
         worker=worker["status"],
         worker_seen=datetime.fromisoformat(worker["last_seen"]) if worker["last_seen"] else None,
         chart=chart(memory, readable, now=now),

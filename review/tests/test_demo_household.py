@@ -119,3 +119,24 @@ def test_the_demo_waits_for_a_pass_the_worker_is_running_instead_of_racing_it(ho
     assert InboxItem.objects.for_memory(home).pending().count() == WAITING
     assert ConsolidationRun.objects.get(pk=workers_pass.pk).state == "filed"
     assert "facts known" in output
+
+
+def test_a_pass_asked_for_with_no_worker_running_is_run_by_the_demo_not_waited_for(
+    home, monkeypatch
+):
+    """Early filing asks the worker for a pass at 20 waiting lines; with no `make run` going
+    nobody takes it, and the demo must file it itself rather than wait for a worker."""
+    actions.learn(memory=home, text="The loft is warm.", origin="typed")
+    asked = consolidator.request_consolidation(
+        memory=home, trigger=ConsolidationRun.Trigger.EARLY, send=False
+    ).run
+
+    def no_waiting(seconds: float) -> None:
+        raise AssertionError("the demo waited for a worker that is not there")
+
+    monkeypatch.setattr(demo_household.time, "sleep", no_waiting)
+
+    _demo("home")
+
+    assert ConsolidationRun.objects.get(pk=asked.pk).state == "filed"
+    assert InboxItem.objects.for_memory(home).pending().count() == WAITING
