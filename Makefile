@@ -22,7 +22,7 @@ help:
 	@echo "make test   run the whole test suite"
 	@echo "make lint   ruff check, format check and mypy (the files pyproject.toml lists)"
 	@echo "make bench  run the benchmarks (a 2-minute load test among them) and write docs/BENCHMARKS.md"
-	@echo "make demo   load a realistic demo household into an empty memory"
+	@echo "make demo   load the demo household into a memory (MEMORY=slug; default home); twice adds nothing"
 	@echo "make stop   stop the embedded PostgreSQL and Valkey if something left them running"
 
 $(PY):
@@ -68,7 +68,7 @@ format: $(VENV)/.dev
 
 demo: $(VENV)/.runtime
 	$(PY) manage.py migrate --noinput -v0
-	$(PY) manage.py demo
+	$(PY) manage.py demo $(if $(MEMORY),--memory $(MEMORY))
 
 # make bench: every benchmark, rewriting docs/BENCHMARKS.md (under 10 minutes).
 # make bench SIZES=1m: recall at scale at those sizes alone (1M: under 40 minutes), its section
