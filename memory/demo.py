@@ -1,6 +1,9 @@
-"""A realistic, deterministic household: the seed's example lines and as many more as asked.
+"""Generated household lines at any size: the seed's example lines and as many more as asked,
+filled from templates, deterministic for a seed.
 
-Used by the benchmarks (a 32 KB document, new facts to file) and by demos.
+Used by the benchmarks and tests that need volume (a 32 KB document, thousands of facts to
+file). They read alike by design; `make demo` loads the household written by hand instead
+(memory/fixtures/demo-facts.yaml, review/demo_household.py).
 """
 
 from __future__ import annotations
