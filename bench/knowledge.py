@@ -171,6 +171,8 @@ class Household:
     subject_rows: np.ndarray  # index into ``subjects`` per row, -1 for none
     load_seconds: float
     index_seconds: float
+    table_bytes: int = 0  # the facts table with its indexes, every memory's rows in it
+    hnsw_bytes: int = 0
 
     def rows_about(self, subject: Subject) -> np.ndarray:
         return np.flatnonzero(self.subject_rows == self.subjects.index(subject))
@@ -325,8 +327,22 @@ def generate_household(
     index_seconds = time.perf_counter() - started
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE knowledge_fact, knowledge_fact_subjects")
+        cursor.execute(
+            "SELECT pg_total_relation_size('knowledge_fact'), pg_relation_size(%s::regclass)",
+            [HNSW_INDEX],
+        )
+        table_bytes, hnsw_bytes = cursor.fetchone()
     return Household(
-        memory, subjects, subjects[0], fact_ids, vectors, subject_rows, load_seconds, index_seconds
+        memory,
+        subjects,
+        subjects[0],
+        fact_ids,
+        vectors,
+        subject_rows,
+        load_seconds,
+        index_seconds,
+        table_bytes,
+        hnsw_bytes,
     )
 
 
@@ -540,6 +556,8 @@ class Figures:
     count: int
     load_seconds: float
     index_seconds: float
+    table_bytes: int
+    hnsw_bytes: int
     context: tuple[float, float]
     plain: tuple[float, float]  # plain_context, the reference, on the same questions
     embedding: tuple[float, float]
@@ -601,6 +619,8 @@ def measure(household: Household, *, seed: int = 7, brainmem=None) -> Figures:
         count=len(household.fact_ids),
         load_seconds=household.load_seconds,
         index_seconds=household.index_seconds,
+        table_bytes=household.table_bytes,
+        hnsw_bytes=household.hnsw_bytes,
         context=_ms(context_times),
         plain=_ms(plain_times),
         embedding=_ms(embedding_times),
@@ -819,14 +839,16 @@ def _recall_markdown(runs: list[Figures], real: dict | None, note: str, embedder
         f"({QUERIES} each). For the kitchen the truth is the exact top-10 over its rows only; "
         '"forced HNSW" runs the kitchen through the HNSW path (as if it held more than '
         "`EXACT_SCAN_LIMIT` facts): what planning by selectivity avoids.\n",
-        "| live facts | load (COPY) | HNSW build | nearest p50 / p95 | nearest vs exact | "
+        "| live facts | load (COPY) | HNSW build | facts table and indexes | HNSW index | "
+        "nearest p50 / p95 | nearest vs exact | "
         "recall@10 | kitchen rows | kitchen recall@10 (planned) | kitchen p50 / p95 | kitchen "
         "exact numpy p50 | kitchen recall@10, forced HNSW | forced HNSW p50 |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for f in runs:
         lines.append(
             f"| {_size(f.count)} | {f.load_seconds:.1f} s | {f.index_seconds:.1f} s | "
+            f"{f.table_bytes / 2**20:,.0f} MiB | {f.hnsw_bytes / 2**20:,.0f} MiB | "
             f"{f.nearest[0]:.1f} / {f.nearest[1]:.1f} ms | {f.exact[0] / f.nearest[0]:.2f}× | "
             f"{f.recall:.3f} | {f.subject_size:,} | {f.subject_recall:.3f} | "
             f"{f.subject_nearest[0]:.1f} / {f.subject_nearest[1]:.1f} ms | "
