@@ -46,6 +46,11 @@ LAST_PASS_WORDS = {
 }
 
 
+def _plural(count: int, word: str, plural: str = "") -> str:
+    """The word a count of it takes: "1 rule you set", "2 rules you set"."""
+    return word if count == 1 else plural or f"{word}s"
+
+
 def measure(memory: Memory) -> list[Measurement]:
     now = timezone.now()
     live = Fact.objects.for_memory(memory).live()
@@ -66,11 +71,11 @@ def measure(memory: Memory) -> list[Measurement]:
     )
     last_value = _when(last.finished_at) if last else "never"
     return [
-        Measurement("known", "facts known", f"{known:,}"),
+        Measurement("known", f"{_plural(known, 'fact')} known", f"{known:,}"),
         Measurement("week", "learned this week", f"{this_week.count():,}"),
         Measurement("waiting", "waiting to be filed", f"{waiting:,}"),
-        Measurement("guesses", "open guesses", f"{guesses:,}"),
-        Measurement("rules", "rules you set", f"{rules:,}"),
+        Measurement("guesses", f"open {_plural(guesses, 'guess', 'guesses')}", f"{guesses:,}"),
+        Measurement("rules", f"{_plural(rules, 'rule')} you set", f"{rules:,}"),
         Measurement(
             "size",
             f"of {memory.memory_max_kb} KB document",

@@ -57,3 +57,12 @@ def test_the_timeline_never_shows_an_event_code_without_saying_what_it_is(signed
 
     assert "· brain_learned" not in page
     assert "Home Assistant event “brain_learned”" in page
+
+
+def test_a_count_of_one_takes_the_singular(signed_in, home):
+    actions.learn(memory=home, text="The loft is warm.", origin="typed")
+
+    page = signed_in.get(reverse("memory:knowledge")).content.decode()
+
+    assert _measure(page, "known") == "fact known"
+    assert _measure(page, "rules") == "rules you set"

@@ -25,7 +25,7 @@ def test_the_tab_shows_every_section_with_the_seed_wording(signed_in, home):
 
     for words in (
         "This morning’s brief",
-        "facts known",
+        "fact known",
         "waiting to be filed",
         "open guesses",
         "rules you set",
