@@ -74,6 +74,9 @@ MIDDLEWARE = [
     "brain.inputs.InputMiddleware",
     # request.memory: the one memory a request is about (knowledge/current.py).
     "knowledge.current.CurrentMemoryMiddleware",
+    # What each person may read is looked up once a request, and Read as
+    # (knowledge/visibility.py).
+    "knowledge.visibility.ReadingMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "brain.middleware.HtmxLoginRedirectMiddleware",
@@ -97,6 +100,7 @@ TEMPLATES = [
                 "brain.context_processors.navigation",
                 "knowledge.access.context",
                 "knowledge.current.context",
+                "knowledge.visibility.context",
             ],
         },
     },
@@ -294,6 +298,7 @@ BRAIN_NAVIGATION = [
     ("Knowledge", "memory:knowledge", False, None),
     ("Findings", "review:findings", False, "review.counts.badge"),
     ("Sources", "knowledge:sources", False, None),
+    ("Pages", "knowledge:pages", False, None),
     ("Admin", "admin:index", True, None),
 ]
 # Verbs of `brain memory` that a higher app keeps (guesses live in review): modules with VERBS,

@@ -8,5 +8,8 @@ urlpatterns = [
     path("", views.sources, name="sources"),
     path("<int:pk>/", views.source, name="source"),
     path("add", views.add_source, name="add-source"),
+    path("pages/", views.page_list, name="pages"),
+    path("pages/<int:pk>/", views.page, name="page"),
+    path("read-as", views.read_as, name="read-as"),
     path("passages/<int:pk>/labels", views.label_passage, name="label-passage"),
 ]

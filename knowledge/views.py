@@ -1,8 +1,9 @@
 """Sources: where what brain knows came from. "See the run" on a fact opens one of these."""
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -11,9 +12,21 @@ from django.views.decorators.http import require_GET, require_POST
 
 from brain.htmx import Toast, answer
 from brain.inputs import allows_body
-from knowledge import access, labelling, source_listing, visibility
+from knowledge import access, labelling, pages, source_listing, visibility
 from knowledge import sources as adding
-from knowledge.models import Fact, Label, Memory, Observation, Passage, Permission, Source
+from knowledge.models import (
+    Citation,
+    Conflict,
+    Fact,
+    Label,
+    Memory,
+    Observation,
+    Passage,
+    Permission,
+    Role,
+    Source,
+    Subject,
+)
 
 SOURCES_PER_PAGE = 50
 
@@ -182,3 +195,78 @@ def label_passage(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse
     done = labelling.label_passages([passage], list(chosen))
     back = reverse("knowledge:source", args=[passage.source_id]) + f"#passage-{passage.ordinal}"
     return answer(request, "knowledge/add_source.html", {}, back=back, toast=Toast(done.message))
+
+
+# Pages: a subject's facts and the links they make, as the reader sees them (knowledge/pages.py)
+
+
+@require_GET
+@access.requires(Permission.READ)
+def page_list(request: HttpRequest, memory: Memory) -> HttpResponse:
+    """The pages that exist for the person: those with a fact they may read."""
+    shown = pages.readable_pages(memory, request.user).annotate(facts_shown=Count("facts"))
+    context = {"pages": shown}
+    if access.may(request.user, memory, Permission.ADMINISTER):
+        context["roles"] = Role.objects.filter(memory=memory).order_by("name")
+    return render(request, "knowledge/pages.html", context)
+
+
+def _memory_of_page(request: HttpRequest, pk: int) -> Memory:
+    return get_object_or_404(Subject.objects.select_related("memory"), pk=pk).memory
+
+
+@require_GET
+@access.requires(Permission.READ, of=_memory_of_page)
+def page(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
+    """One page: the facts the person may read, each with the passages it cites, the links
+    those facts make to other pages that exist for them, and open conflicts they may read."""
+    subject = get_object_or_404(Subject, pk=pk, memory=memory)
+    shown = pages.page(subject, request.user)
+    if shown is None:
+        return render(request, "knowledge/page.html", {"page": None}, status=404)
+    ids = [fact.pk for fact in shown.facts]
+    cited = Citation.objects.filter(fact_id__in=ids).select_related("passage__source")
+    citations: dict[int, list[Passage]] = {pk: [] for pk in ids}
+    for citation in cited.order_by("passage__source_id", "passage__ordinal"):
+        citations[citation.fact_id].append(citation.passage)
+    for fact in shown.facts:
+        fact.cited = citations[fact.pk]
+    conflicts = (
+        Conflict.objects.for_memory(memory)
+        .readable_by(request.user)
+        .to_settle()
+        .filter(Q(old__in=ids) | Q(new__in=ids))
+    )
+    return render(request, "knowledge/page.html", {"page": shown, "conflicts": conflicts})
+
+
+@require_POST
+@access.requires(Permission.ADMINISTER)
+def read_as(request: HttpRequest, memory: Memory) -> HttpResponse:
+    """Read as a role or a person (``role``: a role's id; ``person``: a username), or stop
+    (neither): every page then shows exactly what they read, under a banner saying whose view
+    it is."""
+    role = request.POST.get("role", "")
+    person = request.POST.get("person", "").strip()
+    if role.isdigit() and Role.objects.filter(pk=int(role), memory=memory).exists():
+        request.session[visibility.READ_AS] = {"memory": memory.pk, "role": int(role)}
+        said = f"You are reading {memory.name} as the role {Role.objects.get(pk=role).name}."
+    elif person:
+        found = get_user_model().objects.filter(username=person).first()
+        if found is None:
+            return answer(
+                request,
+                "knowledge/pages.html",
+                {},
+                back=reverse("knowledge:pages"),
+                toast=Toast(f"There is no person called “{person}”.", "error"),
+            )
+        request.session[visibility.READ_AS] = {"memory": memory.pk, "person": found.pk}
+        said = f"You are reading {memory.name} as {found.get_username()}."
+    else:
+        request.session.pop(visibility.READ_AS, None)
+        said = "You are reading as yourself again."
+    back = request.POST.get("next", "")
+    if not back.startswith("/") or back.startswith("//"):
+        back = reverse("knowledge:pages")
+    return answer(request, "knowledge/pages.html", {}, back=back, toast=Toast(said))

@@ -26,43 +26,52 @@ nobody labelled reads as it always did). Permissions (``knowledge.access``) say 
 *do*; this module says what they may *read*, and neither repeats the other.
 
 How it is fast. A passage's labels are interned as a ``LabelSet`` (one row per distinct set of
-labels) and each fact carries the ids of its cited passages' label sets (``Fact.label_sets``,
-distinct, 0 for a passage with no label), kept by database triggers (migration 0012) in the
-very transaction that cites a passage or relabels one, whatever wrote it. A reader's readable
-label sets are those sharing a label with their roles (R), and every other set and 0 are what
-they may not read (U): both are worked out by database functions once per statement, as
-subqueries, so the rule on a fact is one comparison on its own row — ``label_sets <@ R``, or
-``NOT label_sets && U`` when U is the shorter (a reader who reads most things compares each
-row with a few ids, not dozens) — with no join, and raw SQL takes it as it is
-(``search.readable_where``). The SQL lives in ``knowledge.read_rule``.
+labels, never changed) and each fact carries the ids of its cited passages' label sets
+(``Fact.label_sets``, distinct and in order, 0 for a passage with no label), kept by database
+triggers (migration 0012) in the very transaction that cites a passage or relabels one, whatever
+wrote it. A reader's scope — the label sets sharing a label with their roles (R), every other
+set and 0 (U), and the memories they administer — is read in one query, once a request
+(``knowledge.read_rule``). The rule on a fact is then one comparison on its own row with a plain
+array: ``label_sets <@ R``, or ``NOT label_sets && U`` when U is the shorter (a reader who reads
+most things compares each row with a few ids, not dozens; a set newer than the scope is never
+taken as readable). No join, nothing for the planner to plan, and raw SQL takes it as it is
+(``search.readable_where``).
 
 Measured (``bench/visibility.py``: 100k facts citing 300k passages over 12 labels, a reader with
-5 roles who reads 92% of the facts, against the same reader with the rule taken out, on this
-2-core machine while it was shared): the facts list's first page 2.1 ms (1.3 ms without), a
-count of every readable fact 70 ms (6 ms: without the rule the count never reads the rows), and
-context() 7.2 ms (5.2 ms). What was tried and left: the rule's subqueries written out in full
-(planning them in each of the five places context() applies the rule cost 1 ms a call), a GIN
-index on ``label_sets`` (it serves only a reader who reads a small share; for everyone else the
-planner does better walking the index the query uses anyway, newest first or a subject's slice,
-and checking the array on each row), and ``label_sets <@ R`` alone (75 readable sets against 3
-unreadable ones made the count 8 ms slower at 10k).
+5 roles who reads 92% of the facts, against the same reader with the rule taken out; 2 cores,
+shared with other work, so the figures moved by ±50% from run to run): the facts list's first
+page about 2 ms (1.2 ms without), context() 7–9 ms (5 ms), a count of every readable fact
+50–70 ms (6 ms: without the rule a count never reads the rows). What was tried and left: the
+scope as subqueries in the statement (always fresh, but planning them in each of the five places
+context() applies the rule cost a millisecond a call), the ORM's array lookups (they build one
+expression per id: a millisecond for 75 ids), a GIN index on ``label_sets`` (it serves only a
+reader who reads a small share; for everyone else the planner does better walking the index
+the query uses anyway, newest first or a subject's slice, and checking the array on each row),
+and ``label_sets <@ R`` alone (with 75 readable sets against 3 unreadable ones each row costs
+25 times the comparisons).
 
 Concurrency: citing takes a share lock on the cited passages before it reads their label sets,
 and relabelling updates the passage rows, so the two never interleave: a fact cited while its
 passage is relabelled ends up with the new set, whichever commits first, and a reader never sees
-a fact readable by a role that cannot read all its passages (knowledge/tests/test_visibility.py
-runs a relabel against a compile with a concurrent reader).
+a fact readable by a role that cannot read all its passages (knowledge/tests/test_relabel_race.py
+runs relabels against writes with a concurrent reader).
 """
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
+from django.http import Http404
+
+from knowledge import access, current
 from knowledge.models import Label, Memory, Permission, Role
 from knowledge.read_rule import (
     Reader,
+    as_read,
     readable_facts,
     readable_passages,
     reads_everything,
     reads_nothing,
+    request_scope,
 )
 
 __all__ = [
@@ -78,6 +87,7 @@ __all__ = [
 
 def may_read_all_of(user, memory: Memory) -> bool:
     """Whether ``user`` reads everything in ``memory`` (no passage is masked for them)."""
+    user = as_read(user)
     if reads_everything(user):
         return True
     if isinstance(user, Reader) or reads_nothing(user):
@@ -165,3 +175,53 @@ def mask(source, user) -> None:
     source.text = masked_text(source, user)
     if hasattr(source, "turns"):
         source.turns = []
+
+
+# Read as: an administrator sees a memory exactly as a role or a person does ------------------
+
+READ_AS = "read_as"  # the session key: {"memory": id, "role": id} or {"memory": id, "person": id}
+
+
+def reader_chosen(request):
+    """Whom the person reads as in the request's memory, when they chose it and administer that
+    memory (checked on every request); else None."""
+    user = getattr(request, "user", None)
+    chosen = getattr(request, "session", {}).get(READ_AS)
+    if not chosen or user is None or not user.is_authenticated:
+        return None
+    try:
+        memory = current.memory_of(request)
+    except Http404:  # a slug naming no memory: the view answers that itself
+        return None
+    if chosen.get("memory") != memory.pk or not access.may(user, memory, Permission.ADMINISTER):
+        return None
+    if chosen.get("role"):
+        role = Role.objects.filter(pk=chosen["role"], memory=memory).first()
+        return as_role(role) if role is not None else None
+    person = get_user_model().objects.filter(pk=chosen.get("person")).first()
+    return person
+
+
+def reading_as_name(reader) -> str:
+    return reader.name if isinstance(reader, Reader) else f"{reader.get_username()}"
+
+
+class ReadingMiddleware:
+    """What a person may read is looked up once a request; an administrator who chose Read as
+    reads, everywhere in this request, exactly as that role or person."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        reader = reader_chosen(request)
+        request.reading_as = reader
+        chosen = (request.user.pk, reader) if reader is not None else None
+        with request_scope(chosen):
+            return self.get_response(request)
+
+
+def context(request) -> dict:
+    """For templates: ``reading_as``, the name of whom the page is read as (the banner)."""
+    reader = getattr(request, "reading_as", None)
+    return {"reading_as": reading_as_name(reader)} if reader is not None else {}

@@ -18,7 +18,16 @@ from agent import actions as agent_actions
 from brain.models import ModelCall, WorkerHeartbeat
 from knowledge import actions as knowledge_actions
 from knowledge.embedding import get_embedder
-from knowledge.models import Conflict, Fact, Membership, Memory, Permission, Subject
+from knowledge.models import (
+    Conflict,
+    Fact,
+    Membership,
+    Memory,
+    PageType,
+    Permission,
+    ReviewItem,
+    Subject,
+)
 from memory import actions, consolidator, conversations, reflection
 from memory.models import Brief, Change, DocumentRevision, InboxItem, Origin
 from review import findings as review_findings
@@ -110,6 +119,8 @@ def content(home, admin_user, alice) -> SimpleNamespace:
     )
     WorkerHeartbeat.objects.create(hostname="worker@here", seen_at=timezone.now())
     Membership.objects.create(memory=home, user=alice, permission=Permission.CURATE)
+    PageType.objects.get_or_create(memory=home, key="person", defaults={"name": "Person"})
+    ReviewItem.objects.create(memory=home, kind="labelling", question="Which label?")
     Group.objects.create(name="household")
     Token.objects.create(user=admin_user)
     return SimpleNamespace(

@@ -2,9 +2,10 @@
 
 import pytest
 from django.db import IntegrityError, connection, transaction
+from django.urls import reverse
 
 from knowledge import actions, pages, passages, visibility
-from knowledge.models import Citation, Conflict, Fact, LabelSet, Passage, Source
+from knowledge.models import Citation, Conflict, Fact, LabelSet, Memory, Passage, Source
 from knowledge.tests import examples
 
 
@@ -131,8 +132,9 @@ def test_a_fact_that_cites_nothing_is_read_by_administrators_only(team):
     assert len(_facts(team, None)) == 4
 
 
-def test_a_fact_can_never_cite_a_passage_of_another_memory(team, home):
-    elsewhere = Source.objects.create(memory=home, kind=Source.Kind.NOTE, title="n", text="x")
+def test_a_fact_can_never_cite_a_passage_of_another_memory(team):
+    other = Memory.objects.create(slug="other", name="Other")
+    elsewhere = Source.objects.create(memory=other, kind=Source.Kind.NOTE, title="n", text="x")
     (stray,) = passages.add(elsewhere, ["The lodger pays in cash."])
     with pytest.raises(IntegrityError, match="own memory"), transaction.atomic():
         passages.cite(team.order, [stray])
@@ -169,3 +171,23 @@ def test_a_memory_nobody_labelled_reads_as_it_always_did(home, alice):
     )
     assert Fact.objects.filter(pk=fact.pk).readable_by(alice).exists()
     assert [label.name for label in fact.passages.get().labels.all()] == ["Household"]
+
+
+def test_the_page_view_shows_a_reader_their_facts_with_citations_and_links(client, team):
+    client.force_login(team.sales_reader)
+    rossi = client.get(reverse("knowledge:page", args=[team.rossi.pk]), {"memory": "team"})
+    body = rossi.content.decode()
+    assert rossi.status_code == 200
+    assert "Order of €50,000 confirmed" in body and "meeting-notes.pdf ¶1" in body
+    assert reverse("knowledge:page", args=[team.luca.pk]) in body  # the link to Luca Bianchi
+    listed = client.get(reverse("knowledge:pages"), {"memory": "team"}).content.decode()
+    assert "Rossi Srl" in listed and "Luca Bianchi" in listed
+
+    client.force_login(team.hr_reader)
+    assert client.get(reverse("knowledge:page", args=[team.rossi.pk])).status_code == 404
+    luca = client.get(reverse("knowledge:page", args=[team.luca.pk])).content.decode()
+    assert "Salary: €45,000." in luca and "Follows the Rossi Srl account." not in luca
+    assert (
+        "Rossi Srl"
+        not in client.get(reverse("knowledge:pages"), {"memory": "team"}).content.decode()
+    )

@@ -62,9 +62,10 @@ def test_tom_is_never_given_sarahs_note_in_context_and_sarah_is(home, household)
 
 
 def test_tom_never_finds_sarahs_note_by_searching(home, household):
-    found = retrieval.retrieve(memory=home, question="metformin breakfast", reader=household["tom"])
+    question = "metformin breakfast"
+    found = retrieval.retrieve(memory=home, question=question, reader=household["tom"])
     assert [fact.text for fact in found if WORD in fact.text] == []
-    found = retrieval.retrieve(memory=home, question="metformin breakfast", reader=household["sarah"])
+    found = retrieval.retrieve(memory=home, question=question, reader=household["sarah"])
     assert PRIVATE in [fact.text for fact in found]
 
 
