@@ -333,7 +333,9 @@ if BRAIN_GATE_JUDGE not in ("offline", "anthropic"):
 # be there); the timeline last, after the findings and facts its events name.
 BRAIN_EXPORT_SECTIONS = [
     "knowledge.portable.subjects_section",
+    "knowledge.portable.labels_section",
     "knowledge.portable.facts_section",
+    "knowledge.portable.passages_section",
     "knowledge.portable.episodes_section",
     "knowledge.portable.observations_section",
     "knowledge.portable.conflicts_section",

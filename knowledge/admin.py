@@ -509,6 +509,18 @@ class LabelAdmin(SchemaAdmin):
     def passage_count(self, label: Label) -> int:
         return label.passage_total
 
+    def save_model(self, request, obj, form, change) -> None:
+        """A new label, or a changed meaning, relabels the memory's passages (those a person
+        decided are left as they chose); facts follow their passages, nothing is compiled."""
+        super().save_model(request, obj, form, change)
+        if not change or "meaning" in form.changed_data:
+            looked = labeller.relabel(memory=obj.memory)
+            self.message_user(
+                request,
+                f"Looked again at {looked} passage{'' if looked == 1 else 's'} with the "
+                "labels' meanings as they are now; facts follow their passages at once.",
+            )
+
     def delete_model(self, request, obj) -> None:
         self.delete_queryset(request, [obj])
 

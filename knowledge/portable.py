@@ -64,6 +64,9 @@ from brain.portable import (
     col,
     export_reader,
     in_batches,
+    is_datetime,
+    is_name,
+    is_uuid,
     placements,
     ref,
     remember,
@@ -74,14 +77,18 @@ from knowledge import passages, statements, visibility
 from knowledge.embedding import get_embedder
 from knowledge.episodes import MAX_EPISODE_CHARS
 from knowledge.models import (
+    Citation,
     Conflict,
     Episode,
     Fact,
+    Label,
     Membership,
     Memory,
     Observation,
+    Passage,
     Permission,
     Procedure,
+    Role,
     Source,
     Subject,
 )
@@ -948,3 +955,161 @@ conflicts_section = ConflictsSection()
 procedures_section = ProceduresSection()
 core_section = CoreSection()
 grants_section = GrantsSection()
+
+
+# Who reads what: labels, roles, and passages with their labels and the facts citing them ------
+
+
+def _names(value: Any, where: str, what: str) -> None:
+    require(
+        isinstance(value, list) and all(isinstance(n, str) and n.strip() for n in value),
+        f'{where} has invalid "{what}" (a list of names).',
+    )
+
+
+class LabelsSection:
+    """The memory's labels (name, meaning, whether new sources take it) and roles (the labels
+    each grants, whether everyone holds it, and the people named in it who have an account
+    here). Existing labels and roles are matched by name and kept as they are."""
+
+    key = "labels"
+
+    def dump(self, memory: Memory) -> dict:
+        roles = Role.objects.filter(memory=memory).prefetch_related("labels", "members")
+        return {
+            "labels": [
+                {"name": label.name, "meaning": label.meaning, "default": label.default}
+                for label in Label.objects.filter(memory=memory).order_by("name")
+            ],
+            "roles": [
+                {
+                    "name": role.name,
+                    "everyone": role.everyone,
+                    "labels": sorted(label.name for label in role.labels.all()),
+                    "members": sorted(person.get_username() for person in role.members.all()),
+                }
+                for role in roles.order_by("name")
+            ],
+        }
+
+    def check(self, data: Any) -> None:
+        require(isinstance(data, dict), '"labels" must be an object with "labels" and "roles".')
+        for n, entry in enumerate(data.get("labels", []), start=1):
+            where = f"labels entry {n}"
+            require(isinstance(entry, dict), f"{where} is not an object.")
+            require(is_name(entry.get("name"), 60), f'{where} has an invalid "name".')
+            require(isinstance(entry.get("meaning", ""), str), f'{where} has an invalid "meaning".')
+        for n, entry in enumerate(data.get("roles", []), start=1):
+            where = f"roles entry {n}"
+            require(isinstance(entry, dict), f"{where} is not an object.")
+            require(is_name(entry.get("name"), 60), f'{where} has an invalid "name".')
+            _names(entry.get("labels", []), where, "labels")
+            _names(entry.get("members", []), where, "members")
+
+    def load(self, memory: Memory, data: dict, options: ImportOptions) -> None:
+        made = 0
+        for entry in data.get("labels", []):
+            _, new = Label.objects.get_or_create(
+                memory=memory,
+                name__iexact=entry["name"],
+                defaults={
+                    "name": entry["name"],
+                    "meaning": entry.get("meaning", ""),
+                    "default": bool(entry.get("default", False)),
+                },
+            )
+            made += new
+        labels = {label.name.casefold(): label for label in Label.objects.filter(memory=memory)}
+        User = get_user_model()
+        for entry in data.get("roles", []):
+            role, new = Role.objects.get_or_create(
+                memory=memory, name=entry["name"], defaults={"everyone": entry.get("everyone")}
+            )
+            if new:
+                role.labels.set([labels[n.casefold()] for n in entry.get("labels", [])])
+                field = User.USERNAME_FIELD
+                role.members.set(User.objects.filter(**{f"{field}__in": entry.get("members", [])}))
+        options.report.append(f"Labels: {made} added, {len(labels) - made} already here.")
+
+
+class PassagesSection:
+    """Each passage the person exporting may read: its source (as facts name theirs), its
+    text, its labels by name, and the facts that cite it (by uid). On import a passage of the
+    same source with the same text is the same passage: it takes the file's labels, and the
+    facts the file names cite it — a fact only ever gains citations, so it is never read by more
+    people than the file's labels allow. After the facts section: the facts must be there."""
+
+    key = "passages"
+
+    def dump(self, memory: Memory) -> list[dict]:
+        reader = export_reader()
+        facts = set(
+            Fact.objects.for_memory(memory).readable_by(reader).values_list("pk", flat=True)
+        )
+        rows = (
+            Passage.objects.for_memory(memory)
+            .readable_by(reader)
+            .select_related("source")
+            .prefetch_related("labels", "facts")
+            .order_by("source_id", "ordinal")
+        )
+        return [
+            {
+                "source": _source(passage.source),
+                "created_at": passage.source.created_at.isoformat(),
+                "text": passage.text,
+                "labels": sorted(label.name for label in passage.labels.all()),
+                "unsure": passage.unsure,
+                "cited_by": sorted(str(f.uid) for f in passage.facts.all() if f.pk in facts),
+            }
+            for passage in rows
+        ]
+
+    def check(self, data: Any) -> None:
+        require(isinstance(data, list), '"passages" must be a list.')
+        for n, entry in enumerate(data, start=1):
+            where = f"passages entry {n}"
+            require(isinstance(entry, dict), f"{where} is not an object.")
+            require(isinstance(entry.get("text"), str), f'{where} has an invalid "text".')
+            require(entry.get("source") is not None, f'{where} has no "source".')
+            _check_source(where, entry.get("source"))
+            require(is_datetime(entry.get("created_at")), f'{where} has an invalid "created_at".')
+            _names(entry.get("labels", []), where, "labels")
+            cited = entry.get("cited_by", [])
+            require(
+                isinstance(cited, list) and all(is_uuid(uid) for uid in cited),
+                f'{where} has invalid "cited_by" (a list of fact uids).',
+            )
+
+    def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
+        if not data:
+            return
+        sources = _sources(memory, data)
+        labels = {label.name.casefold(): label for label in Label.objects.filter(memory=memory)}
+        facts = options.here.get("facts", {})
+        made = 0
+        for entry in data:
+            source = _cited(entry, sources)
+            text = entry["text"]
+            passage = source.passages.filter(text_hash=passages.text_hash(text)).first()
+            if passage is None:
+                (passage,) = passages.add(source, [text], labels=[])
+                made += 1
+            chosen = [
+                labels[n.casefold()] for n in entry.get("labels", []) if n.casefold() in labels
+            ]
+            passages.set_labels([passage], chosen)
+            Passage.objects.filter(pk=passage.pk).update(unsure=bool(entry.get("unsure")))
+            cited = [
+                facts[uuid.UUID(uid)]
+                for uid in entry.get("cited_by", [])
+                if uuid.UUID(uid) in facts
+            ]
+            Citation.objects.bulk_create(
+                [Citation(fact_id=pk, passage=passage) for pk in cited], ignore_conflicts=True
+            )
+        options.report.append(f"Passages: {made} added, {len(data) - made} already here.")
+
+
+labels_section = LabelsSection()
+passages_section = PassagesSection()

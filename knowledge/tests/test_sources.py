@@ -386,3 +386,17 @@ def test_an_administrator_sets_a_passages_labels_and_its_facts_follow(client, te
     passage.refresh_from_db()
     assert [label.name for label in passage.labels.all()] == ["Sales"]
     assert (passage.unsure, passage.decided) == (False, True)
+
+
+def test_changing_a_labels_meaning_in_the_admin_relabels_the_memory(client, team, admin_user):
+    memory, sales, _ = team
+    added = sources.add_source(memory=memory, text="Lunch is at noon.", labels=["Sales", "HR"])
+    assert _labels(added.source) == [[]]  # unsure
+    client.force_login(admin_user)
+    saved = client.post(
+        reverse("admin:knowledge_label_change", args=[sales.pk]),
+        {"memory": memory.pk, "name": "Sales", "meaning": SALES_MEANING + " Lunch.", "default": ""},
+        follow=True,
+    )
+    assert "Looked again at 1 passage" in saved.content.decode()
+    assert _labels(added.source) == [["Sales"]]

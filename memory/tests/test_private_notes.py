@@ -146,3 +146,21 @@ def test_the_mcp_server_for_tom_never_answers_with_sarahs_note(django_user_model
     assert WORD not in json.dumps(seen)
     drive(scenario, "--user", "sarah")
     assert WORD in json.dumps(seen["search"])
+
+
+def test_an_export_carries_the_labels_so_the_note_stays_sarahs_in_another_memory(home, household):
+    from knowledge.models import Memory
+    from memory import portable
+
+    data = json.loads(portable.export_json(home))
+    assert {label["name"] for label in data["labels"]["labels"]} >= {"Private to Sarah"}
+    other = Memory.objects.create(slug="other", name="Other")
+    portable.import_memory(other, data)
+
+    moved = Fact.objects.for_memory(other).get(text=PRIVATE)
+    assert not Fact.objects.filter(pk=moved.pk).readable_by(household["tom"]).exists()
+    assert Fact.objects.filter(pk=moved.pk).readable_by(household["sarah"]).exists()
+    shared = Fact.objects.for_memory(other).get(text=SHARED)
+    assert Fact.objects.filter(pk=shared.pk).readable_by(household["tom"]).exists()
+    again = portable.import_memory(other, data)  # a second import changes nothing
+    assert any(line.startswith("Passages: 0 added") for line in again)
