@@ -320,6 +320,7 @@ def generate_household(
             kinds = [subjects[i].kind if i >= 0 else None for i in subject_rows.tolist()]
             fact_ids = _copy_facts(source, texts, vectors, kinds, seed)
             _copy_subject_links(fact_ids, subject_rows, subjects)
+            _copy_citations(source, fact_ids)
         load_seconds = time.perf_counter() - started
         started = time.perf_counter()
     finally:
@@ -431,6 +432,22 @@ def _copy_subject_links(fact_ids, subject_rows, subjects) -> None:
                 copy.write_row((int(fact_ids[row]), subjects[subject_rows[row]].pk))
 
 
+def _copy_citations(source, fact_ids) -> None:
+    """Every fact cites one passage of the household's source, labelled as the memory labels
+    what it is told (Household: everyone reads it), so a reader reads the household as they
+    would a taught one; the database gives each fact its label set as it does for any
+    citation (knowledge/visibility.py)."""
+    from knowledge import passages
+
+    (passage,) = passages.add(source, [source.title])
+    with connection.cursor() as cursor:
+        sql = "COPY knowledge_citation (fact_id, passage_id) FROM STDIN (FORMAT BINARY)"
+        with cursor.cursor.copy(sql) as copy:
+            copy.set_types(["int8", "int8"])
+            for fact_id in fact_ids.tolist():
+                copy.write_row((fact_id, passage.pk))
+
+
 @contextmanager
 def _unhurried():
     """No statement timeout, and room to build the index in memory, for this session only."""
@@ -493,6 +510,7 @@ def delete_household(slug: str) -> None:
             cursor.execute(
                 f"DELETE FROM knowledge_fact_subjects WHERE fact_id IN ({bulk})", [memory.pk]
             )
+            cursor.execute(f"DELETE FROM knowledge_citation WHERE fact_id IN ({bulk})", [memory.pk])
             # What intake taught has a source too, and observations citing it.
             cursor.execute(
                 f"DELETE FROM knowledge_observation WHERE fact_id IN ({bulk})", [memory.pk]
