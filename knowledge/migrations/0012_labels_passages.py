@@ -224,6 +224,10 @@ HASH = "encode(sha256(convert_to({}, 'UTF8')), 'hex')"
 
 def defaults_and_passages(apps, schema_editor):
     with schema_editor.connection.cursor() as cursor:
+        # Citing every existing fact rewrites every fact row (its label sets), and so each of
+        # its index entries, the HNSW index's included: minutes for a memory of 100k facts,
+        # longer than the app's ceiling on one statement. Within this migration only.
+        cursor.execute("SET LOCAL statement_timeout = 0")
         cursor.execute(
             """
             INSERT INTO knowledge_label (memory_id, name, meaning, "default", created_at)
@@ -250,10 +254,10 @@ def defaults_and_passages(apps, schema_editor):
         cursor.execute(
             f"""
             INSERT INTO knowledge_passage
-                (memory_id, source_id, ordinal, text, text_hash, unsure, created_at)
+                (memory_id, source_id, ordinal, text, text_hash, unsure, decided, created_at)
             SELECT memory_id, source_id,
                    row_number() OVER (PARTITION BY source_id ORDER BY n) - 1,
-                   part, {HASH.format(EVEN.format("part"))}, false, created_at
+                   part, {HASH.format(EVEN.format("part"))}, false, false, created_at
             FROM (
                 SELECT source.memory_id, source.id AS source_id, source.created_at,
                        {part} AS part, piece.n
@@ -288,12 +292,12 @@ def defaults_and_passages(apps, schema_editor):
                AND earlier.reference = 'lines' AND earlier.kind = 'import';
 
             INSERT INTO knowledge_passage
-                (memory_id, source_id, ordinal, text, text_hash, unsure, created_at)
+                (memory_id, source_id, ordinal, text, text_hash, unsure, decided, created_at)
             SELECT memory_id, source_id,
                    COALESCE((SELECT max(passage.ordinal) FROM knowledge_passage passage
                              WHERE passage.source_id = lines.source_id), -1)
                    + row_number() OVER (PARTITION BY source_id ORDER BY line),
-                   line, {HASH.format("line")}, false, now()
+                   line, {HASH.format("line")}, false, false, now()
             FROM (SELECT DISTINCT memory_id, source_id, line FROM knowledge_fact_line
                   WHERE passage_id IS NULL) AS lines;
 
