@@ -318,9 +318,10 @@ def generate_household(
     try:
         with _unhurried(), transaction.atomic():
             kinds = [subjects[i].kind if i >= 0 else None for i in subject_rows.tolist()]
-            fact_ids = _copy_facts(source, texts, vectors, kinds, seed)
+            passage = _household_passage(source)
+            fact_ids = _copy_facts(source, texts, vectors, kinds, seed, passage.label_set_id)
             _copy_subject_links(fact_ids, subject_rows, subjects)
-            _copy_citations(source, fact_ids)
+            _copy_citations(passage, fact_ids)
         load_seconds = time.perf_counter() - started
         started = time.perf_counter()
     finally:
@@ -361,7 +362,7 @@ _COPY_TYPES = {
 }
 
 
-def _copy_facts(source, texts, vectors, subject_kinds, seed) -> np.ndarray:
+def _copy_facts(source, texts, vectors, subject_kinds, seed, label_set: int) -> np.ndarray:
     from pgvector.psycopg.vector import register_vector_info
     from psycopg.types import TypeInfo
 
@@ -409,6 +410,8 @@ def _copy_facts(source, texts, vectors, subject_kinds, seed) -> np.ndarray:
                     "embedding": vectors[row],
                     "embedder": embedder,
                     "created_at": created,
+                    # What citing the household's passage gives it (see _copy_citations).
+                    "label_sets": [label_set],
                 }
                 copy.write_row(
                     [
@@ -432,14 +435,21 @@ def _copy_subject_links(fact_ids, subject_rows, subjects) -> None:
                 copy.write_row((int(fact_ids[row]), subjects[subject_rows[row]].pk))
 
 
-def _copy_citations(source, fact_ids) -> None:
-    """Every fact cites one passage of the household's source, labelled as the memory labels
-    what it is told (Household: everyone reads it), so a reader reads the household as they
-    would a taught one; the database gives each fact its label set as it does for any
-    citation (knowledge/visibility.py)."""
+def _household_passage(source):
+    """The one passage every fact of the household cites, labelled as the memory labels what
+    it is told (Household: everyone reads it), so a reader reads the household as they would a
+    taught one (knowledge/visibility.py)."""
     from knowledge import passages
 
     (passage,) = passages.add(source, [source.title])
+    passage.refresh_from_db(fields=["label_set"])
+    return passage
+
+
+def _copy_citations(passage, fact_ids) -> None:
+    """Each fact cites ``passage``. The facts were written with its label set already, so the
+    database, which keeps each fact's label sets in step with its citations, has no fact row to
+    write again (each rewrite would re-index the row, the HNSW index included)."""
     with connection.cursor() as cursor:
         sql = "COPY knowledge_citation (fact_id, passage_id) FROM STDIN (FORMAT BINARY)"
         with cursor.cursor.copy(sql) as copy:
