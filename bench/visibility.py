@@ -29,7 +29,17 @@ from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 
 from knowledge import retrieval, statements
-from knowledge.models import Citation, Fact, Label, Memory, Passage, PassageLabel, Role, Source
+from knowledge.models import (
+    Citation,
+    Fact,
+    Label,
+    LabelSet,
+    Memory,
+    Passage,
+    PassageLabel,
+    Role,
+    Source,
+)
 
 FACTS = int(os.environ.get("BRAIN_BENCH_RULE_FACTS", "100000"))
 CITED = 3
@@ -125,6 +135,8 @@ def delete() -> None:
         Fact.objects.filter(memory=memory).delete()
         PassageLabel.objects.filter(passage__memory=memory).delete()
         Passage.objects.filter(memory=memory).delete()
+        labels = list(Label.objects.filter(memory=memory).values_list("pk", flat=True))
+        LabelSet.objects.filter(labels__overlap=labels).delete()
         memory.delete()
 
 

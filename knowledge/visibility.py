@@ -38,17 +38,18 @@ taken as readable). No join, nothing for the planner to plan, and raw SQL takes 
 (``search.readable_where``).
 
 Measured (``bench/visibility.py``: 100k facts citing 300k passages over 12 labels, a reader with
-5 roles who reads 92% of the facts, against the same reader with the rule taken out; 2 cores,
-shared with other work, so the figures moved by ±50% from run to run): the facts list's first
-page about 2 ms (1.2 ms without), context() 7–9 ms (5 ms), a count of every readable fact
-50–70 ms (6 ms: without the rule a count never reads the rows). What was tried and left: the
-scope as subqueries in the statement (always fresh, but planning them in each of the five places
-context() applies the rule cost a millisecond a call), the ORM's array lookups (they build one
-expression per id: a millisecond for 75 ids), a GIN index on ``label_sets`` (it serves only a
-reader who reads a small share; for everyone else the planner does better walking the index
-the query uses anyway, newest first or a subject's slice, and checking the array on each row),
-and ``label_sets <@ R`` alone (with 75 readable sets against 3 unreadable ones each row costs
-25 times the comparisons).
+5 roles who reads 92% of the facts, against the same reader with the rule taken out; 2 cores
+shared with other work, so figures moved by a third from run to run): the facts list's first
+page 2.1–2.4 ms (1.0–1.2 ms without), context() 5.3–10 ms against 4.1–6.7 ms (1.3× for one
+question measured alone, 1.5–1.7× over three in the benchmark: the scope's own query is 0.4 ms
+of it), and a count of every readable fact 34–50 ms (23–35 ms: a count reads every row either
+way). What was tried and left: the scope as subqueries in the statement (always fresh, but
+planning them in each of the five places context() applies the rule cost a millisecond a call),
+the ORM's array lookups (they build one expression per id: a millisecond for 75 ids), a GIN
+index on ``label_sets`` (it serves only a reader who reads a small share; for everyone else the
+planner does better walking the index the query uses anyway, newest first or a subject's slice,
+and checking the array on each row), and ``label_sets <@ R`` alone (with 75 readable sets
+against 3 unreadable ones each row costs 25 times the comparisons).
 
 Concurrency: citing takes a share lock on the cited passages before it reads their label sets,
 and relabelling updates the passage rows, so the two never interleave: a fact cited while its
