@@ -64,12 +64,14 @@ class Judgement:
 
 
 def neighbours(
-    memory: Memory, text: str, embedding: list[float] | None
+    memory: Memory, text: str, embedding: list[float] | None, *, reader=None
 ) -> dict[Fact, float | None]:
-    """The live facts nearest to ``text`` (the same words, full-text matches and the nearest
-    vectors, each once, in that order; ``search.neighbours``), each with the cosine of its
-    vector to ``embedding`` (None for a vector of another embedder: not comparable)."""
-    live = Fact.objects.for_memory(memory).live()
+    """The live facts ``reader`` may read nearest to ``text`` (the same words, full-text
+    matches and the nearest vectors, each once, in that order; ``search.neighbours``), each
+    with the cosine of its vector to ``embedding`` (None for a vector of another embedder: not
+    comparable). A statement is judged only against what its teacher reads: the gate never
+    retires, strengthens or names a fact they may not see."""
+    live = Fact.objects.for_memory(memory).live().readable_by(reader)
     found = search.neighbours(memory, live, text=text, embedding=embedding, limit=NEIGHBOURS)
     facts = live.without_vectors().in_bulk([pk for pk, _ in found])
     return {facts[pk]: closeness for pk, closeness in found if pk in facts}
@@ -87,14 +89,16 @@ def judge(
     outcome: bool | None,
     embedding: list[float] | None,
     speaker: str = "",
+    reader=None,
 ) -> Judgement:
-    """The offline judge: the strongest relation between ``text`` and its neighbours.
+    """The offline judge: the strongest relation between ``text`` and its neighbours (those
+    ``reader``, its teacher, may read).
 
     Every neighbour is related with ``relate`` (subjects and slots first, meaning for what the
     words leave open); "conflict" means the new fact is stored beside the old one and a
     person settles which holds.
     """
-    near = neighbours(memory, text, embedding)
+    near = neighbours(memory, text, embedding, reader=reader)
     new = Said(text, speaker)
     best: dict[str, tuple[float, Fact, str]] = {}
     for fact, closeness in near.items():
@@ -141,10 +145,11 @@ def judge_with_model(
     outcome: bool | None,
     embedding: list[float] | None,
     speaker: str = "",
+    reader=None,
 ) -> Judgement:
     """The model's verdict over the same neighbours the offline judge reads. Falls back to the
     offline judge when the model fails or answers about a fact it was not shown."""
-    near = neighbours(memory, text, embedding)
+    near = neighbours(memory, text, embedding, reader=reader)
     if not near:
         return Judgement("novel", None, "nothing like it is known")
     listing = "\n".join(f"[{fact.pk}] {fact.text}" for fact in near)
@@ -159,14 +164,18 @@ def judge_with_model(
         )
     except llm.LLMError as error:
         logger.warning("the model could not judge a write (%s); using the offline judge", error)
-        return judge(memory, text, outcome=outcome, embedding=embedding, speaker=speaker)
+        return judge(
+            memory, text, outcome=outcome, embedding=embedding, speaker=speaker, reader=reader
+        )
     verdict = answer.parsed
     by_pk = {fact.pk: fact for fact in near}
     if verdict.verdict == "novel":
         return Judgement("novel", None, verdict.reason or "the model judged it novel")
     target = by_pk.get(verdict.target)
     if target is None:
-        return judge(memory, text, outcome=outcome, embedding=embedding, speaker=speaker)
+        return judge(
+            memory, text, outcome=outcome, embedding=embedding, speaker=speaker, reader=reader
+        )
     kind = verdict.verdict
     # Enforced in code, whatever the model says: a "not" apart is never the same fact.
     if kind == "same" and statements.is_negated(target.text) != statements.is_negated(text):
@@ -175,16 +184,17 @@ def judge_with_model(
 
 
 def from_agent(
-    memory: Memory, verdict: str, target: int | None, *, outcome: bool | None
+    memory: Memory, verdict: str, target: int | None, *, outcome: bool | None, reader=None
 ) -> Judgement:
-    """Use the verdict an agent supplied (it has both statements in front of it)."""
+    """Use the verdict an agent supplied (it has both statements in front of it), about a
+    fact ``reader`` may read."""
     if verdict not in VERDICTS:
         raise BadVerdict(f"verdict must be one of {', '.join(VERDICTS)}, not {verdict!r}.")
     if verdict == "novel":
         return Judgement("novel", None, "the agent judged it novel")
     if target is None:
         raise BadVerdict(f"a {verdict} verdict needs the id of the fact it is about (target).")
-    fact = Fact.objects.for_memory(memory).live().filter(pk=target).first()
+    fact = Fact.objects.for_memory(memory).live().readable_by(reader).filter(pk=target).first()
     if fact is None:
         raise BadVerdict(f"target {target} is not a live fact of {memory.name}.")
     return _with_outcome(Judgement(verdict, fact, "the agent's verdict"), outcome)

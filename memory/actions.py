@@ -198,13 +198,15 @@ def learn(
     embedding = embedder.embed_one(text)
     speaker = name_of(by)
     if verdict:
-        judgement = gate.from_agent(memory, verdict, target, outcome=outcome)
+        judgement = gate.from_agent(memory, verdict, target, outcome=outcome, reader=by)
     elif gate.model_judging():
         judgement = gate.judge_with_model(
-            memory, text, outcome=outcome, embedding=embedding, speaker=speaker
+            memory, text, outcome=outcome, embedding=embedding, speaker=speaker, reader=by
         )
     else:
-        judgement = gate.judge(memory, text, outcome=outcome, embedding=embedding, speaker=speaker)
+        judgement = gate.judge(
+            memory, text, outcome=outcome, embedding=embedding, speaker=speaker, reader=by
+        )
     twins = gate.pending_twins(
         memory,
         text,
@@ -219,7 +221,7 @@ def learn(
         caught = knowledge_episodes.claim(twins)
         cited = [*evidence, *knowledge_episodes.with_restatements(caught)]
         if judgement.verdict == "novel":
-            twin = _twin(memory, normalized, text, speaker)
+            twin = _twin(memory, normalized, text, speaker, by)
             if twin is not None:  # taught a moment ago by someone else
                 judgement = gate.Judgement("same", twin, "said at the same moment")
         if source is None:
@@ -291,10 +293,12 @@ def _judged(judgement: gate.Judgement) -> Fact:
     return judgement.target
 
 
-def _twin(memory: Memory, normalized: str, text: str, speaker: str) -> Fact | None:
-    """A live fact with the very same words that says the same thing (a first-person
-    statement by someone else says something else: "I like it at 19", by Sarah or by Tom)."""
-    for fact in Fact.objects.for_memory(memory).live().filter(normalized=normalized)[:5]:
+def _twin(memory: Memory, normalized: str, text: str, speaker: str, by) -> Fact | None:
+    """A live fact ``by`` may read with the very same words that says the same thing (a
+    first-person statement by someone else says something else: "I like it at 19", by Sarah or
+    by Tom)."""
+    live = Fact.objects.for_memory(memory).live().readable_by(by)
+    for fact in live.filter(normalized=normalized)[:5]:
         said = gate.relate(gate.Said(fact.text, fact.taught_by_name), gate.Said(text, speaker))
         if said.verdict == "same":
             return fact

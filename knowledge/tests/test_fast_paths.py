@@ -292,7 +292,7 @@ def _judged_over(memory, pair, vector, plain):
 
     facts = Fact.objects.in_bulk(list(plain))
     near = {facts[pk]: closeness for pk, closeness in plain.items()}
-    with mock.patch.object(gate, "neighbours", lambda *args: near):
+    with mock.patch.object(gate, "neighbours", lambda *args, **kwargs: near):
         judged = gate.judge(memory, pair.new, outcome=None, embedding=vector, speaker=pair.new_by)
     return judged.verdict, plain[judged.target.pk] if judged.target else None
 

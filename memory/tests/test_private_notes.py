@@ -164,3 +164,20 @@ def test_an_export_carries_the_labels_so_the_note_stays_sarahs_in_another_memory
     assert Fact.objects.filter(pk=shared.pk).readable_by(household["tom"]).exists()
     again = portable.import_memory(other, data)  # a second import changes nothing
     assert any(line.startswith("Passages: 0 added") for line in again)
+
+
+def test_what_tom_teaches_is_never_judged_against_sarahs_note_nor_names_it(home, household):
+    """The gate reads only what the teacher reads: Tom's "every evening" would otherwise retire
+    Sarah's private "every morning", and his answer would quote it."""
+    said = "Sarah takes metformin every evening with dinner."
+
+    learned = actions.learn(memory=home, text=said, origin=Origin.TYPED, by=household["tom"])
+
+    note = Fact.objects.get(pk=household["fact"].pk)
+    assert note.valid_to is None and note.superseded_by is None
+    assert "morning" not in learned.message
+    assert f"#{note.pk}" not in learned.message
+    assert learned.verdict == "novel"
+    again = actions.learn(memory=home, text=PRIVATE, origin=Origin.TYPED, by=household["tom"])
+    assert again.fact.pk != note.pk  # not "already known": Tom cannot see that one
+    assert Fact.objects.get(pk=note.pk).support == 1
