@@ -5,6 +5,7 @@ returning a markdown section (a heading, a table, a sentence on what the ratio m
 figure is compared with a baseline measured in the same run, so the machine's speed cancels.
 """
 
+import logging
 import os
 import platform
 import sys
@@ -12,9 +13,11 @@ import time
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from django.utils.module_loading import import_string
+
+logger = logging.getLogger(__name__)
 
 
 def machine() -> str:
@@ -46,14 +49,22 @@ class Command(BaseCommand):
 
     def handle(self, *args, output: str, **options) -> None:
         started = time.monotonic()
-        sections = []
-        for path in settings.BRAIN_BENCHMARKS:
-            self.stdout.write(f"running {path} …")
-            sections.append(import_string(path)())
+        sections, failed = [], []
         header = (
             "# Benchmarks\n\n"
             f"Measured {timezone.now():%Y-%m-%d %H:%M} UTC with `make bench` on: {machine()}.\n"
             "Every figure is compared with a baseline measured in the same run, as a ratio.\n"
         )
-        Path(output).write_text(header + "\n" + "\n".join(sections))
+        for path in settings.BRAIN_BENCHMARKS:
+            self.stdout.write(f"running {path} …")
+            try:
+                sections.append(import_string(path)())
+            except Exception as error:  # one benchmark's failure loses no other's figures
+                logger.exception("benchmark %s failed", path)
+                failed.append(path)
+                sections.append(f"## {path}\n\nFailed in this run: {error}\n")
+            # Written after each one, so what was measured is kept whatever comes next.
+            Path(output).write_text(header + "\n" + "\n".join(sections))
         self.stdout.write(f"wrote {output} in {time.monotonic() - started:.0f} s")
+        if failed:
+            raise CommandError(f"these benchmarks failed (their sections say why): {failed}")
