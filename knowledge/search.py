@@ -176,6 +176,25 @@ def _fetch(sql: str, params: dict) -> list[tuple[int, float]]:
         return [(row[0], float(row[1])) for row in cursor.fetchall()]
 
 
+# What the statements that walk the HNSW index share: its settings for the one statement, the
+# live rule with positional parameters (memory, now, embedder) for a CTE, and reading the rows
+# that come after the settings.
+_HNSW_SETTINGS = (
+    f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}; SET LOCAL hnsw.iterative_scan = relaxed_order;"
+)
+_LIVE_POSITIONAL = (
+    _LIVE_SQL.replace("%(memory)s", "%s").replace("%(now)s", "%s").replace("%(embedder)s", "%s")
+)
+
+
+def _rows_after_settings(sql: str, params: list) -> list:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        while cursor.description is None and cursor.cursor.nextset():
+            pass  # past the SET LOCALs to the rows
+        return cursor.fetchall()
+
+
 def _subject_size(subject_id: int) -> int:
     with connection.cursor() as cursor:
         cursor.execute(
@@ -397,13 +416,11 @@ def nearest_rows(
     where, where_params = rule
     name = get_embedder().name
     vector = _vector_literal(embedding)
-    live = _LIVE_SQL.replace("%(memory)s", "%s").replace("%(now)s", "%s")
     sql = f"""
-        SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH};
-        SET LOCAL hnsw.iterative_scan = relaxed_order;
+        {_HNSW_SETTINGS}
         WITH near AS (
             SELECT f.id, f.embedding <=> %s::vector AS distance FROM knowledge_fact f
-            WHERE {live.replace("%(embedder)s", "%s")}
+            WHERE {_LIVE_POSITIONAL}
             ORDER BY f.embedding <=> %s::vector LIMIT {int(limit)}
         ), arrived AS (SELECT id, distance, row_number() OVER () AS arrival FROM near)
         SELECT 0, id, distance, arrival, {_NO_ROW_SQL} FROM arrived
@@ -414,11 +431,7 @@ def nearest_rows(
           AND knowledge_fact.id <> ALL(%s::bigint[]) AND {where}
     """
     params = [vector, memory.pk, timezone.now(), name, vector, name, list(known), *where_params]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        while cursor.description is None and cursor.cursor.nextset():
-            pass  # past the SET LOCALs to the rows
-        fetched = cursor.fetchall()
+    fetched = _rows_after_settings(sql, params)
     near, rows = [], dict(known)
     for kind, pk, distance, arrival, *columns in fetched:
         if kind == 0:
@@ -461,18 +474,10 @@ def neighbours(
     name = get_embedder().name
     if embedding is not None:
         vector = _vector_literal(embedding)
-        settings_sql = (
-            f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}; "
-            "SET LOCAL hnsw.iterative_scan = relaxed_order;"
-        )
-        live_sql = (
-            _LIVE_SQL.replace("%(memory)s", "%s")
-            .replace("%(now)s", "%s")
-            .replace("%(embedder)s", "%s")
-        )
+        settings_sql = _HNSW_SETTINGS
         ctes.append(f"""near AS (
             SELECT f.id, f.embedding <=> %s::vector AS distance FROM knowledge_fact f
-            WHERE {live_sql} ORDER BY f.embedding <=> %s::vector LIMIT {int(limit)})""")
+            WHERE {_LIVE_POSITIONAL} ORDER BY f.embedding <=> %s::vector LIMIT {int(limit)})""")
         params += [vector, memory.pk, timezone.now(), name, vector]
         # The neighbours the read rule (expiry included) still reads, as ``live`` filters them.
         selects.append(
@@ -490,11 +495,7 @@ def neighbours(
         )
         params += [vector, name]
     sql = settings_sql + "WITH " + ",\n".join(ctes) + "\n" + "\nUNION ALL\n".join(selects)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        while cursor.description is None and cursor.cursor.nextset():
-            pass  # past the SET LOCALs to the rows
-        rows = cursor.fetchall()
+    rows = _rows_after_settings(sql, params)
     exact, near, tiered, closeness = [], [], {}, {}
     for source, _, pk, value in rows:
         if source == 0:
