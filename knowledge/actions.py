@@ -25,6 +25,7 @@ from knowledge.models import (
     Memory,
     Observation,
     Passage,
+    ReviewItem,
     Source,
     Subject,
     name_of,
@@ -207,13 +208,25 @@ def strengthen(
 
 
 def open_conflict(*, old: Fact, new: Fact, reason: str) -> Conflict:
-    """Keep both and ask: ``new`` may replace ``old``, and a person settles which holds."""
-    conflict, _ = Conflict.objects.get_or_create(
+    """Keep both and ask: ``new`` may replace ``old``, and a person settles which holds (in
+    Review, where the conflict's item waits, or on the page)."""
+    conflict, made = Conflict.objects.get_or_create(
         old=old,
         new=new,
         state=Conflict.State.OPEN,
         defaults={"memory": new.memory, "reason": reason[:300]},
     )
+    if made:
+        ReviewItem.objects.get_or_create(
+            conflict=conflict,
+            state=ReviewItem.State.OPEN,
+            defaults={
+                "memory": conflict.memory,
+                "kind": ReviewItem.Kind.CONFLICT,
+                "question": conflict.reason,
+                "created_at": conflict.created_at,
+            },
+        )
     return conflict
 
 

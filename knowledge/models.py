@@ -445,14 +445,44 @@ class ReviewItemQuerySet(models.QuerySet):
     def for_memory(self, memory: Memory) -> ReviewItemQuerySet:
         return self.filter(memory=memory)
 
+    def readable_by(self, user) -> ReviewItemQuerySet:
+        """Items ``user`` may read: a conflict's when they read the conflict (both sides), any
+        other when they read every passage it names (an item naming none, administrators
+        only: the rule fails closed). See visibility.py."""
+        if read_rule.reads_everything(read_rule.as_read(user)):
+            return self
+        conflicts = Conflict.objects.readable_by(user).values("pk")
+        unreadable = Passage.objects.exclude(
+            pk__in=Passage.objects.readable_by(user).values("pk")
+        ).filter(review_items=models.OuterRef("pk"))
+        named = Passage.objects.filter(review_items=models.OuterRef("pk"))
+        return self.filter(
+            models.Q(kind=ReviewItem.Kind.CONFLICT, conflict__in=conflicts)
+            | (
+                ~models.Q(kind=ReviewItem.Kind.CONFLICT)
+                & models.Exists(named)
+                & ~models.Exists(unreadable)
+            )
+        )
+
 
 class ReviewItem(models.Model):
-    """Where brain asks a person: the labeller was unsure about part of a source (its passages
-    wait, readable by administrators only) or thinks a label is wrong for a part. One open item
-    per source and kind."""
+    """Where brain asks a person, one queue for all of it (the Review page):
+
+    - a labelling doubt: the labeller was unsure about part of a source (its passages wait,
+      readable by administrators only) or thinks a label is wrong for a part;
+    - a conflict: two statements from different sources disagree (``conflict``; both stay
+      live until a person settles it);
+    - an unplaced passage: compiling placed it on no page.
+
+    One open item per source and kind, and one per conflict. An item is readable by whoever
+    may read what it is about: a conflict's item when the conflict is (both sides), any other
+    when every passage it names is (``ReviewItemQuerySet.readable_by``)."""
 
     class Kind(models.TextChoices):
         LABELLING = "labelling", "labelling doubt"
+        CONFLICT = "conflict", "conflict"
+        UNPLACED = "unplaced", "a passage placed on no page"
 
     class State(models.TextChoices):
         OPEN = "open"
@@ -464,6 +494,14 @@ class ReviewItem(models.Model):
         Source, null=True, blank=True, on_delete=models.CASCADE, related_name="review_items"
     )
     passages = models.ManyToManyField(Passage, blank=True, related_name="review_items")
+    conflict = models.ForeignKey(
+        "Conflict",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="review_items",
+        help_text="For a conflict: the two statements to settle.",
+    )
     question = models.TextField(help_text="What brain asks, in plain words.")
     state = models.CharField(max_length=8, choices=State.choices, default=State.OPEN)
     settled_by = models.ForeignKey(
@@ -480,6 +518,11 @@ class ReviewItem(models.Model):
                 fields=["source", "kind"],
                 condition=models.Q(state="open"),
                 name="one_open_review_item_per_source",
+            ),
+            models.UniqueConstraint(
+                fields=["conflict"],
+                condition=models.Q(state="open"),
+                name="one_open_review_item_per_conflict",
             ),
         ]
         indexes = [models.Index(fields=["memory", "state", "-created_at"], name="review_open")]
@@ -831,13 +874,25 @@ class Conflict(models.Model):
         KEEP_NEW = "new", "kept the new one"
         KEEP_OLD = "old", "kept the old one"
         KEEP_BOTH = "both", "kept both"
+        # Both stay, each true for its own time: the old one until the new one's date.
+        DATED = "dated", "kept both, each with its dates"
+        # A person wrote one statement in place of both; it cites both sides' passages.
+        MERGED = "merged", "merged them"
 
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="conflicts")
     old = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="conflicts_as_old")
     new = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="conflicts_as_new")
     reason = models.CharField(max_length=300)
     state = models.CharField(max_length=8, choices=State.choices, default=State.OPEN)
-    resolution = models.CharField(max_length=4, choices=Resolution.choices, blank=True)
+    resolution = models.CharField(max_length=8, choices=Resolution.choices, blank=True)
+    merged_into = models.ForeignKey(
+        Fact,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="For a merge: the statement a person wrote in place of both sides.",
+    )
     settled_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
