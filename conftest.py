@@ -64,6 +64,24 @@ def llm_stub(settings):
         yield server
 
 
+@pytest.fixture
+def ollama_stub():
+    """A local model with Ollama's API on loopback, for brain/worker/ (brain/llm/local_stub.py)."""
+    from brain.llm.local_stub import OllamaStub
+
+    with OllamaStub() as server:
+        yield server
+
+
+@pytest.fixture
+def openai_stub():
+    """A local model with the OpenAI-compatible API on loopback (brain/llm/local_stub.py)."""
+    from brain.llm.local_stub import OpenAIStub
+
+    with OpenAIStub() as server:
+        yield server
+
+
 PASSWORD = "correct horse battery staple"
 
 

@@ -8,6 +8,8 @@ class BrainConfig(AppConfig):
     def ready(self) -> None:
         from django.contrib import admin
 
+        import brain.celery  # noqa: F401  the Celery app every @shared_task binds to
+
         admin.site.site_header = "brain administration"
         admin.site.site_title = "brain admin"
         admin.site.index_title = "What brain keeps"

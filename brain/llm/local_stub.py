@@ -1,0 +1,360 @@
+"""Stand-ins for a local model on loopback, in the two API shapes a worker speaks.
+
+``OllamaStub``: ``GET /api/tags``, ``POST /api/chat``, ``POST /api/embed``. ``OpenAIStub``:
+``GET /v1/models``, ``POST /v1/chat/completions``, ``POST /v1/embeddings``. They are to the
+worker program (brain/worker/) what ``MessagesStub`` (brain/llm/stub.py) is to the gateway::
+
+    def test_...(ollama_stub):               # fixtures in conftest.py
+        ollama_stub.script(local_json({"decision": "keep"}), local_hang(30))
+        ...                                  # a real `brain worker --endpoint ollama_stub.base_url`
+        assert ollama_stub.chats[0].body["format"] == {...}
+
+Chat requests take the next scripted reply (the last one repeats); with nothing scripted they
+are answered with an error naming that, so a test never passes on a default. Embeddings answer
+a deterministic unit vector per text (``vector_for``; ``dimensions`` long) unless replies were
+scripted with ``script_embed``. A reply can be text, JSON, an error in the API's own shape,
+garbage (a body that is not JSON), or a hang (woken early by ``close()``). Every request is
+kept in ``requests`` (``chats`` and ``embeds`` for those two kinds).
+Test support only: nothing in the running app imports this module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar, Self
+
+from brain.llm.stub import StubRequest
+
+DIMENSIONS = 384  # brain's embedder's; a test of the wrong shape passes another number
+
+
+@dataclass(frozen=True)
+class LocalReply:
+    """What a stub answers to one chat or embed request."""
+
+    text: str = ""  # chat: the assistant's text
+    vectors: list[list[float]] | None = None  # embed: None = one vector_for() per text
+    status: int = 200
+    error: str = ""  # for a non-200: the message, in the API's own error shape
+    raw: str | None = None  # sent verbatim as the body (garbage), whatever the status
+    hang_s: float = 0.0  # wait this long before answering (woken early by close())
+    input_tokens: int = 120
+    output_tokens: int = 45
+    finish: str = "stop"  # "length": cut off at the token limit
+
+
+def local_text(text: str, **overrides: Any) -> LocalReply:
+    return LocalReply(text=text, **overrides)
+
+
+def local_json(answer: Any, **overrides: Any) -> LocalReply:
+    """A chat answer whose text is ``answer`` as JSON (what a model asked for a schema gives)."""
+    return LocalReply(text=json.dumps(answer, ensure_ascii=False), **overrides)
+
+
+def local_error(status: int, message: str, **overrides: Any) -> LocalReply:
+    return LocalReply(status=status, error=message, **overrides)
+
+
+def local_garbage(body: str = "<html>Bad gateway</html>", **overrides: Any) -> LocalReply:
+    """A 200 whose body is not JSON at all."""
+    return LocalReply(raw=body, **overrides)
+
+
+def local_hang(seconds: float = 30.0, **overrides: Any) -> LocalReply:
+    """An answer that comes only after ``seconds`` (a slow model)."""
+    return LocalReply(text="{}", hang_s=seconds, **overrides)
+
+
+def local_vectors(vectors: list[list[float]], **overrides: Any) -> LocalReply:
+    return LocalReply(vectors=vectors, **overrides)
+
+
+def vector_for(text: str, dimensions: int = DIMENSIONS) -> list[float]:
+    """A unit vector that depends only on ``text``: the same text, the same vector."""
+    seed = hashlib.sha256(text.encode()).digest()
+    values = []
+    for index in range(dimensions):
+        byte = seed[index % len(seed)] ^ (index * 37 % 251)
+        values.append(byte / 255.0 - 0.5)
+    norm = math.sqrt(sum(v * v for v in values)) or 1.0
+    return [v / norm for v in values]
+
+
+class _LocalStub:
+    """A model server on 127.0.0.1, an ephemeral port, in a background thread."""
+
+    api: ClassVar[str]
+    chat_path: ClassVar[str]
+    embed_path: ClassVar[str]
+    list_path: ClassVar[str]
+
+    def __init__(self, *, models: tuple[str, ...] = ("llama3.2",), dimensions: int = DIMENSIONS):
+        self.models = models
+        self.dimensions = dimensions
+        self._lock = threading.Lock()
+        self._chat: list[LocalReply] = [
+            local_error(400, f"{type(self).__name__}: no chat reply was scripted")
+        ]
+        self._embed: list[LocalReply] = [LocalReply()]
+        self._requests: list[StubRequest] = []
+        self._stopping = threading.Event()
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.stub = self
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_port}"
+
+    @property
+    def requests(self) -> list[StubRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def chats(self) -> list[StubRequest]:
+        return [request for request in self.requests if request.path == self.chat_path]
+
+    @property
+    def embeds(self) -> list[StubRequest]:
+        return [request for request in self.requests if request.path == self.embed_path]
+
+    def script(self, *replies: LocalReply) -> None:
+        """Answer the next chat requests with ``replies`` in order; the last one then repeats."""
+        if not replies:
+            raise ValueError("script() needs at least one reply")
+        with self._lock:
+            self._chat = list(replies)
+
+    def script_embed(self, *replies: LocalReply) -> None:
+        """The same for embedding requests (default: vector_for() each text)."""
+        if not replies:
+            raise ValueError("script_embed() needs at least one reply")
+        with self._lock:
+            self._embed = list(replies)
+
+    def close(self) -> None:
+        """Wake hanging replies, stop serving and join every thread. Safe to call twice."""
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _take(self, request: StubRequest, queue: list[LocalReply]) -> LocalReply:
+        with self._lock:
+            self._requests.append(request)
+            return queue.pop(0) if len(queue) > 1 else queue[0]
+
+    def _record(self, request: StubRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def answer(self, request: StubRequest) -> tuple[int, Any]:
+        """The status and body for ``request`` (a route, an unknown path, or a bad body)."""
+        path = request.path.split("?")[0]
+        if request.method == "GET" and path == self.list_path:
+            self._record(request)
+            return 200, self.listing()
+        if request.method == "POST" and path == self.chat_path:
+            if not {"model", "messages"} <= request.body.keys():
+                self._record(request)
+                return 400, self.error_body("model and messages are needed")
+            reply = self._take(request, self._chat)
+            return self._wait(reply) or self.reply(reply, request, kind="chat")
+        if request.method == "POST" and path == self.embed_path:
+            if not {"model", "input"} <= request.body.keys():
+                self._record(request)
+                return 400, self.error_body("model and input are needed")
+            reply = self._take(request, self._embed)
+            return self._wait(reply) or self.reply(reply, request, kind="embed")
+        self._record(request)
+        return 404, self.error_body(f"{type(self).__name__}: no route {request.method} {path}")
+
+    def _wait(self, reply: LocalReply) -> tuple[int, Any] | None:
+        if reply.hang_s and self._stopping.wait(reply.hang_s):
+            return 599, None  # closing: the handler drops the connection
+        return None
+
+    def reply(self, reply: LocalReply, request: StubRequest, *, kind: str) -> tuple[int, Any]:
+        if reply.raw is not None:
+            return reply.status, reply.raw
+        if reply.status != 200:
+            return reply.status, self.error_body(reply.error)
+        if kind == "embed":
+            texts = request.body["input"]
+            texts = [texts] if isinstance(texts, str) else list(texts)
+            vectors = reply.vectors
+            if vectors is None:
+                vectors = [vector_for(str(text), self.dimensions) for text in texts]
+            return 200, self.embed_body(vectors, request, reply)
+        return 200, self.chat_body(reply, request)
+
+    # The API's own shapes (subclasses) ----------------------------------------------------
+
+    def listing(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def error_body(self, message: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def chat_body(self, reply: LocalReply, request: StubRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def embed_body(
+        self, vectors: list[list[float]], request: StubRequest, reply: LocalReply
+    ) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class OllamaStub(_LocalStub):
+    """Ollama's API: /api/tags, /api/chat (``stream: false``), /api/embed."""
+
+    api = "ollama"
+    chat_path = "/api/chat"
+    embed_path = "/api/embed"
+    list_path = "/api/tags"
+
+    def listing(self) -> dict[str, Any]:
+        return {
+            "models": [
+                {"name": f"{name}:latest", "model": f"{name}:latest"} for name in self.models
+            ]
+        }
+
+    def error_body(self, message: str) -> dict[str, Any]:
+        return {"error": message}
+
+    def chat_body(self, reply: LocalReply, request: StubRequest) -> dict[str, Any]:
+        return {
+            "model": request.body.get("model"),
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "message": {"role": "assistant", "content": reply.text},
+            "done": True,
+            "done_reason": reply.finish,
+            "prompt_eval_count": reply.input_tokens,
+            "eval_count": reply.output_tokens,
+        }
+
+    def embed_body(
+        self, vectors: list[list[float]], request: StubRequest, reply: LocalReply
+    ) -> dict[str, Any]:
+        return {
+            "model": request.body.get("model"),
+            "embeddings": vectors,
+            "prompt_eval_count": reply.input_tokens,
+        }
+
+
+class OpenAIStub(_LocalStub):
+    """The OpenAI-compatible API: /v1/models, /v1/chat/completions, /v1/embeddings."""
+
+    api = "openai"
+    chat_path = "/v1/chat/completions"
+    embed_path = "/v1/embeddings"
+    list_path = "/v1/models"
+
+    def listing(self) -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": name, "object": "model"} for name in self.models]}
+
+    def error_body(self, message: str) -> dict[str, Any]:
+        return {"error": {"message": message, "type": "invalid_request_error", "code": None}}
+
+    def chat_body(self, reply: LocalReply, request: StubRequest) -> dict[str, Any]:
+        return {
+            "id": f"chatcmpl-stub-{len(self.requests)}",
+            "object": "chat.completion",
+            "model": request.body.get("model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": reply.text},
+                    "finish_reason": reply.finish,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": reply.input_tokens,
+                "completion_tokens": reply.output_tokens,
+                "total_tokens": reply.input_tokens + reply.output_tokens,
+            },
+        }
+
+    def embed_body(
+        self, vectors: list[list[float]], request: StubRequest, reply: LocalReply
+    ) -> dict[str, Any]:
+        return {
+            "object": "list",
+            "model": request.body.get("model"),
+            "data": [
+                {"object": "embedding", "index": index, "embedding": vector}
+                for index, vector in enumerate(vectors)
+            ],
+            "usage": {"prompt_tokens": reply.input_tokens, "total_tokens": reply.input_tokens},
+        }
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = False  # so server_close() can join them
+    block_on_close = True
+    stub: _LocalStub
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = 10
+    server: _Server
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def _handle(self, method: str) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {"_raw": raw.decode(errors="replace")}
+        request = StubRequest(
+            method=method,
+            path=self.path,
+            headers={name.lower(): value for name, value in self.headers.items()},
+            body=body if isinstance(body, dict) else {"_body": body},
+        )
+        self.close_connection = True
+        status, payload = self.server.stub.answer(request)
+        if status == 599:
+            return  # closing while hanging: drop the connection without an answer
+        if isinstance(payload, str):
+            data, kind = payload.encode(), "text/html"
+        else:
+            data, kind = json.dumps(payload).encode(), "application/json"
+        try:
+            self.send_response(status)
+            self.send_header("content-type", kind)
+            self.send_header("content-length", str(len(data)))
+            self.send_header("connection", "close")
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:
+            pass  # the client gave up
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass

@@ -1,0 +1,254 @@
+"""The local model, in the two API shapes local servers speak.
+
+``OllamaAPI``: ``POST /api/chat`` (``stream: false``, ``options.num_predict`` = the call's
+max_tokens, ``format`` = the call's JSON schema when it has one) and ``POST /api/embed``.
+``OpenAIAPI`` (llama.cpp's server, vLLM, LM Studio, LocalAI, Ollama's own /v1…): ``POST
+/v1/chat/completions`` (``response_format`` json_schema when the call has a schema) and ``POST
+/v1/embeddings``. ``detect`` asks ``GET /api/tags`` (Ollama), then ``GET /v1/models``.
+
+A model's answer comes back as a ``ModelAnswer`` or the call fails with ``ModelFailed`` naming
+why in one line (the worker posts that as the call's error: the server's job then reports it).
+Nothing here checks the answer against the schema: the server does, whoever the worker is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+from brain.worker import transport
+
+DEFAULT_ENDPOINT = "http://127.0.0.1:11434"
+PROBE_TIMEOUT_S = 5.0
+
+
+class ModelFailed(Exception):
+    """No answer from the local model: unreachable, an error, or an answer we cannot read."""
+
+
+@dataclass(frozen=True)
+class ModelAnswer:
+    text: str = ""
+    vectors: list[list[float]] | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+    def wire(self) -> dict[str, Any]:
+        """The answer as the protocol posts it."""
+        if self.vectors is not None:
+            return {"vectors": self.vectors}
+        return {
+            "text": self.text,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
+
+
+class LocalModel(Protocol):
+    api: str  # "ollama" or "openai"
+    endpoint: str
+    model: str
+
+    def chat(
+        self,
+        *,
+        system: str,
+        prompt: str,
+        max_tokens: int,
+        schema: dict[str, Any] | None,
+        timeout: float,
+    ) -> ModelAnswer: ...
+
+    def embed(self, *, texts: list[str], timeout: float) -> ModelAnswer: ...
+
+
+class _HTTPModel:
+    api = ""
+
+    def __init__(self, *, endpoint: str, model: str) -> None:
+        self.endpoint = endpoint.rstrip("/")
+        self.model = model
+
+    def _post(self, path: str, body: dict[str, Any], *, timeout: float) -> Any:
+        try:
+            response = transport.request(
+                "POST", self.endpoint + path, body=body, timeout=max(timeout, 0.5)
+            )
+        except transport.Unreachable as error:
+            raise ModelFailed(
+                f"the local model at {self.endpoint} did not answer: {error}"
+            ) from error
+        if response.status != 200:
+            raise ModelFailed(f"the local model answered HTTP {response.status}: {response.detail}")
+        if not isinstance(response.data, dict):
+            raise ModelFailed(f"the local model's answer is not a JSON object: {response.detail}")
+        return response.data
+
+
+class OllamaAPI(_HTTPModel):
+    api = "ollama"
+
+    def chat(
+        self,
+        *,
+        system: str,
+        prompt: str,
+        max_tokens: int,
+        schema: dict[str, Any] | None,
+        timeout: float,
+    ) -> ModelAnswer:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": _messages(system, prompt),
+            "stream": False,
+            "options": {"num_predict": max_tokens},
+        }
+        if schema is not None:
+            body["format"] = schema
+        data = self._post("/api/chat", body, timeout=timeout)
+        try:
+            text = data["message"]["content"]
+        except (KeyError, TypeError) as error:
+            raise ModelFailed(
+                f"no message.content in the local model's answer ({error!r})"
+            ) from error
+        if not isinstance(text, str):
+            raise ModelFailed("message.content in the local model's answer is not text")
+        return ModelAnswer(
+            text=text,
+            input_tokens=_count(data.get("prompt_eval_count")),
+            output_tokens=_count(data.get("eval_count")),
+        )
+
+    def embed(self, *, texts: list[str], timeout: float) -> ModelAnswer:
+        data = self._post("/api/embed", {"model": self.model, "input": texts}, timeout=timeout)
+        return ModelAnswer(vectors=_vectors(data.get("embeddings"), len(texts)))
+
+
+class OpenAIAPI(_HTTPModel):
+    api = "openai"
+
+    def chat(
+        self,
+        *,
+        system: str,
+        prompt: str,
+        max_tokens: int,
+        schema: dict[str, Any] | None,
+        timeout: float,
+    ) -> ModelAnswer:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": _messages(system, prompt),
+            "max_tokens": max_tokens,
+            "stream": False,
+        }
+        if schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": schema},
+            }
+        data = self._post("/v1/chat/completions", body, timeout=timeout)
+        try:
+            text = data["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError) as error:
+            raise ModelFailed(
+                f"no choices[0].message.content in the local model's answer ({error!r})"
+            ) from error
+        if not isinstance(text, str):
+            raise ModelFailed("choices[0].message.content in the local model's answer is not text")
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        return ModelAnswer(
+            text=text,
+            input_tokens=_count(usage.get("prompt_tokens")),
+            output_tokens=_count(usage.get("completion_tokens")),
+        )
+
+    def embed(self, *, texts: list[str], timeout: float) -> ModelAnswer:
+        data = self._post("/v1/embeddings", {"model": self.model, "input": texts}, timeout=timeout)
+        items = data.get("data")
+        if not isinstance(items, list):
+            raise ModelFailed("no data list in the local model's embeddings answer")
+        try:
+            ordered = sorted(items, key=lambda item: int(item.get("index", 0)))
+            vectors = [item["embedding"] for item in ordered]
+        except (AttributeError, KeyError, TypeError, ValueError) as error:
+            raise ModelFailed(f"an embedding without its vector ({error!r})") from error
+        return ModelAnswer(vectors=_vectors(vectors, len(texts)))
+
+
+APIS: dict[str, type[_HTTPModel]] = {"ollama": OllamaAPI, "openai": OpenAIAPI}
+
+
+def connect(*, endpoint: str, model: str, api: str | None) -> OllamaAPI | OpenAIAPI:
+    """The local model at ``endpoint``: in ``api``'s shape, or the one ``detect`` finds.
+
+    An endpoint given with its ``/v1`` (as OpenAI-compatible servers often print it) is the
+    OpenAI shape at the address without it. Raises ModelFailed when detection finds neither.
+    """
+    endpoint = endpoint.rstrip("/")
+    parts = urlsplit(endpoint)
+    if parts.path.endswith("/v1"):
+        endpoint = urlunsplit(parts._replace(path=parts.path[: -len("/v1")]))
+        api = api or "openai"
+    chosen = api or detect(endpoint)
+    return APIS[chosen](endpoint=endpoint, model=model)  # type: ignore[return-value]
+
+
+def detect(endpoint: str) -> str:
+    """ "ollama" when ``GET /api/tags`` answers like Ollama, else "openai" when ``GET /v1/models``
+    answers; ModelFailed naming both attempts otherwise."""
+    tried = []
+    for api, path, key in (("ollama", "/api/tags", "models"), ("openai", "/v1/models", "data")):
+        try:
+            response = transport.request("GET", endpoint + path, timeout=PROBE_TIMEOUT_S)
+        except transport.Unreachable as error:
+            raise ModelFailed(f"the local model at {endpoint} did not answer: {error}") from error
+        if response.status == 200 and isinstance(response.data, dict) and key in response.data:
+            return api
+        tried.append(f"GET {path}: HTTP {response.status}")
+    raise ModelFailed(
+        f"{endpoint} speaks neither Ollama's API nor the OpenAI-compatible one "
+        f"({'; '.join(tried)}); name it with --api"
+    )
+
+
+def listed_models(endpoint: str, api: str) -> list[str] | None:
+    """The model names the server lists, or None when it does not say."""
+    path, key, name = (
+        ("/api/tags", "models", "name") if api == "ollama" else ("/v1/models", "data", "id")
+    )
+    try:
+        response = transport.request("GET", endpoint + path, timeout=PROBE_TIMEOUT_S)
+    except transport.Unreachable:
+        return None
+    items = response.data.get(key) if isinstance(response.data, dict) else None
+    if response.status != 200 or not isinstance(items, list):
+        return None
+    return [str(item.get(name)) for item in items if isinstance(item, dict) and item.get(name)]
+
+
+def _messages(system: str, prompt: str) -> list[dict[str, str]]:
+    messages = [{"role": "system", "content": system}] if system else []
+    return [*messages, {"role": "user", "content": prompt}]
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _vectors(value: Any, expected: int) -> list[list[float]]:
+    """Vectors of numbers, one per text asked for; ModelFailed naming what was wrong otherwise."""
+    if not isinstance(value, list):
+        raise ModelFailed("no list of embeddings in the local model's answer")
+    if len(value) != expected:
+        raise ModelFailed(f"the local model gave {len(value)} embeddings for {expected} texts")
+    vectors = []
+    for vector in value:
+        if not isinstance(vector, list) or not vector:
+            raise ModelFailed("an embedding in the local model's answer is not a list of numbers")
+        if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in vector):
+            raise ModelFailed("an embedding in the local model's answer is not a list of numbers")
+        vectors.append([float(x) for x in vector])
+    return vectors
