@@ -2,13 +2,13 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render, resolve_url
 from django.utils.http import urlencode
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
-from brain import htmx
+from brain import htmx, workers
 from brain.db import retry
 
 
@@ -74,3 +74,29 @@ class BusyWriteMiddleware:
             response = render(request, "503.html", {"message": retry.BUSY_MESSAGE}, status=503)
         response["Retry-After"] = str(retry.BUSY_RETRY_AFTER_S)
         return response
+
+
+WORKER_PATH_PREFIX = "/api/worker/"
+WORKER_ONLY_MESSAGE = "A worker token may only take and answer model calls."
+
+
+class WorkerTokenOnlyMiddleware:
+    """A worker token opens ``/api/worker/`` and nothing else: any other address — pages, every
+    other API endpoint, the export, the admin, the schema — answers 403 with one sentence when
+    the request carries one, before sessions, sign-in or any view runs. A worker's machine holds
+    its token in plain sight, so the token must be worth nothing beyond taking and answering its
+    memory's model calls. Recognised by its ``bw_`` prefix in ``Authorization`` under any scheme
+    (``Bearer``, ``Token``), known or not: a forged one is refused the same way."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if _carries_worker_token(request) and not request.path.startswith(WORKER_PATH_PREFIX):
+            return JsonResponse({"detail": WORKER_ONLY_MESSAGE}, status=403)
+        return self.get_response(request)
+
+
+def _carries_worker_token(request: HttpRequest) -> bool:
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    return any(part.startswith(workers.KEY_PREFIX) for part in header.split())

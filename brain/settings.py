@@ -64,6 +64,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # A worker token opens /api/worker/ and nothing else (brain/workers.py).
+    "brain.middleware.WorkerTokenOnlyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -320,6 +322,9 @@ BRAIN_LLM_MODEL = env_str("BRAIN_LLM_MODEL", "claude-sonnet-5-5")
 # The small model for short calls made often (the reflection after every conversation).
 BRAIN_LLM_CHEAP_MODEL = env_str("BRAIN_LLM_CHEAP_MODEL", "claude-haiku-4-5")
 BRAIN_LLM_MAX_RETRIES = env_int("BRAIN_LLM_MAX_RETRIES", 1, minimum=0, maximum=5)
+# How long a worker holds a model call without a heartbeat before it is handed out again
+# (brain/workers.py).
+BRAIN_WORKER_LEASE_S = env_int("BRAIN_WORKER_LEASE_S", 60, minimum=1, maximum=600)
 # Who judges a new fact against what is known: "offline" (rules, free) or "anthropic" (the
 # model above, one call per write). An agent may always pass its own verdict.
 BRAIN_GATE_JUDGE = env_str("BRAIN_GATE_JUDGE", "offline")

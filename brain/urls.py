@@ -21,5 +21,6 @@ urlpatterns = [
     path("api/", include("memory.learning_api_urls")),
     path("api/", include("memory.conversation_api_urls")),
     path("api/", include("agent.api_urls")),
+    path("api/worker/", include("brain.worker_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]

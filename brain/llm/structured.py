@@ -51,6 +51,11 @@ def parse[T: pydantic.BaseModel](text: str, output: type[T], *, stop_reason: str
         ) from error
 
 
+def unfence(text: str) -> str:
+    """The JSON object inside ``text``: itself when bare, else the body of its fenced block."""
+    return _unfence(text)
+
+
 def _unfence(text: str) -> str:
     if text.startswith("{"):
         return text

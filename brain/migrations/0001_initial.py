@@ -7,6 +7,9 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = []
+    # The extensions every app's tables need (knowledge's vector and trigram columns): stated,
+    # so no app's first migration can be planned before them.
+    run_before = [("knowledge", "0001_initial")]
 
     operations = [
         VectorExtension(),
