@@ -232,6 +232,8 @@ CELERY_BEAT_SCHEDULE = {
     "memory-sweep": {"task": "memory.tasks.sweep_consolidations", "schedule": 120.0},
     # The same for a reflection over a conversation.
     "memory-reflection-sweep": {"task": "memory.tasks.sweep_reflections", "schedule": 120.0},
+    # And for compiling a source into facts on pages.
+    "memory-compile-sweep": {"task": "memory.tasks.sweep_compiles", "schedule": 120.0},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 

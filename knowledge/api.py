@@ -6,17 +6,19 @@ every API's error answers are ``brain.api_errors``.
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view
 from rest_framework.exceptions import NotFound
+from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from brain import inputs
 from brain.api_errors import bad_request
 from brain.inputs import allows_body
-from knowledge import access, actions, listing, provenance, retrieval, sources
+from knowledge import access, actions, listing, passage_search, provenance, retrieval, sources
 from knowledge.models import Fact, Memory, Permission, Source
 from knowledge.subjects import UnknownSubject
 
@@ -222,3 +224,59 @@ def new_source(request: Request, memory: Memory) -> Response:
     )
     body = {**source_body(added.source, request.user), "detail": added.message}
     return Response(body, status=status.HTTP_201_CREATED)
+
+
+# Search across passages (knowledge/passage_search.py) -------------------------------------------
+
+
+class PassageHitSerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="pk")
+    ordinal = serializers.IntegerField()
+    text = serializers.CharField()
+    snippet = serializers.SerializerMethodField()
+    labels = serializers.SerializerMethodField()
+    source = serializers.SerializerMethodField()
+    url = serializers.SerializerMethodField()
+
+    def get_snippet(self, passage) -> str:
+        return passage_search.snippet_text(passage.snippet)
+
+    def get_labels(self, passage) -> list[str]:
+        return [label.name for label in passage.labels.all()]
+
+    def get_source(self, passage) -> dict:
+        return {"id": passage.source_id, "title": passage.source.title, "kind": passage.source.kind}
+
+    def get_url(self, passage) -> str:
+        return passage_search.link(passage)
+
+
+class PassagePages(PageNumberPagination):
+    page_size = 20
+    max_page_size = 100
+    page_size_query_param = "page_size"
+
+
+@extend_schema(
+    parameters=[
+        OpenApiParameter("q", str, description="words to find in the passages you may read"),
+        OpenApiParameter("memory", str, description="the memory's slug (default: the default)"),
+    ],
+    responses={200: PassageHitSerializer(many=True)},
+)
+@api_view(["GET"])
+@access.requires(Permission.READ)
+def passage_search_view(request: Request, memory: Memory) -> Response:
+    """The passages you may read that hold the words of ``q``, best first, each with a snippet,
+    its labels, its source and a link to the source view at that passage. A passage you may not
+    read is never matched, counted or quoted."""
+    try:
+        q = passage_search.clean_query(request.query_params.get("q", ""))
+    except ValidationError as error:
+        return bad_request(" ".join(error.messages))
+    if not q:
+        return bad_request("Say what to search for: ?q=words.")
+    found = passage_search.matching(memory, request.user, q).prefetch_related("labels")
+    pages = PassagePages()
+    page = pages.paginate_queryset(found, request)
+    return pages.get_paginated_response(PassageHitSerializer(page, many=True).data)

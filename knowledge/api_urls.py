@@ -10,4 +10,5 @@ urlpatterns = [
     path("facts/<int:pk>/outcome", api.fact_outcome, name="outcome"),
     path("context", api.context, name="context"),
     path("sources/", api.new_source, name="sources"),
+    path("passages/", api.passage_search_view, name="passages"),
 ]

@@ -401,6 +401,12 @@ class Passage(models.Model):
         help_text="A person chose its labels: relabelling after a new label or a changed "
         "meaning leaves it as they chose.",
     )
+    compiled_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When compiling last wrote its statements onto pages (memory/compiling.py): "
+        "compiling the source again skips it.",
+    )
     search_vector = models.GeneratedField(
         expression=SearchVector("text", config="english"),
         output_field=SearchVectorField(),
@@ -551,6 +557,99 @@ class PageType(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class CompileRunQuerySet(models.QuerySet):
+    def running(self) -> CompileRunQuerySet:
+        return self.filter(state=CompileRun.State.RUNNING)
+
+    def for_source(self, source: Source) -> CompileRunQuerySet:
+        return self.filter(source=source)
+
+
+class CompileRun(models.Model):
+    """One compile of a note, document or email into facts on pages (memory/compiling.py):
+    asked for when the source is added or by "Compile again", claimed by a worker, and settled
+    with what it filed or why it filed nothing.
+
+    The row is the lease, as a reflection's is: at most one runs per source (a partial unique
+    index), created unclaimed, claimed by a conditional UPDATE; one whose worker died is taken
+    over by the redelivered message or the sweep. ``passages_done`` of ``passages_total`` is the
+    progress the source view shows."""
+
+    class State(models.TextChoices):
+        RUNNING = "running"
+        COMPILED = "compiled"
+        NOTHING = "nothing", "compiled nothing"
+        FAILED = "failed"
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="compile_runs")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="compile_runs")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    state = models.CharField(max_length=8, choices=State.choices, default=State.RUNNING)
+    reason = models.TextField(blank=True, help_text="Why it failed or filed nothing.")
+    compiler = models.CharField(max_length=16, blank=True, help_text="offline or model")
+    passages_total = models.PositiveIntegerField(default=0)
+    passages_done = models.PositiveIntegerField(default=0)
+    # What the compiler read from each passage, kept before anything is filed, so a run taken
+    # over after its worker died files the same statements without asking the model again:
+    # [{"passage": id, "text": ..., "pages": [[name, type], ...], "cites": [ids]}].
+    statements = models.JSONField(default=list, blank=True)
+    extracted = models.BooleanField(default=False)
+    facts_filed = models.PositiveIntegerField(default=0)
+    facts_known = models.PositiveIntegerField(
+        default=0, help_text="Statements the gate found already known: they strengthened a fact."
+    )
+    unplaced = models.PositiveIntegerField(default=0, help_text="Passages placed on no page.")
+    notes = models.JSONField(default=list, blank=True)
+    started_at = models.DateTimeField(default=timezone.now)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    executor = models.CharField(max_length=255, blank=True)  # host:pid of the worker process
+    lease_expires_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = CompileRunQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["source"],
+                condition=models.Q(state="running"),
+                name="one_compile_running_per_source",
+            ),
+        ]
+        indexes = [models.Index(fields=["source", "-started_at"], name="compile_run_newest")]
+
+    def __str__(self) -> str:
+        return f"compile #{self.pk} of source #{self.source_id} ({self.state})"
+
+    @property
+    def is_running(self) -> bool:
+        return self.state == self.State.RUNNING
+
+    @property
+    def message(self) -> str:
+        """What the run did or is doing, in words, as the source view says it."""
+        if self.state == self.State.RUNNING:
+            if not self.passages_total:
+                return "Compiling: reading the passages…"
+            return f"Compiling: {self.passages_done} of {self.passages_total} passages"
+        if self.state == self.State.FAILED:
+            return f"Compiling failed: {self.reason}"
+        if self.state == self.State.NOTHING:
+            return f"Compiled nothing: {self.reason}"
+        filed = f"{self.facts_filed} new fact{'' if self.facts_filed == 1 else 's'}"
+        known = f", {self.facts_known} already known" if self.facts_known else ""
+        unplaced = ""
+        if self.unplaced:
+            unplaced = (
+                f"; {self.unplaced} passage{' was' if self.unplaced == 1 else 's were'} placed "
+                "on no page (see Review)"
+            )
+        read = f"{self.passages_done} passage{'' if self.passages_done == 1 else 's'}"
+        return f"Compiled {read}: {filed}{known}{unplaced}."
 
 
 # Facts --------------------------------------------------------------------------------------

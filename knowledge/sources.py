@@ -7,7 +7,8 @@ package (the plain-text body, else the HTML body with its tags taken out; attach
 read). The source is kept whole and cut into passages (``knowledge.passages.cut``: by
 paragraph, and by sentence where a paragraph names two subjects), each labelled with the labels
 chosen for the source, else the memory's default labels; then the labeller looks at the new
-passages (``knowledge.labeller``).
+passages (``knowledge.labeller``), and compiling them into facts on pages is asked for on a
+worker (``knowledge.compiling``; not while learning is off).
 
 A new version of a source (``previous``) is a new row: a passage whose text was in the previous
 version keeps that passage's labels, and only new text is labelled.
@@ -39,7 +40,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from brain import inputs
-from knowledge import labeller, passages
+from knowledge import compiling, labeller, passages
 from knowledge.models import Label, Memory, Passage, Source, name_of
 
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
@@ -63,6 +64,7 @@ class SourceAdded:
     kept: int = 0  # passages of a new version that kept the previous version's labels
     asked: bool = False  # the labeller filed a Review item about this source
     labels: tuple[str, ...] = field(default_factory=tuple)
+    compiling: bool | None = None  # a compile was asked for (None: not a kind that compiles)
 
     @property
     def message(self) -> str:
@@ -74,7 +76,10 @@ class SourceAdded:
             version = f"; a new version of “{self.source.previous.title}” ({self.kept} unchanged"
             version += " passage kept its labels)" if self.kept == 1 else " passages kept theirs)"
         asked = " Brain was unsure about some of it: see Review." if self.asked else ""
-        return f"Added “{self.source.title}”, {cut}{labelled}{version}.{asked}"
+        compiled = ""  # while it compiles, the source view shows how far it has got
+        if self.compiling is False:
+            compiled = " Learning is switched off: it is not compiled into facts until it is on."
+        return f"Added “{self.source.title}”, {cut}{labelled}{version}.{asked}{compiled}"
 
 
 def _size(count: int) -> str:
@@ -224,7 +229,8 @@ def add_source(
     decisions = labeller.decide(source, [p for p in made if p.pk not in kept])  # may ask a model
     asked = labeller.apply(source, decisions)
     shown = tuple(label.name for label in passages.labels_for(source))
-    return SourceAdded(source, made, len(kept), asked, shown)
+    run = compiling.request_compile(source, by=by)  # on a worker, once this is committed
+    return SourceAdded(source, made, len(kept), asked, shown, compiling=run is not None)
 
 
 def _untitled(by) -> str:

@@ -10,9 +10,19 @@ from django.urls import reverse
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_GET, require_POST
 
-from brain.htmx import Toast, answer
+from brain.errors import StateConflict
+from brain.htmx import Toast, answer, partial
 from brain.inputs import allows_body
-from knowledge import access, labelling, pages, source_listing, visibility
+from knowledge import (
+    access,
+    compiling,
+    labelling,
+    pages,
+    passage_search,
+    review,
+    source_listing,
+    visibility,
+)
 from knowledge import sources as adding
 from knowledge.models import (
     Citation,
@@ -29,6 +39,7 @@ from knowledge.models import (
 )
 
 SOURCES_PER_PAGE = 50
+PASSAGES_PER_PAGE = 20  # search results across passages: a snippet each
 
 
 @require_GET
@@ -51,8 +62,19 @@ def sources(request: HttpRequest, memory: Memory) -> HttpResponse:
         "people": source_listing.people_heard(memory, request.user),
         "first_words": source_listing.FIRST_WORDS,
         "add_source": _add_source_form(memory),
+        "found": _passages_found(request, memory, filters.q),
     }
     return render(request, "knowledge/sources.html", context)
+
+
+def _passages_found(request: HttpRequest, memory: Memory, q: str) -> dict | None:
+    """The passages the person may read holding the words searched for, a page at a time
+    (``?ppage=``); None when nothing is searched for."""
+    if not q:
+        return None
+    found = passage_search.matching(memory, request.user, q)
+    page = Paginator(found, PASSAGES_PER_PAGE).get_page(request.GET.get("ppage"))
+    return {"page": page, "hits": [passage_search.Hit(passage) for passage in page]}
 
 
 def _memory_of_source(request: HttpRequest, pk: int) -> Memory:
@@ -81,6 +103,7 @@ def source(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     if not listed and not facts.exists():
         return render(request, "knowledge/source.html", {"source": None}, status=404)
     context = {"source": item, "facts": facts, "passages": _passages(request, item)}
+    context |= _compile_context(request, item, memory)
     if item.turns:
         context |= _conversation(request, item, facts)
     return render(request, "knowledge/source.html", context)
@@ -197,6 +220,54 @@ def label_passage(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse
     return answer(request, "knowledge/add_source.html", {}, back=back, toast=Toast(done.message))
 
 
+# Compiling a source into facts on pages (knowledge/compiling.py; memory/compiling.py does it) ---
+
+COMPILING = "knowledge/_compiling.html#compiling"
+COMPILED = "sourceCompiled"  # a compile landed: the source's facts are read again
+
+
+def _compile_context(request: HttpRequest, item: Source, memory: Memory) -> dict:
+    """What the source view says about compiling it: the newest run (its progress while it
+    runs), that learning is off, and Compile again for those who administer the memory."""
+    return {
+        "compile": {
+            "source": item,
+            "compiles": compiling.compiles(item),
+            "run": compiling.latest(item),
+            "learning_off": compiling.learning_off(memory),
+            "may": access.may(request.user, memory, Permission.ADMINISTER),
+        }
+    }
+
+
+@require_GET
+@access.requires(Permission.READ, of=_memory_of_source)
+def compile_status(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
+    """The #compiling region of the source view, polled while a compile runs."""
+    item = get_object_or_404(Source, pk=pk, memory=memory)
+    if not Source.objects.filter(pk=item.pk).readable_by(request.user).exists():
+        return HttpResponse(status=404)
+    context = _compile_context(request, item, memory)
+    run = context["compile"]["run"]
+    landed = run is not None and not run.is_running and request.GET.get("running") == "1"
+    return partial(request, COMPILING, context, event=COMPILED if landed else None)
+
+
+@require_POST
+@access.requires(Permission.ADMINISTER, of=_memory_of_source)
+def compile_source(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
+    """Compile again: the passages not compiled yet, and those placed on no page before."""
+    item = get_object_or_404(Source, pk=pk, memory=memory)
+    back = reverse("knowledge:source", args=[item.pk])
+    try:
+        run = compiling.compile_again(item, by=request.user)
+    except StateConflict as refused:
+        context = _compile_context(request, item, memory)
+        return answer(request, COMPILING, context, back=back, toast=Toast(refused.message, "error"))
+    said = Toast(f"Compiling “{item.title}” (run #{run.pk}): its progress shows on the source.")
+    return answer(request, COMPILING, _compile_context(request, item, memory), back=back, said=said)
+
+
 # Pages: a subject's facts and the links they make, as the reader sees them (knowledge/pages.py)
 
 
@@ -231,13 +302,19 @@ def page(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
         citations[citation.fact_id].append(citation.passage)
     for fact in shown.facts:
         fact.cited = citations[fact.pk]
-    conflicts = (
-        Conflict.objects.for_memory(memory)
-        .readable_by(request.user)
-        .to_settle()
-        .filter(Q(old__in=ids) | Q(new__in=ids))
+    conflicts = review.with_sides(
+        list(
+            Conflict.objects.for_memory(memory)
+            .readable_by(request.user)
+            .to_settle()
+            .filter(Q(old__in=ids) | Q(new__in=ids))
+        )
     )
-    return render(request, "knowledge/page.html", {"page": shown, "conflicts": conflicts})
+    context = {"page": shown, "conflicts": conflicts, "until": pages.ended(subject, request.user)}
+    if access.may(request.user, memory, Permission.ADMINISTER):
+        others = pages.readable_pages(memory, request.user).exclude(pk=subject.pk)
+        context["curate"] = {"others": others, "kinds": Subject.Kind.choices}
+    return render(request, "knowledge/page.html", context)
 
 
 @require_POST

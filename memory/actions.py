@@ -28,7 +28,7 @@ from knowledge import actions as knowledge_actions
 from knowledge import episodes as knowledge_episodes
 from knowledge import gate, kinds, statements
 from knowledge.embedding import get_embedder
-from knowledge.models import Conflict, Episode, Fact, Memory, Source, Subject, name_of
+from knowledge.models import Conflict, Episode, Fact, Memory, Passage, Source, Subject, name_of
 from knowledge.secret_filter import secret_in
 from knowledge.subjects import mentioned_in
 from knowledge.subjects import resolve as resolve_subjects
@@ -170,6 +170,7 @@ def learn(
     kind: str | None = None,
     evidence: Sequence[Episode] = (),
     turn: int | None = None,
+    cites: Sequence[Passage] = (),
 ) -> Learned:
     """Teach brain one statement, from any surface: the secret filter, the write gate, then a
     fact row (queued) and its inbox item — or, when it is already known, more support.
@@ -179,7 +180,10 @@ def learn(
     caller claims them. Episodes still waiting that say the same (``gate.pending_twins``) are
     claimed here and cited too, so a duplicate is caught before any sleep pass has run.
     ``turn``: the turn of the conversation ``source`` that said it (its observation points
-    there, so "See the run" opens the conversation at that turn).
+    there, so "See the run" opens the conversation at that turn). ``cites``: the passages of
+    ``source`` it came from (compiling a document); a new fact cites them, and a statement
+    already known only strengthens the fact it restates — it never adds a citation, which would
+    take the fact away from readers of that fact who may not read the new passage.
 
     Raises ValidationError (empty, too long, a secret), UnknownSubject, or gate.BadVerdict.
     Two identical statements taught at the same moment make one fact with support 2.
@@ -254,6 +258,7 @@ def learn(
             evidence=cited,
             stated=not evidence,
             turn=turn,
+            cites=cites,
         )
         superseded = conflict = earlier = None
         if judgement.verdict in ("contradiction", "refinement"):

@@ -1,7 +1,7 @@
 from celery import shared_task
 from django.conf import settings
 
-from memory import brief, consolidator, reflection
+from memory import brief, compiling, consolidator, reflection
 from memory import study as study_sessions
 
 
@@ -46,3 +46,15 @@ def study(session_id: int) -> None:
 @shared_task(ignore_result=True)
 def sweep_reflections() -> None:
     reflection.sweep()
+
+
+@shared_task(acks_late=True, ignore_result=True, soft_time_limit=540, time_limit=600)
+def compile_source(run_id: int) -> None:
+    """Compile a note, document or email into facts on pages (memory/compiling.py); safe to
+    deliver twice."""
+    compiling.execute(run_id)
+
+
+@shared_task(ignore_result=True)
+def sweep_compiles() -> None:
+    compiling.sweep()
