@@ -48,6 +48,7 @@ procedure searches and a dozen round trips. So ``context``:
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from dataclasses import dataclass, field
@@ -398,27 +399,31 @@ def _rerank(facts: list, vectors: dict) -> tuple[list, set[int]]:
     np.fill_diagonal(redundancy, 0.0)  # a fact's own row is read only once it is placed
     if not redundancy.any():  # nothing near-identical: the order stands (most questions)
         return facts, set()
-    # The greedy loop over plain floats and the few redundant pairs: 80 rounds of numpy calls
-    # cost more than the arithmetic (the same float64 operations, so the same order).
+    # Greedy, with a heap of scores: a candidate's score falls only when one it is redundant
+    # with is placed, so each pair pushes one entry and stale entries are skipped when popped.
+    # (-score, index) breaks ties towards the earlier candidate, as a scan in order would.
+    # The same float64 arithmetic as the plain loop, so the same order.
     pairs: dict[int, list[tuple[int, float]]] = {}
     for a, b in zip(*np.nonzero(redundancy), strict=True):
         pairs.setdefault(int(a), []).append((int(b), float(redundancy[a, b])))
     size = len(window)
-    relevance = [1.0 - index / size for index in range(size)]
     worst = [0.0] * size  # each candidate's highest redundancy with those placed
-    left = list(range(size))
+    score = [MMR_LAMBDA * (1.0 - index / size) for index in range(size)]
+    heap = [(-value, index) for index, value in enumerate(score)]  # already a heap: sorted
+    placed = [False] * size
     order: list[int] = []
     near: set[int] = set()
-    while left:
-        best, best_score = 0, None
-        for position, index in enumerate(left):
-            score = MMR_LAMBDA * relevance[index] - (1 - MMR_LAMBDA) * worst[index]
-            if best_score is None or score > best_score:
-                best, best_score = position, score
-        chosen = left.pop(best)
+    while heap:
+        negative, chosen = heapq.heappop(heap)
+        if placed[chosen] or -negative != score[chosen]:
+            continue  # placed already, or its score fell since this entry was pushed
+        placed[chosen] = True
         if worst[chosen] > 0:
             near.add(window[chosen].pk)
         order.append(chosen)
         for other, value in pairs.get(chosen, ()):
-            worst[other] = max(worst[other], value)
+            if not placed[other] and value > worst[other]:
+                worst[other] = value
+                score[other] = MMR_LAMBDA * (1.0 - other / size) - (1 - MMR_LAMBDA) * value
+                heapq.heappush(heap, (-score[other], other))
     return [window[index] for index in order] + rest, near

@@ -302,3 +302,54 @@ def _alike(one, other) -> bool:
     if verdict != other_verdict or (closeness is None) != (other_closeness is None):
         return False
     return closeness is None or abs(closeness - other_closeness) < 1e-6
+
+
+def _plain_greedy(window: list, redundancy: np.ndarray) -> tuple[list, set[int]]:
+    """Maximal marginal relevance the plain way: every round scores every candidate left."""
+    size = len(window)
+    worst, left, order, near = [0.0] * size, list(range(size)), [], set()
+    while left:
+        best, best_score = 0, None
+        for position, index in enumerate(left):
+            score = (
+                retrieval.MMR_LAMBDA * (1.0 - index / size)
+                - (1 - retrieval.MMR_LAMBDA) * worst[index]
+            )
+            if best_score is None or score > best_score:
+                best, best_score = position, score
+        chosen = left.pop(best)
+        if worst[chosen] > 0:
+            near.add(window[chosen].pk)
+        order.append(chosen)
+        for other in range(size):
+            if redundancy[chosen, other] > 0:
+                worst[other] = max(worst[other], float(redundancy[chosen, other]))
+    return [window[index] for index in order], near
+
+
+def test_the_diversity_reranking_places_lines_as_the_plain_greedy_loop_does():
+    rng = np.random.default_rng(11)
+    for round_ in range(200):
+        size = int(rng.integers(2, retrieval.MMR_WINDOW + 1))
+        # A few tight clusters, so near-identical pairs (and ties of score) are common.
+        centres = rng.normal(size=(int(rng.integers(1, 6)), 8))
+        vectors = centres[rng.integers(0, len(centres), size)] + rng.normal(
+            scale=float(rng.choice([0.01, 0.05, 0.2])), size=(size, 8)
+        )
+        facts = [
+            search.Row(pk, "", str(rng.choice(["fact", "failure"])), 0.5, 1, 0, 0, [], None)
+            for pk in range(1000 + round_ * 100, 1000 + round_ * 100 + size)
+        ]
+        by_pk = {fact.pk: vector for fact, vector in zip(facts, vectors, strict=True)}
+        matrix = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        cosines = (matrix @ matrix.T).astype(np.float32)
+        classes = np.array([fact.valence for fact in facts])
+        cosines[classes[:, None] != classes[None, :]] = 0.0
+        redundancy = np.where(cosines >= retrieval.NEAR_IDENTICAL, cosines, 0.0)
+        np.fill_diagonal(redundancy, 0.0)
+
+        placed, near = retrieval._rerank(facts, by_pk)
+
+        expected, expected_near = _plain_greedy(facts, redundancy)
+        assert [fact.pk for fact in placed] == [fact.pk for fact in expected]
+        assert near == expected_near
