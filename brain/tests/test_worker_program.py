@@ -167,7 +167,7 @@ def brain() -> Iterator[tuple[FakeBrain, str]]:
     server.server_close()
 
 
-class Worker:
+class WorkerProcess:
     """A `bin/brain worker` process; ``log`` is its stderr so far."""
 
     def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
@@ -209,13 +209,15 @@ class Worker:
 
 @pytest.fixture
 def start_worker() -> Iterator[Any]:
-    started: list[Worker] = []
+    started: list[WorkerProcess] = []
 
-    def start(server: str, endpoint: str, *extra: str, token: str | None = TOKEN, **kw) -> Worker:
+    def start(
+        server: str, endpoint: str, *extra: str, token: str | None = TOKEN, **kw
+    ) -> WorkerProcess:
         args = ["--server", server, "--model", "llama3.2", "--endpoint", endpoint, "--wait", "2"]
         if token is not None:
             args += ["--token", token]
-        worker = Worker(*args, *extra, **kw)
+        worker = WorkerProcess(*args, *extra, **kw)
         started.append(worker)
         return worker
 
