@@ -21,7 +21,9 @@ Contract:
   from and the pages it belongs on, of the page types the memory keeps (their written guidance
   is in the prompt). Never filed, whoever read it: a question, a one-off command, a secret, a
   passing state, words addressed to brain (``reflection.excluded``, the same rule as for
-  conversations) — each is a note on the run. At most MAX_STATEMENTS_PER_PASSAGE a passage.
+  conversations) — each is a note on the run, naming the passage and why, never its words (the
+  run is shown to everyone the source is listed for). At most MAX_STATEMENTS_PER_PASSAGE a
+  passage.
 - Where it goes: the pages it names (``knowledge.subjects``: names and nicknames), else the
   pages its passage names; with a model, the pages the model names too (an existing page by its
   name or nickname, else a new page of a type the memory keeps). A statement already known
@@ -50,7 +52,7 @@ import logging
 import os
 import re
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import pydantic
@@ -168,7 +170,7 @@ def offline(
                 "a one-off command" if _asks_for_something(piece) else ""
             )
             if why:
-                notes.append(f"left out “{piece[:80]}”: {why}")
+                notes.append(f"passage {passage.ordinal + 1}: left out {why}")
                 continue
             if kept == MAX_STATEMENTS_PER_PASSAGE:
                 notes.append(
@@ -257,10 +259,15 @@ def _prompt(memory: Memory, chunk: list[Passage], types: dict[str, str], source:
 
 
 def with_model(
-    chosen: Sequence[Passage], *, memory: Memory, source: Source
+    chosen: Sequence[Passage],
+    *,
+    memory: Memory,
+    source: Source,
+    renew: Callable[[], None] = lambda: None,
 ) -> tuple[list[Statement], list[str]]:
-    """The statements the model reads in ``chosen``, held to the rules in code. Raises
-    CompileFailed when an answer is not what was asked for."""
+    """The statements the model reads in ``chosen``, held to the rules in code; ``renew`` is
+    called after each call (the run's lease). Raises CompileFailed when an answer is not what
+    was asked for."""
     types = page_types(memory)
     found: list[Statement] = []
     notes: list[str] = []
@@ -274,11 +281,21 @@ def with_model(
                 timeout=MODEL_TIMEOUT_S,
                 output=_Answer,
             )
+        except llm.LLMInvalidOutput as error:
+            raise CompileFailed(_without_words(str(error))) from error
         except llm.LLMError as error:
             raise CompileFailed(str(error)) from error
         assert answer.parsed is not None
         found += _checked(answer.parsed, chunk, types, notes)
+        renew()
     return found, notes
+
+
+def _without_words(problem: str) -> str:
+    """What was wrong with an answer, never its words: the run is shown to everyone the source
+    is listed for, and an answer may quote a passage they may not read (the ModelCall row keeps
+    the answer for administrators)."""
+    return problem.partition("; its last line")[0]
 
 
 def _checked(
@@ -297,18 +314,24 @@ def _checked(
         text = reflection.sentence(fact.text)
         why = reflection.excluded(text, said=False)
         if why:
-            notes.append(f"left out “{text[:80]}”: {why}")
+            notes.append(f"passage {chunk[fact.passages[0]].ordinal + 1}: left out {why}")
             continue
         own = cites[0]
         if per_passage.get(own, 0) >= MAX_STATEMENTS_PER_PASSAGE:
-            notes.append(f"left out “{text[:80]}”: more than {MAX_STATEMENTS_PER_PASSAGE} from one")
+            notes.append(
+                f"passage {chunk[fact.passages[0]].ordinal + 1}: left out the statements after "
+                f"the first {MAX_STATEMENTS_PER_PASSAGE}"
+            )
             continue
         per_passage[own] = per_passage.get(own, 0) + 1
         pages = []
         for page in fact.pages:
             kind = page.type.strip().casefold()
             if kind not in types:
-                notes.append(f"no page “{page.name}”: the memory keeps no page type “{page.type}”")
+                notes.append(
+                    f"passage {chunk[fact.passages[0]].ordinal + 1}: no page was made of a type "
+                    f"the memory does not keep (“{page.type[:40]}”)"
+                )
                 continue
             pages.append([" ".join(page.name.split()), kind])
         out.append(Statement(text, cites, pages))
@@ -316,14 +339,19 @@ def _checked(
 
 
 def extract(
-    chosen: Sequence[Passage], *, memory: Memory, source: Source, by=None
+    chosen: Sequence[Passage],
+    *,
+    memory: Memory,
+    source: Source,
+    by=None,
+    renew: Callable[[], None] = lambda: None,
 ) -> tuple[list[Statement], list[str], str]:
     """Statements, notes and which compiler read them: the model when one is configured, else
     offline. Raises CompileFailed (from the model only)."""
     if not chosen:
         return [], [], ""
     if llm.configured():
-        found, notes = with_model(chosen, memory=memory, source=source)
+        found, notes = with_model(chosen, memory=memory, source=source, renew=renew)
         return found, notes, "model"
     found, notes = offline(chosen, memory=memory, by=by)
     return found, notes, "offline"
@@ -468,7 +496,9 @@ def _compile(run: CompileRun) -> None:
     run.refresh_from_db()
     if not run.extracted:
         try:
-            found, notes, compiler = extract(chosen, memory=memory, source=source, by=by)
+            found, notes, compiler = extract(
+                chosen, memory=memory, source=source, by=by, renew=lambda: _renew(run)
+            )
         except CompileFailed as failed:
             run.compiler, run.passages_total = "model", len(chosen)
             run.save(update_fields=["compiler", "passages_total"])
@@ -518,10 +548,16 @@ def _compile(run: CompileRun) -> None:
 
 
 def _nothing_reason(run: CompileRun) -> str:
-    left_out = [note for note in run.notes if note.startswith(("left out", "refused"))]
+    left_out = [note for note in run.notes if ": left out" in note or ": refused" in note]
     if left_out:
         return f"no statement to file ({'; '.join(left_out[:3])})."
     return "no statement to file: the passages say nothing brain keeps."
+
+
+def _renew(run: CompileRun) -> None:
+    CompileRun.objects.filter(pk=run.pk, state=CompileRun.State.RUNNING).update(
+        lease_expires_at=timezone.now() + requests.LEASE
+    )
 
 
 def _done(run: CompileRun, passage: Passage) -> None:
@@ -563,7 +599,8 @@ def _file(
         )
     except (ValidationError, IntegrityError) as refused:
         words = " ".join(getattr(refused, "messages", [str(refused)]))
-        run.notes = [*run.notes, f"refused “{statement.text[:80]}”: {words}"][:MAX_NOTES]
+        where = cited[statement.cites[0]].ordinal + 1 if statement.cites[0] in cited else "?"
+        run.notes = [*run.notes, f"passage {where}: refused {words}"][:MAX_NOTES]
         return None
     if learned.verdict == "same":
         run.facts_known += 1

@@ -257,7 +257,7 @@ def test_a_passage_placed_on_no_page_asks_once_in_review_and_is_placed_once_its_
 
     items = ReviewItem.objects.filter(source=note, kind=ReviewItem.Kind.UNPLACED)
     (item,) = items
-    first, second, third = note.passages.order_by("ordinal")
+    first, second, _third = note.passages.order_by("ordinal")
     assert set(item.passages.all()) == {first, second}
     assert item.question.startswith(f"2 passages of “{note.title}” could not be placed")
     assert run.unplaced == 2
@@ -278,9 +278,7 @@ def test_a_passage_placed_on_no_page_asks_once_in_review_and_is_placed_once_its_
     assert Fact.objects.for_memory(team.memory).count() == 3  # placed, never filed twice
 
 
-def test_a_compile_asked_for_with_learning_off_never_runs_and_the_source_view_says_so(
-    client, team
-):
+def test_a_compile_asked_for_with_learning_off_never_runs_and_the_source_view_says_so(client, team):
     Memory.objects.filter(pk=team.memory.pk).update(learning=False)
     team.memory.refresh_from_db()
 
@@ -442,3 +440,19 @@ def test_a_first_person_note_is_filed_as_said_by_whoever_added_it(household):
     fact = Fact.objects.get(text="Sarah takes metformin every morning with breakfast.")
     assert fact.taught_by == household["sarah"]
     assert Citation.objects.get(fact=fact).passage.source == household["note"]
+
+
+def test_what_a_compile_left_out_is_said_without_the_words_of_a_passage(client, team):
+    note = sources.add_source(
+        memory=team.memory,
+        by=team.admin,
+        text="Rossi Srl signed the order for €50,000.\n\nWill Luca Bianchi's salary go up in May?",
+        labels=[team.sales, team.hr],
+    ).source
+    run = compile_source(note)
+    assert run.notes == ["passage 2: left out a question"]
+
+    client.force_login(team.sales_reader)
+    shown = client.get(reverse("knowledge:source", args=[note.pk])).content.decode()
+    assert "passage 2: left out a question" in shown
+    assert "salary" not in shown and "go up" not in shown
