@@ -52,6 +52,7 @@ SIZES = (10_000, 100_000)  # `make bench`; `make bench SIZES=1m` measures 1M on 
 QUERIES = 200
 INTAKE = 200
 INTAKE_FACTS = 100_000  # the memory taught into: the issue's 100k
+SHARED_SIZES = (100_000,)  # households read by more than one benchmark (shared_household)
 BIG_SUBJECT_SHARE = 0.02
 SPREAD_DIMS = 6  # wording directions per building block of a synthetic vector
 SPREAD = 0.22  # how far along them: a fact keeps cos ~0.88 with the meaning it words
@@ -539,6 +540,33 @@ def delete_household(slug: str) -> None:
         ensure_hnsw_index()
 
 
+# Households several benchmarks read, made once per run -------------------------------------
+
+_SHARED: dict[int, Household] = {}
+
+
+def shared_household(count: int) -> Household:
+    """The synthetic household of ``count`` facts (seed 1) that recall, the Knowledge tab and
+    intake all read, generated on first use and kept for the rest of the run: loading 100k
+    facts and building their HNSW index takes about a minute, and each benchmark made its own.
+    Whoever writes into it (intake) runs after those that only read it (settings order).
+    ``release_shared`` deletes them at the end of the run."""
+    if count not in _SHARED:
+        slug = f"bench-{_size(count).lower()}"
+        delete_household(slug)  # left by a run that was killed
+        _SHARED[count] = generate_household(slug=slug, count=count)
+    return _SHARED[count]
+
+
+def release_shared(*counts: int) -> None:
+    """Delete the shared households of ``counts`` facts, or every one (the end of ``make
+    bench``). Safe to run twice."""
+    for count in counts or list(_SHARED):
+        household = _SHARED.pop(count, None)
+        if household is not None:
+            delete_household(household.memory.slug)
+
+
 # Measuring ------------------------------------------------------------------------------------
 
 
@@ -769,21 +797,16 @@ class Brainmem:
 
 
 def _measured(count: int, *, with_brainmem: bool) -> Figures:
-    slug = f"bench-{_size(count).lower()}"
-    delete_household(slug)  # left by a run that was killed
-    try:
-        household = generate_household(slug=slug, count=count)
-        with tempfile.TemporaryDirectory(prefix="brain-bench-recall-") as folder:
-            theirs = Brainmem(household.memory, folder) if with_brainmem else None
-            try:
-                figures = measure(household, brainmem=theirs if theirs and theirs.process else None)
-            finally:
-                if theirs is not None:
-                    theirs.close()
+    household = shared_household(count)
+    with tempfile.TemporaryDirectory(prefix="brain-bench-recall-") as folder:
+        theirs = Brainmem(household.memory, folder) if with_brainmem else None
+        try:
+            figures = measure(household, brainmem=theirs if theirs and theirs.process else None)
+        finally:
             if theirs is not None:
-                figures.brainmem_why_not = theirs.why_not
-    finally:
-        delete_household(slug)
+                theirs.close()
+        if theirs is not None:
+            figures.brainmem_why_not = theirs.why_not
     return figures
 
 
@@ -802,7 +825,11 @@ def recall_at_scale() -> str:
     brainmem's context() at 10k and 100k, and recall@10 on real MiniLM vectors of real
     sentences at 10k."""
     load_before = os.getloadavg()[0]
-    runs = [_measured(count, with_brainmem=count in BRAINMEM_SIZES) for count in sizes()]
+    runs = []
+    for count in sizes():
+        runs.append(_measured(count, with_brainmem=count in BRAINMEM_SIZES))
+        if count not in SHARED_SIZES:  # no other benchmark reads it: out of the next one's way
+            release_shared(count)
     real = real_sentence_recall(REAL_SENTENCES)
     note = _load_note(load_before) + (
         "The numpy baseline uses multi-threaded BLAS, which suffers most when the cores are "
@@ -1030,15 +1057,15 @@ def intake_through_the_gate() -> str:
     # The full write path lives one layer up; a benchmark wired through settings may call it.
     from memory.actions import learn
 
-    slug = f"bench-intake-{_size(INTAKE_FACTS).lower()}"
     load_before = os.getloadavg()[0]
-    delete_household(slug)
     # The hash embedder throughout, vectors of the household labelled with its name included.
+    # It writes into the shared household, so it runs after those that only read it; the
+    # household goes with it.
     with override_settings(BRAIN_EMBEDDER="hash"):
         try:
-            gate_seconds, plain_seconds, verdicts = _intake(learn, slug)
+            gate_seconds, plain_seconds, verdicts = _intake(learn, INTAKE_FACTS)
         finally:
-            delete_household(slug)
+            release_shared(INTAKE_FACTS)
     gate_rate, plain_rate = INTAKE / gate_seconds, INTAKE / plain_seconds
     load = _load_note(load_before)
     mix = ", ".join(f"{count} {verdict}" for verdict, count in sorted(verdicts.items()))
@@ -1075,8 +1102,8 @@ def new_statements(count: int, *, seed: int) -> list[str]:
     return list(found)
 
 
-def _intake(learn, slug: str) -> tuple[float, float, dict[str, int]]:
-    household = generate_household(slug=slug, count=INTAKE_FACTS, seed=3)
+def _intake(learn, count: int) -> tuple[float, float, dict[str, int]]:
+    household = shared_household(count)
     memory = household.memory
     texts = new_statements(2 * INTAKE, seed=11)
     taught, plain = texts[:INTAKE], texts[INTAKE:]
@@ -1125,7 +1152,10 @@ def recall_at_sizes(spec: str, path: Path) -> str:
     """Measure recall at scale at ``spec`` (e.g. "1m") and put the section into ``path`` in
     place of the one an earlier run wrote (the default `make bench` carries it over)."""
     started, load_before = time.perf_counter(), os.getloadavg()[0]
-    runs = [_measured(count, with_brainmem=False) for count in sizes(spec)]
+    try:
+        runs = [_measured(count, with_brainmem=False) for count in sizes(spec)]
+    finally:
+        release_shared()
     note = _load_note(load_before)
     body = _recall_markdown(runs, None, note, get_embedder().name)
     body = body.split("\n", 1)[1]  # the heading is this section's own

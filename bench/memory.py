@@ -102,8 +102,7 @@ def knowledge_tab_at_scale() -> str:
     empty, _ = Memory.objects.get_or_create(
         slug="bench-tab-empty", defaults={"name": "Empty", "learning": False}
     )
-    knowledge_bench.delete_household("bench-tab")
-    knowledge_bench.generate_household(slug="bench-tab", count=TAB_FACTS)
+    slug = knowledge_bench.shared_household(TAB_FACTS).memory.slug
     htmx = {"HX-Request": "true"}
     try:
         rows = []
@@ -117,13 +116,12 @@ def knowledge_tab_at_scale() -> str:
             ("facts: most certain first", "/knowledge/facts?memory={}&sort=certain", htmx),
             ("facts: Show more (page 3)", "/knowledge/facts?memory={}&page=3", htmx),
         ):
-            big, big_queries = _served(client, path.format("bench-tab"), headers)
+            big, big_queries = _served(client, path.format(slug), headers)
             small, _ = _served(client, path.format(empty.slug), headers)
             rows.append(
                 f"| {label} | {big:.1f} ms | {small:.1f} ms | {big / small:.1f}× | {big_queries} |"
             )
     finally:
-        knowledge_bench.delete_household("bench-tab")
         empty.delete()
     return (
         "## The Knowledge tab at 100k facts\n\n"

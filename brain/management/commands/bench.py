@@ -55,16 +55,22 @@ class Command(BaseCommand):
             f"Measured {timezone.now():%Y-%m-%d %H:%M} UTC with `make bench` on: {machine()}.\n"
             "Every figure is compared with a baseline measured in the same run, as a ratio.\n"
         )
-        for path in settings.BRAIN_BENCHMARKS:
-            self.stdout.write(f"running {path} …")
-            try:
-                sections.append(import_string(path)())
-            except Exception as error:  # one benchmark's failure loses no other's figures
-                logger.exception("benchmark %s failed", path)
-                failed.append(path)
-                sections.append(f"## {path}\n\nFailed in this run: {error}\n")
-            # Written after each one, so what was measured is kept whatever comes next.
-            Path(output).write_text(header + "\n" + "\n".join(sections))
+        try:
+            for path in settings.BRAIN_BENCHMARKS:
+                self.stdout.write(f"running {path} …")
+                began = time.monotonic()
+                try:
+                    sections.append(import_string(path)())
+                except Exception as error:  # one benchmark's failure loses no other's figures
+                    logger.exception("benchmark %s failed", path)
+                    failed.append(path)
+                    sections.append(f"## {path}\n\nFailed in this run: {error}\n")
+                self.stdout.write(f"  {time.monotonic() - began:.0f} s")
+                # Written after each one, so what was measured is kept whatever comes next.
+                Path(output).write_text(header + "\n" + "\n".join(sections))
+        finally:
+            for cleanup in getattr(settings, "BRAIN_BENCHMARK_CLEANUPS", []):
+                import_string(cleanup)()
         self.stdout.write(f"wrote {output} in {time.monotonic() - started:.0f} s")
         if failed:
             raise CommandError(f"these benchmarks failed (their sections say why): {failed}")
