@@ -380,7 +380,7 @@ def _distil_waiting(memory: Memory, *, by) -> Distilled:
 
 
 def _extract(batch: list[Episode]) -> tuple[list[distiller.Proposition], list[str]]:
-    if llm.configured():
+    if llm.configured(batch[0].memory_id if batch else None, "distil_episodes"):
         return distiller.with_model(batch)
     kept, dropped = [], []
     for episode in batch:

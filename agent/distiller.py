@@ -239,6 +239,7 @@ def _ask(episodes: list[Episode], *, failures: bool) -> list[Proposition]:
             output=_Answer,
             max_tokens=MAX_TOKENS,
             timeout=EXTRACT_TIMEOUT_S,
+            memory=episodes[0].memory_id,
         )
     except llm.LLMError as error:
         raise ExtractorFailed(str(error)) from None

@@ -132,10 +132,10 @@ JUDGE_SYSTEM = (
 JUDGE_TIMEOUT_S = 20.0
 
 
-def model_judging() -> bool:
-    """The model judges writes only when asked (BRAIN_GATE_JUDGE=anthropic) and configured:
-    it costs a model call per write."""
-    return settings.BRAIN_GATE_JUDGE == "anthropic" and llm.configured()
+def model_judging(memory: Memory | None = None) -> bool:
+    """The model judges writes only when asked (BRAIN_GATE_JUDGE=anthropic) and configured
+    for ``memory``: it costs a model call per write."""
+    return settings.BRAIN_GATE_JUDGE == "anthropic" and llm.configured(memory, "write_gate")
 
 
 def judge_with_model(
@@ -161,6 +161,7 @@ def judge_with_model(
             prompt=f"Known facts:\n{listing}\n\nNew statement: {text}",
             max_tokens=300,
             timeout=JUDGE_TIMEOUT_S,
+            memory=memory,
         )
     except llm.LLMError as error:
         logger.warning("the model could not judge a write (%s); using the offline judge", error)

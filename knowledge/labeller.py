@@ -143,6 +143,7 @@ def _with_model(
         max_tokens=4000,
         timeout=LABEL_TIMEOUT_S,
         output=_Answer,
+        memory=chunk[0].memory_id if chunk else None,
     )
     assert answer.parsed is not None
     by_number = {item.passage: item for item in answer.parsed.passages}
@@ -173,7 +174,7 @@ def decide(source: Source, new: Sequence[Passage]) -> list[Decision]:
         return []
     source_labels = passage_rows.labels_for(source)
     every = list(Label.objects.filter(memory_id=source.memory_id))
-    if llm.configured() and source_labels:
+    if llm.configured(source.memory_id, "label") and source_labels:
         try:
             decided: list[Decision] = []
             for start in range(0, len(new), MAX_PASSAGES_PER_CALL):

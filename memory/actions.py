@@ -203,7 +203,7 @@ def learn(
     speaker = name_of(by)
     if verdict:
         judgement = gate.from_agent(memory, verdict, target, outcome=outcome, reader=by)
-    elif gate.model_judging():
+    elif gate.model_judging(memory):
         judgement = gate.judge_with_model(
             memory, text, outcome=outcome, embedding=embedding, speaker=speaker, reader=by
         )

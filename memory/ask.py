@@ -132,7 +132,7 @@ def answer(*, memory: Memory, question: str, reader=None) -> Exchange:
     by_id = {fact.pk: fact for fact in rows.filter(pk__in=block.fact_ids)}
     facts = [by_id[pk] for pk in block.fact_ids if pk in by_id]
     offline = _relevant(memory, question, facts)
-    if not llm.configured() or not facts:
+    if not llm.configured(memory, "ask") or not facts:
         return Exchange(ASK, question, _offline_answer(offline), offline)
     try:
         reply = llm.complete(
@@ -142,6 +142,7 @@ def answer(*, memory: Memory, question: str, reader=None) -> Exchange:
             max_tokens=400,
             timeout=ASK_TIMEOUT_S,
             output=AskAnswer,
+            memory=memory,
         ).parsed
     except llm.LLMError as error:
         logger.warning("ask without the model: %s", error)

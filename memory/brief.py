@@ -72,10 +72,11 @@ def for_today(memory: Memory) -> tuple[str, datetime | None]:
 
 def write(memory: Memory) -> Brief:
     text, composer = compose(memory), "offline"
-    if llm.configured():
+    if llm.configured(memory, "brief"):
         try:
             answer = llm.complete(
                 task="brief",
+                memory=memory,
                 max_tokens=400,
                 timeout=BRIEF_TIMEOUT_S,
                 system="Rewrite this morning's brief about a home's memory in two or three "

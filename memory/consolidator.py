@@ -222,8 +222,8 @@ def execute(run_id: int) -> None:
 def _run(run: ConsolidationRun, deadline: float) -> None:
     try:
         _pass(run, deadline)
-    except (ComposerTimeout, SoftTimeLimitExceeded):
-        _finish(run, ConsolidationRun.State.TIMED_OUT, _timeout_reason())
+    except (ComposerTimeout, SoftTimeLimitExceeded) as error:
+        _finish(run, ConsolidationRun.State.TIMED_OUT, _timeout_reason(error))
     except ComposerError as error:  # the model is out or said no: its own words are the reason
         logger.warning("consolidation pass %s failed: %s", run.pk, _failure_reason(error))
         _finish(run, ConsolidationRun.State.FAILED, _failure_reason(error))
@@ -264,7 +264,7 @@ def _pass(run: ConsolidationRun, deadline: float) -> None:
         unchanged = Composition(document=revision.text, voice=revision.voice)
         _commit(run, revision, items, unchanged, kept=len(private))
         return
-    composer = get_composer()
+    composer = get_composer(memory)
     run.composer = composer.name
     run.save(update_fields=["composer"])
     started = time.monotonic()
@@ -609,7 +609,9 @@ def _finish(run: ConsolidationRun, state: str, reason: str, **counts) -> None:
     )
 
 
-def _timeout_reason() -> str:
+def _timeout_reason(error: BaseException | None = None) -> str:
+    if error is not None and "waiting for a worker" in str(error):  # the worker's own words
+        return f"{error} Nothing was written and the queue is unchanged."
     return (
         f"Timed out after {deadline_seconds()} s; nothing was written and the queue is unchanged."
     )

@@ -464,7 +464,9 @@ def _transcript(turns: Sequence[Turn], speaker_of: Callable[[Turn], str]) -> str
     return "\n".join(lines)
 
 
-def with_model(turns: Sequence[Turn], speaker_of: Callable[[Turn], str]) -> tuple[list, list]:
+def with_model(
+    turns: Sequence[Turn], speaker_of: Callable[[Turn], str], *, memory: Memory | None = None
+) -> tuple[list, list]:
     """Statements the model finds in ``turns``, held to the same rules as the heuristics.
     Raises ReflectionFailed when the call fails or its answer does not validate."""
     try:
@@ -476,6 +478,7 @@ def with_model(turns: Sequence[Turn], speaker_of: Callable[[Turn], str]) -> tupl
             max_tokens=MAX_TOKENS,
             timeout=REFLECT_TIMEOUT_S,
             cheap=True,
+            memory=memory,
         )
     except llm.LLMError as error:
         raise ReflectionFailed(str(error)) from None
@@ -513,8 +516,8 @@ def _extract(
     """(statements, notes, extractor name). Raises ReflectionFailed."""
     speaker_of = speaker_of or _speaker
     read = bounded(turns)
-    if llm.configured():
-        found, notes = with_model(read, speaker_of)
+    if llm.configured(memory, "reflect"):
+        found, notes = with_model(read, speaker_of, memory=memory)
         extractor = "model"
     else:
         found, notes = offline(read, speaker_of)

@@ -360,7 +360,7 @@ def _prompt(found: Findings) -> str:
     return "\n".join(lines)
 
 
-def _ask_the_model(found: Findings) -> StudyAnswer | None:
+def _ask_the_model(found: Findings, memory: Memory) -> StudyAnswer | None:
     try:
         answer = llm.complete(
             task="study",
@@ -369,6 +369,7 @@ def _ask_the_model(found: Findings) -> StudyAnswer | None:
             max_tokens=1500,
             timeout=MODEL_TIMEOUT_S,
             output=StudyAnswer,
+            memory=memory,
         )
     except llm.LLMError as error:
         found.model = f"The model could not be used ({error}); nothing was filed."
@@ -420,11 +421,12 @@ def study(session: StudySession, *, now: datetime | None = None) -> Findings:
     facts = facts_about(session.memory, session.topic, session.subject)
     _step(session, f"Looking for what is stale, thin or contradictory in {len(facts)} facts")
     found = review(session.memory, session.topic, facts, now)
-    if not llm.configured():
+    if not llm.configured(session.memory, "study"):
         found.model = "Offline: it reports what it found and files nothing new."
         return found
     _step(session, "Asking the model what follows")
-    answer = _ask_the_model(found)
+    with llm.reporting(lambda words: _step(session, words)):
+        answer = _ask_the_model(found, session.memory)
     if answer is None:
         return found
     found.gaps = [" ".join(gap.split())[:200] for gap in answer.gaps[:3] if gap.strip()]

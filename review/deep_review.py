@@ -195,7 +195,7 @@ def run(memory: Memory, *, now: datetime | None = None) -> Report:
         if budget <= 0:
             break
         budget -= _propose(memory, candidate, report)
-    if budget > 0 and llm.configured():
+    if budget > 0 and llm.configured(memory, "deep_review"):
         for candidate in _ask_the_model(memory, facts, rules, report):
             if budget <= 0:
                 break
@@ -481,6 +481,7 @@ def _ask_the_model(
             max_tokens=1000,
             timeout=MODEL_TIMEOUT_S,
             output=SuggestedGuesses,
+            memory=memory,
         )
     except llm.LLMError as error:
         report.model = f"The model could not be used ({error}); the offline checks ran alone."

@@ -330,6 +330,7 @@ def _ask_the_model(
             max_tokens=1000,
             timeout=MODEL_TIMEOUT_S,
             output=InsightAnswer,
+            memory=memory,
         )
     except llm.LLMError as error:
         report.model = f"The model could not be used ({error}); nothing it would find was filed."
@@ -375,7 +376,7 @@ def look(memory: Memory, *, run: InsightRun | None = None, now: datetime | None 
         fresh.append(routine)
 
     wording: dict[int, str] = {}
-    if llm.configured():
+    if llm.configured(memory, "insight"):
         free = OPEN_GUESSES_AT_MOST - Guess.objects.for_memory(memory).open().count()
         to_word, unworded = fresh[: max(free, 0)], fresh[max(free, 0) :]
         for routine in unworded:

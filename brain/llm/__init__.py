@@ -2,13 +2,15 @@
 
     from brain import llm
     answer = llm.complete(task="consolidate", system=..., prompt=..., max_tokens=8000,
-                          timeout=seconds_left, output=MyPydanticModel)
+                          timeout=seconds_left, output=MyPydanticModel, memory=memory)
+    if llm.configured(memory, "consolidate"): ...
 
 Nothing outside ``brain.llm.anthropic_api`` imports a provider SDK.
 """
 
 from brain.llm.errors import LLMError, LLMInvalidOutput, LLMTimeout, LLMUnavailable
-from brain.llm.gateway import Answer, complete, configured
+from brain.llm.gateway import Answer, complete, configured, provider_name
+from brain.llm.waiting import reporting
 
 __all__ = [
     "Answer",
@@ -18,4 +20,6 @@ __all__ = [
     "LLMUnavailable",
     "complete",
     "configured",
+    "provider_name",
+    "reporting",
 ]

@@ -15,6 +15,7 @@ Hazards of the SDK (anthropic 2.x, on httpx2) this module exists to contain:
 from __future__ import annotations
 
 import anthropic
+import pydantic
 
 from brain.llm.errors import LLMError, LLMTimeout, LLMUnavailable, one_line
 from brain.llm.providers import Reply
@@ -34,7 +35,15 @@ class AnthropicProvider:
         self.base_url = base_url  # None: the SDK's own default endpoint
         self.model = model
 
-    def send(self, *, system: str, prompt: str, max_tokens: int, timeout: float) -> Reply:
+    def send(
+        self,
+        *,
+        system: str,
+        prompt: str,
+        max_tokens: int,
+        timeout: float,
+        output: type[pydantic.BaseModel] | None = None,  # the instruction in ``system`` says it
+    ) -> Reply:
         if timeout <= 0:
             raise LLMTimeout("No time was left for the model call.")
         try:

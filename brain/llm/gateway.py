@@ -1,8 +1,15 @@
 """``complete``: the one door every model call in brain goes through.
 
-Contract: one ``ModelCall`` row per call, whatever the outcome; the caller's timeout is a hard
-deadline for the whole call, retries included; structured output is validated before anyone
-sees it. Hazard: the row is written on the caller's database connection, so a caller inside a
+Contract: one ``ModelCall`` row per call, whatever the outcome and whatever serves it; the
+caller's timeout is a hard deadline for the whole call, retries included; structured output is
+validated before anyone sees it.
+
+Who serves a call is the memory's route for its task (``brain.llm.routing``): Anthropic, a
+worker (``brain.llm.worker_provider``: the call waits for a worker program to take and answer
+it), or nobody (offline: ``configured`` says False and the caller does without a model).
+Callers pass the memory they work for; a call for no memory takes brain's default.
+
+Hazard: the row is written on the caller's database connection, so a caller inside a
 transaction that later rolls back loses it. Callers must not hold a transaction open across a
 model call anyway (the consolidator's rule).
 """
@@ -16,9 +23,10 @@ from dataclasses import dataclass
 import pydantic
 from django.conf import settings
 
-from brain.llm import structured
+from brain.llm import routing, structured
 from brain.llm.errors import LLMError, LLMTimeout, LLMUnavailable, one_line
 from brain.llm.providers import Provider, Reply
+from brain.llm.worker_provider import WorkerProvider
 from brain.models import ModelCall
 
 # A retry needs at least this long to be worth starting; less, and the call fails now.
@@ -27,14 +35,27 @@ BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 8.0
 
 
-def configured() -> bool:
-    """Whether any model provider is configured (today: ``ANTHROPIC_API_KEY`` is set)."""
+def configured(memory=None, task: str | None = None) -> bool:
+    """Whether ``memory``'s calls for ``task`` have a model: an offline route never, a worker
+    route always (the call waits for a worker), Anthropic when ``ANTHROPIC_API_KEY`` is set.
+    Without a memory, brain's default: whether the key is set."""
+    route = routing.route_for(memory, task)
+    if route.provider == routing.OFFLINE:
+        return False
+    if route.provider == routing.WORKER:
+        return True
     return bool(settings.ANTHROPIC_API_KEY)
 
 
-def provider_from_settings(*, cheap: bool = False) -> Provider:
+def provider_name(memory=None, task: str | None = None) -> str:
+    """Who serves ``memory``'s calls for ``task``: "anthropic", "worker" or "offline"."""
+    return routing.route_for(memory, task).provider
+
+
+def provider_from_settings(*, cheap: bool = False, model: str = "") -> Provider:
     """The provider the settings name, built afresh so a settings change takes effect at once.
-    ``cheap``: the small model (``BRAIN_LLM_CHEAP_MODEL``) for short, frequent calls.
+    ``cheap``: the small model (``BRAIN_LLM_CHEAP_MODEL``) for short, frequent calls;
+    ``model``: a route's own model, over both.
 
     Raises LLMError when none is configured: callers should have asked ``configured()``.
     """
@@ -44,9 +65,20 @@ def provider_from_settings(*, cheap: bool = False) -> Provider:
         return AnthropicProvider(
             api_key=settings.ANTHROPIC_API_KEY,
             base_url=settings.ANTHROPIC_BASE_URL or None,
-            model=settings.BRAIN_LLM_CHEAP_MODEL if cheap else settings.BRAIN_LLM_MODEL,
+            model=model or (settings.BRAIN_LLM_CHEAP_MODEL if cheap else settings.BRAIN_LLM_MODEL),
         )
     raise LLMError("No model provider is configured: set ANTHROPIC_API_KEY.")
+
+
+def provider_for(memory, task: str, *, cheap: bool = False) -> Provider:
+    """The provider ``memory``'s route for ``task`` names. Raises LLMError for an offline
+    route, or Anthropic without a key: callers should have asked ``configured()``."""
+    route = routing.route_for(memory, task)
+    if route.provider == routing.OFFLINE:
+        raise LLMError(f"Model calls for {task} are off in this memory (offline).")
+    if route.provider == routing.WORKER:
+        return WorkerProvider(memory=memory, task=task, model=route.model)
+    return provider_from_settings(cheap=cheap, model=route.model)
 
 
 @dataclass(frozen=True)
@@ -67,6 +99,7 @@ def complete[T: pydantic.BaseModel](
     timeout: float,
     output: type[T] | None = None,
     cheap: bool = False,
+    memory=None,
 ) -> Answer[T]:
     """Ask the configured model; return its answer, validated as ``output`` when given.
 
@@ -75,8 +108,9 @@ def complete[T: pydantic.BaseModel](
     leaves room. Raises LLMTimeout, LLMUnavailable, LLMInvalidOutput or LLMError; LLMError
     also when no provider is configured (no row is written then: nothing was asked).
     ``cheap`` asks the small model (a reflection over a conversation, after every voice chat).
+    ``memory``: the memory the call works for, whose route for ``task`` picks the provider.
     """
-    provider = provider_from_settings(cheap=cheap)
+    provider = provider_for(memory, task, cheap=cheap)
     if output is not None:
         system = f"{system}\n\n{structured.instruction(output)}"
     call = ModelCall(
@@ -96,6 +130,7 @@ def complete[T: pydantic.BaseModel](
             max_tokens=max_tokens,
             deadline=started + timeout,
             timeout=timeout,
+            output=output,
         )
         call.output = reply.text
         call.input_tokens, call.output_tokens = reply.input_tokens, reply.output_tokens
@@ -116,6 +151,8 @@ def complete[T: pydantic.BaseModel](
             call.state, call.error = ModelCall.State.ERROR, "Interrupted before the answer came."
         call.latency_ms = round((time.monotonic() - started) * 1000)
         call.save()
+        if isinstance(provider, WorkerProvider):
+            provider.attach(call)
     return Answer(text=reply.text, parsed=parsed, call_id=call.pk)
 
 
@@ -128,6 +165,7 @@ def _send_within_deadline(
     max_tokens: int,
     deadline: float,
     timeout: float,
+    output: type[pydantic.BaseModel] | None,
 ) -> Reply:
     """Attempts until one answers, a non-transient error, the retry budget or the deadline."""
     while True:
@@ -136,7 +174,9 @@ def _send_within_deadline(
             raise LLMTimeout(f"No time was left for the model call ({timeout:.1f} s given).")
         call.attempts += 1
         try:
-            return provider.send(system=system, prompt=prompt, max_tokens=max_tokens, timeout=left)
+            return provider.send(
+                system=system, prompt=prompt, max_tokens=max_tokens, timeout=left, output=output
+            )
         except LLMUnavailable as error:
             if call.attempts > settings.BRAIN_LLM_MAX_RETRIES:
                 raise

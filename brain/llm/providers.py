@@ -1,4 +1,4 @@
-"""The tiny interface a model provider answers (the gateway picks the provider from settings).
+"""The tiny interface a model provider answers (the gateway picks one by the memory's route).
 
 A provider makes exactly one attempt per ``send``: retries, the deadline, recording and output
 validation belong to the gateway, so every provider (Anthropic today, local-model workers
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Protocol
+
+import pydantic
 
 
 @dataclass(frozen=True)
@@ -25,8 +27,18 @@ class Provider(Protocol):
     name: str  # recorded as ModelCall.provider
     model: str  # recorded as ModelCall.model
 
-    def send(self, *, system: str, prompt: str, max_tokens: int, timeout: float) -> Reply:
-        """One attempt, finished or abandoned within ``timeout`` seconds.
+    def send(
+        self,
+        *,
+        system: str,
+        prompt: str,
+        max_tokens: int,
+        timeout: float,
+        output: type[pydantic.BaseModel] | None = None,
+    ) -> Reply:
+        """One attempt, finished or abandoned within ``timeout`` seconds. ``output``: the
+        shape the gateway will validate (already described in ``system``); a provider that
+        can hold its model to a schema (a worker's) sends it along.
 
         Raises LLMTimeout, LLMUnavailable (transient) or LLMError (anything else); never a
         provider SDK's own exception.

@@ -8,18 +8,19 @@ if TYPE_CHECKING:
     from memory.composers.base import Composer
 
 
-def get_composer() -> Composer:
-    """Claude when the LLM gateway is configured (ANTHROPIC_API_KEY), else the offline rules.
+def get_composer(memory=None) -> Composer:
+    """The model when the gateway has one for ``memory``'s task "consolidate" (Anthropic with
+    ANTHROPIC_API_KEY, or a worker), else the offline rules.
 
     Imports are lazy: this package is imported whenever ``memory.composers.base`` is, which
     happens while Django loads models, before the gateway (which needs the models) can load.
     """
     from brain import llm
 
-    if llm.configured():
-        from memory.composers.claude import ClaudeComposer
+    if llm.configured(memory, "consolidate"):
+        from memory.composers.claude import TASK, ClaudeComposer
 
-        return ClaudeComposer()
+        return ClaudeComposer(memory=memory, name=llm.provider_name(memory, TASK))
     from memory.composers.offline import OfflineComposer
 
     return OfflineComposer()

@@ -99,9 +99,13 @@ class ComposerAnswer(pydantic.BaseModel):
 
 
 class ClaudeComposer:
-    """Composer backed by the LLM gateway. Needs ``llm.configured()``; see ``get_composer``."""
+    """Composer backed by the LLM gateway. Needs ``llm.configured()``; see ``get_composer``.
+    ``memory``: whose route picks the model (Anthropic or a worker); ``name`` is recorded on
+    the pass as who composed it."""
 
-    name = "anthropic"
+    def __init__(self, *, memory=None, name: str = "anthropic") -> None:
+        self.memory = memory
+        self.name = name
 
     def compose(
         self,
@@ -129,6 +133,7 @@ class ClaudeComposer:
                 max_tokens=max_output_tokens(max_bytes),
                 timeout=DEFAULT_TIMEOUT_S if timeout is None else timeout,
                 output=ComposerAnswer,
+                memory=self.memory,
             )
         except llm.LLMTimeout as error:
             raise ComposerTimeout(str(error)) from error

@@ -9,7 +9,7 @@ def scripted(monkeypatch):
 
     def install(*answers) -> ScriptedComposer:
         composer = ScriptedComposer(list(answers))
-        monkeypatch.setattr("memory.consolidator.get_composer", lambda: composer)
+        monkeypatch.setattr("memory.consolidator.get_composer", lambda memory=None: composer)
         return composer
 
     return install

@@ -118,7 +118,7 @@ def a_pass_composing(home, monkeypatch) -> Iterator[ConsolidationRun]:
             go_on.wait(timeout=30)
             return offline.compose(**kwargs)
 
-    monkeypatch.setattr("memory.consolidator.get_composer", lambda: Slow())
+    monkeypatch.setattr("memory.consolidator.get_composer", lambda memory=None: Slow())
     filing = _meanwhile(lambda: consolidator.execute(run.pk))
     assert thinking.wait(timeout=30), "the pass never asked its composer"
     try:
@@ -126,7 +126,7 @@ def a_pass_composing(home, monkeypatch) -> Iterator[ConsolidationRun]:
     finally:
         go_on.set()
         filing.result(timeout=30)
-    monkeypatch.setattr("memory.consolidator.get_composer", lambda: offline)
+    monkeypatch.setattr("memory.consolidator.get_composer", lambda memory=None: offline)
 
 
 def _file_what_waits(home) -> None:

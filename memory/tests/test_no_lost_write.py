@@ -222,7 +222,7 @@ def filing(monkeypatch):
             ),
         },
     )()
-    monkeypatch.setattr("memory.consolidator.get_composer", lambda: composer)
+    monkeypatch.setattr("memory.consolidator.get_composer", lambda memory=None: composer)
 
 
 def _pass(home) -> ConsolidationRun:
