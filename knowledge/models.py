@@ -451,6 +451,19 @@ class ReviewItemQuerySet(models.QuerySet):
     def for_memory(self, memory: Memory) -> ReviewItemQuerySet:
         return self.filter(memory=memory)
 
+    def waiting(self) -> ReviewItemQuerySet:
+        """Open items still asking: a conflict's only while both its sides are still believed
+        (``ConflictQuerySet.to_settle``: a side forgotten or replaced since settled it)."""
+        live = Fact.objects.live().values("pk")
+        return self.open().filter(
+            ~models.Q(kind=ReviewItem.Kind.CONFLICT)
+            | models.Q(
+                conflict__state=Conflict.State.OPEN,
+                conflict__old__in=live,
+                conflict__new__in=live,
+            )
+        )
+
     def readable_by(self, user) -> ReviewItemQuerySet:
         """Items ``user`` may read: a conflict's when they read the conflict (both sides), any
         other when they read every passage it names (an item naming none, administrators

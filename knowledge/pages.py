@@ -45,6 +45,20 @@ def page(subject: Subject, reader, *, live: bool = True) -> Page | None:
     return Page(subject, shown, links_of(subject, shown, reader))
 
 
+def ended(subject: Subject, reader) -> list[Fact]:
+    """Facts of ``subject``'s page ``reader`` reads that were true until a day and are not any
+    more, though nothing replaced them (a conflict kept both with their dates): they read
+    "until" that day, newest first."""
+    facts = Fact.objects.filter(subjects=subject).readable_by(reader).without_vectors()
+    return list(
+        facts.filter(
+            status__in=[Fact.Status.QUEUED, Fact.Status.FILED],
+            valid_to__isnull=False,
+            superseded_by__isnull=True,
+        ).order_by("-valid_to", "-pk")
+    )
+
+
 def links_of(subject: Subject, facts: list[Fact], reader) -> list[Link]:
     """The links ``facts`` (on ``subject``'s page, readable by ``reader``) make to other
     pages that exist for ``reader``."""

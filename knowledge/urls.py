@@ -1,6 +1,6 @@
 from django.urls import path
 
-from knowledge import views
+from knowledge import review_views, views
 
 app_name = "knowledge"
 
@@ -13,5 +13,8 @@ urlpatterns = [
     path("pages/", views.page_list, name="pages"),
     path("pages/<int:pk>/", views.page, name="page"),
     path("read-as", views.read_as, name="read-as"),
+    path("review/", review_views.review_queue, name="review"),
+    path("review/<int:pk>/labels", review_views.label_item, name="review-labels"),
+    path("review/<int:pk>/leave", review_views.leave_item, name="review-leave"),
     path("passages/<int:pk>/labels", views.label_passage, name="label-passage"),
 ]

@@ -62,6 +62,7 @@ def sources(request: HttpRequest, memory: Memory) -> HttpResponse:
         "people": source_listing.people_heard(memory, request.user),
         "first_words": source_listing.FIRST_WORDS,
         "add_source": _add_source_form(memory),
+        "review_waiting": review.count(memory, request.user),
         "found": _passages_found(request, memory, filters.q),
     }
     return render(request, "knowledge/sources.html", context)
@@ -276,7 +277,7 @@ def compile_source(request: HttpRequest, pk: int, memory: Memory) -> HttpRespons
 def page_list(request: HttpRequest, memory: Memory) -> HttpResponse:
     """The pages that exist for the person: those with a fact they may read."""
     shown = pages.readable_pages(memory, request.user).annotate(facts_shown=Count("facts"))
-    context = {"pages": shown}
+    context = {"pages": shown, "review_waiting": review.count(memory, request.user)}
     if access.may(request.user, memory, Permission.ADMINISTER):
         context["roles"] = Role.objects.filter(memory=memory).order_by("name")
     return render(request, "knowledge/pages.html", context)

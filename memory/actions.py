@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, time, timedelta
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
@@ -28,7 +28,17 @@ from knowledge import actions as knowledge_actions
 from knowledge import episodes as knowledge_episodes
 from knowledge import gate, kinds, statements
 from knowledge.embedding import get_embedder
-from knowledge.models import Conflict, Episode, Fact, Memory, Passage, Source, Subject, name_of
+from knowledge.models import (
+    Conflict,
+    Episode,
+    Fact,
+    Memory,
+    Passage,
+    ReviewItem,
+    Source,
+    Subject,
+    name_of,
+)
 from knowledge.secret_filter import secret_in
 from knowledge.subjects import mentioned_in
 from knowledge.subjects import resolve as resolve_subjects
@@ -261,7 +271,17 @@ def learn(
             cites=cites,
         )
         superseded = conflict = earlier = None
-        if judgement.verdict in ("contradiction", "refinement"):
+        if (
+            judgement.verdict in ("contradiction", "refinement")
+            and not verdict  # the teller's own verdict is done as said
+            and not replaces_silently(_judged(judgement), source=source, origin=origin)
+        ):
+            conflict = knowledge_actions.open_conflict(
+                old=_judged(judgement),
+                new=fact,
+                reason=f"{judgement.reason}; the two come from different sources",
+            )
+        elif judgement.verdict in ("contradiction", "refinement"):
             knowledge_actions.supersede(old=_judged(judgement), new=fact)
             superseded = judgement.target
         elif judgement.verdict == "conflict":
@@ -289,6 +309,41 @@ def learn(
         earlier,
         caught=tuple(caught),
     )
+
+
+# A person telling brain something now: the line typed, said in a conversation, at the terminal
+# or through the API (brain makes the source for that moment), or a person's correction.
+_SAID_NOW = {Source.Kind.CONVERSATION, Source.Kind.TYPED, Source.Kind.TERMINAL, Source.Kind.API}
+
+
+def replaces_silently(old: Fact, *, source: Source, origin: str) -> bool:
+    """Whether a statement from ``source`` that contradicts or refines ``old`` replaces it at
+    once (today's newest-wins), rather than opening a conflict that keeps both live.
+
+    It replaces it when the correction is someone's own, at once:
+
+    - a person telling brain now (a correction, or a line typed, said in a conversation, at the
+      terminal or through the API): the "no, actually…" of the record's keepers, who are asked
+      nothing about their own words — and the gate only ever judges them against what they
+      read;
+    - or the same source correcting itself: ``old`` cites ``source`` or an earlier version of
+      it (a conversation where someone takes back what they said, a document's new version).
+
+    Otherwise — a note, document or email added, an import, an insight or study run,
+    disagreeing with a fact that cites other sources — neither side outranks the other, so
+    both stay live and a person settles it (Review), seeing the passages of both sides.
+
+    (``learn`` asks this only of the gate's own verdicts. A verdict the teller gave — an
+    agent's, or brain's arithmetic replacing its previous judgement — names what it replaces
+    and is done as said.)"""
+    if origin == Origin.CORRECTION or source.kind in _SAID_NOW:
+        return True
+    versions, earlier = {source.pk}, source.previous_id
+    while earlier is not None and earlier not in versions:
+        versions.add(earlier)
+        earlier = Source.objects.filter(pk=earlier).values_list("previous_id", flat=True).first()
+    cited = Passage.objects.filter(facts=old, source_id__in=versions)
+    return old.source_id in versions or cited.exists()
 
 
 def _judged(judgement: gate.Judgement) -> Fact:
@@ -431,31 +486,74 @@ class Settled:
 
     @property
     def message(self) -> str:
-        old, new = self.conflict.old, self.conflict.new
-        return {
-            Conflict.Resolution.KEEP_NEW: f"Kept “{new.text}”; “{old.text}” is no longer "
-            "believed (it stays in the history).",
-            Conflict.Resolution.KEEP_OLD: f"Kept “{old.text}”; “{new.text}” is forgotten.",
-            Conflict.Resolution.KEEP_BOTH: f"Kept both: “{old.text}” and “{new.text}”.",
-        }[Conflict.Resolution(self.conflict.resolution)]
+        old, new, merged = self.conflict.old, self.conflict.new, self.conflict.merged_into
+        match self.conflict.resolution:
+            case Conflict.Resolution.KEEP_NEW:
+                return (
+                    f"Kept “{new.text}”; “{old.text}” is no longer believed (it stays in the "
+                    "history)."
+                )
+            case Conflict.Resolution.KEEP_OLD:
+                return f"Kept “{old.text}”; “{new.text}” is forgotten."
+            case Conflict.Resolution.DATED:
+                return (
+                    f"Kept both with their dates: “{old.text}” until "
+                    f"{_day(new.valid_from)}, “{new.text}” since {_day(new.valid_from)}."
+                )
+            case Conflict.Resolution.MERGED if merged is not None:
+                return (
+                    f"Merged into “{merged.text}” (fact #{merged.pk}), which cites the passages "
+                    f"of both; “{old.text}” and “{new.text}” are no longer believed (they stay "
+                    "in the history)."
+                )
+        return f"Kept both: “{old.text}” and “{new.text}”."
 
 
-def settle_conflict(*, conflict: Conflict, keep: str, by=None) -> Settled:
-    """Settle a conflict the gate opened: keep the new statement (the old one is retired, and
-    its line leaves the document at the next filing), the old one (the new one is forgotten,
-    as ✕ would), or both. Raises ValidationError for an unknown choice and AlreadySettled when
-    someone settled it first."""
+def _day(when) -> str:
+    return f"{timezone.localtime(when):%-d %b %Y}"
+
+
+def settle_conflict(
+    *, conflict: Conflict, keep: str, by=None, text: str | None = None, since=None
+) -> Settled:
+    """Settle a conflict, from every surface (the page, Review, the Knowledge tab, the API,
+    the CLI):
+
+    - ``new``: the new statement holds; the old one is retired (its line leaves the document
+      at the next filing);
+    - ``old``: the old one holds; the new one is forgotten, as ✕ would;
+    - ``both``: both hold as they are;
+    - ``dated``: both were true, each for its own time: the old one until ``since`` (a date or
+      datetime, by default when the new one was said), the new one from then. Neither is
+      replaced (no ``superseded_by``): the old one's validity closes, so it reads "until"
+      that day in the history and ``as_of`` answers with it before then, and the new one
+      reads "since";
+    - ``merged``: a person wrote ``text`` in place of both. It is a new fact about the pages of
+      both, citing the passages of both sides (so it is read by whoever reads both, as the
+      conflict was), and both sides are replaced by it.
+
+    The conflict's Review item is settled with it. Raises ValidationError (an unknown choice, a
+    merge without words, a date outside both statements' time) and AlreadySettled when someone
+    settled it first."""
     if keep not in Conflict.Resolution.values:
         raise ValidationError(
             f"Keep must be one of {', '.join(Conflict.Resolution.values)}, not {keep!r}."
         )
+    if keep == Conflict.Resolution.MERGED:
+        text = clean_fact_text(text)
+        secret = secret_in(text)
+        if secret:
+            raise ValidationError(f"That looks like {secret}. brain does not keep secrets.")
+        embedder = get_embedder()
+        embedding = embedder.embed_one(text)
     with transaction.atomic():
+        now = timezone.now()
         settled = Conflict.objects.filter(pk=conflict.pk, state=Conflict.State.OPEN).update(
             state=Conflict.State.SETTLED,
             resolution=keep,
             settled_by=by,
             settled_by_name=name_of(by),
-            settled_at=timezone.now(),
+            settled_at=now,
         )
         conflict = Conflict.objects.select_related("old", "new", "memory").get(pk=conflict.pk)
         if not settled:
@@ -464,17 +562,77 @@ def settle_conflict(*, conflict: Conflict, keep: str, by=None) -> Settled:
                 f"Conflict #{conflict.pk} was already settled{who}: "
                 f"{conflict.get_resolution_display()}."
             )
+        ReviewItem.objects.filter(conflict=conflict, state=ReviewItem.State.OPEN).update(
+            state=ReviewItem.State.SETTLED, settled_by=by, settled_at=now
+        )
         old, new = conflict.old, conflict.new
         if keep == Conflict.Resolution.KEEP_NEW:
             knowledge_actions.supersede(old=old, new=new)
-            if old.in_document:
-                add_to_inbox(
-                    memory=conflict.memory,
-                    text=old.text,
-                    origin=Origin.CORRECTION,
-                    by=by,
-                    action=InboxItem.Action.FORGET,
-                )
+            _queue_line_removal(old, by)
         elif keep == Conflict.Resolution.KEEP_OLD:
             forget(fact=new, by=by)
+        elif keep == Conflict.Resolution.DATED:
+            _date_both(old, new, since if since is not None else new.valid_from, by)
+        elif keep == Conflict.Resolution.MERGED:
+            merged = _merge_sides(conflict, text, embedding, embedder.name, by)
+            Conflict.objects.filter(pk=conflict.pk).update(merged_into=merged)
+            conflict.merged_into = merged
+        conflict.old.refresh_from_db()
+        conflict.new.refresh_from_db()
     return Settled(conflict)
+
+
+def _queue_line_removal(fact: Fact, by) -> None:
+    """A fact no longer believed leaves the document at the next filing."""
+    if fact.in_document:
+        add_to_inbox(
+            memory=fact.memory,
+            text=fact.text,
+            origin=Origin.CORRECTION,
+            by=by,
+            action=InboxItem.Action.FORGET,
+        )
+
+
+def _date_both(old: Fact, new: Fact, since, by) -> None:
+    """``old`` holds until ``since``, ``new`` from then: both kept, neither replaced."""
+    if not isinstance(since, datetime):  # a day: from its start, where the memory is
+        since = timezone.make_aware(datetime.combine(since, time.min))
+    if since > timezone.now():
+        raise ValidationError(
+            f"{_day(since)} is after today: brain keeps what was and is true. Keep both as "
+            "they are, and settle it again when the day comes."
+        )
+    if since <= old.valid_from:
+        raise ValidationError(
+            f"“{old.text}” was only said on {_day(old.valid_from)}: choose a day after that "
+            "for when it stopped being true."
+        )
+    Fact.objects.filter(pk=old.pk).update(valid_to=since)
+    Fact.objects.filter(pk=new.pk).update(valid_from=since)
+    _queue_line_removal(old, by)
+
+
+def _merge_sides(conflict: Conflict, text: str, embedding, embedder: str, by) -> Fact:
+    """The merged statement: about the pages of both sides, citing the passages of both, and
+    taught by the person who wrote it; both sides are replaced by it and it waits to be filed."""
+    old, new = conflict.old, conflict.new
+    sides = [old.pk, new.pk]
+    cites = list(Passage.objects.filter(facts__in=sides).distinct().order_by("pk"))
+    about = list(Subject.objects.filter(facts__in=sides).distinct().order_by("pk"))
+    merged = knowledge_actions.file_fact(
+        memory=conflict.memory,
+        text=text,
+        channel=Fact.Channel.TYPED,
+        kind=new.kind,
+        by=by,
+        subjects=about,
+        embedding=embedding,
+        embedder=embedder,
+        cites=cites,
+    )
+    for side in (old, new):
+        knowledge_actions.supersede(old=side, new=merged)
+        _queue_line_removal(side, by)
+    add_to_inbox(memory=conflict.memory, text=text, origin=Origin.CORRECTION, by=by, fact=merged)
+    return merged

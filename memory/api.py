@@ -288,19 +288,30 @@ class ConflictFactSerializer(serializers.Serializer):
     text = serializers.CharField()
     taught_by = serializers.CharField(source="taught_by_name")
     taught_at = serializers.DateTimeField(source="created_at")
+    valid_from = serializers.DateTimeField()
+    valid_to = serializers.DateTimeField(allow_null=True)
 
 
 class ConflictSerializer(serializers.ModelSerializer):
     old = ConflictFactSerializer()
     new = ConflictFactSerializer()
+    merged_into = serializers.IntegerField(source="merged_into_id", allow_null=True)
 
     class Meta:
         model = Conflict
-        fields = ["id", "old", "new", "reason", "state", "resolution", "created_at"]
+        fields = ["id", "old", "new", "reason", "state", "resolution", "merged_into", "created_at"]
 
 
 class SettleSerializer(serializers.Serializer):
     keep = serializers.ChoiceField(choices=Conflict.Resolution.choices)
+    text = serializers.CharField(
+        required=False, help_text="For merged: the statement written in place of both."
+    )
+    since = serializers.DateField(
+        required=False,
+        help_text="For dated: the day the older stopped being true and the newer began "
+        "(by default, when the newer was said).",
+    )
 
 
 @extend_schema(responses={200: ConflictSerializer(many=True)})
@@ -317,13 +328,18 @@ def conflicts(request: Request, memory: Memory) -> Response:
 @api_view(["POST"])
 @access.requires(Permission.CURATE)
 def settle(request: Request, pk: int, memory: Memory) -> Response:
-    """Keep the new statement, the old one, or both. Settled already: a 409 saying how."""
+    """Keep the new statement, the old one, both, both with their dates (``since``), or merge
+    them (``text``). Settled already: a 409 saying how."""
     conflict = get_object_or_404(
         Conflict.objects.for_memory(memory).readable_by(request.user), pk=pk
     )
     form = SettleSerializer(data=request.data)
     form.is_valid(raise_exception=True)
     settled = actions.settle_conflict(
-        conflict=conflict, keep=form.validated_data["keep"], by=request.user
+        conflict=conflict,
+        keep=form.validated_data["keep"],
+        text=form.validated_data.get("text"),
+        since=form.validated_data.get("since"),
+        by=request.user,
     )
     return Response({**ConflictSerializer(settled.conflict).data, "detail": settled.message})

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory import api, bulk_api
+from memory import api, bulk_api, curation_api
 
 app_name = "memory-api"
 
@@ -18,5 +18,9 @@ urlpatterns = [
     path("changes/<int:number>/undo", api.undo, name="undo"),
     path("conflicts", api.conflicts, name="conflicts"),
     path("conflicts/<int:pk>/settle", api.settle, name="settle"),
+    path("review", curation_api.review_queue, name="review"),
+    path("pages/<int:pk>/merge", curation_api.merge_pages, name="merge-pages"),
+    path("pages/<int:pk>/split", curation_api.split_page, name="split-page"),
+    path("facts/<int:pk>/edit", curation_api.edit_fact, name="edit-fact"),
     path("export", api.export, name="export"),
 ]

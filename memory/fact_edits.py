@@ -8,14 +8,21 @@ retired, and its line leaves the document at the next filing) or need a person (
 under To settle). The new fact keeps the old one's kind, outcome, subjects and taught
 confidence; its support and outcomes start again, because they were evidence for other words.
 
-When the old fact's line is in the memory document, one commit replaces that line with the new
-words — a person's write through ``write_document``, logged as "Edited fact #N: …" — and files
-the new fact at once. Undoing that change (wherever the change log is: the Knowledge tab, the
-admin, the API, the CLI) puts the old line back, which brings the old fact back and withdraws the
-new one (``reconcile_with_document``; a correction or a rule is never withdrawn by a missing
-line, so undoing the edit of one leaves the new words live beside the old). A fact whose line is
-not in the document (still waiting to be filed, or left out for space) has its waiting item
-dropped, and the new words wait to be filed like anything taught.
+The edit keeps the fact's citations: the new words cite the very passages the old ones did (and
+name the same source), so who may read the fact is unchanged — an edit never moves a fact from
+HR's eyes to everyone's.
+
+Every edit is logged in the change log, with undo. When the old fact's line is in the memory
+document, one commit replaces that line with the new words — a person's write through
+``write_document``, logged as "Edited fact #N: …" — and files the new fact at once. Undoing that
+change (wherever the change log is: the Knowledge tab, the admin, the API, the CLI) puts the old
+line back, which brings the old fact back and withdraws the new one
+(``reconcile_with_document``; a correction or a rule is never withdrawn by a missing line, so
+undoing the edit of one leaves the new words live beside the old). A fact whose line is not in
+the document (still waiting to be filed, left out for space, or a page's fact that is no one's
+line) has its waiting item dropped, the new words wait to be filed like anything taught, and the
+edit is logged as a curating change (``memory.curation.log_edit``) whose undo brings the old fact
+back as it was and withdraws the new words.
 
 Three steps, because the gate may ask a model and no transaction is held across that:
 
@@ -43,7 +50,7 @@ from knowledge import actions as knowledge_actions
 from knowledge import statements
 from knowledge.models import Fact
 from knowledge.secret_filter import refuse_secrets
-from memory import actions, document, revisions
+from memory import actions, curation, document, revisions
 from memory.composers.base import avoid, is_avoid_line, statement_of
 from memory.models import Change, DocumentRevision, InboxItem, Origin
 
@@ -89,10 +96,12 @@ class Edited:
             )
         else:
             said = f"Fact #{self.old.pk} now reads “{learned.fact.text}” (fact #{learned.fact.pk})."
-        if self.change is not None:
+        if self.change is not None and not self.change.curation:
             said += f" Change #{self.change.number} in the log undoes it."
         elif learned.item is not None:
             said += " It waits to be filed."
+        if self.change is not None and self.change.curation:
+            said += f" Change #{self.change.number} in the log undoes it."
         if learned.superseded is not None:
             said += f" It replaces “{learned.superseded.text}” ({learned.reason})."
         if learned.conflict is not None:
@@ -120,6 +129,7 @@ def edit_fact(*, fact: Fact, text: str, by=None) -> Edited:
         if old.text == text:
             return Edited(old, None)
         was = old.status
+        cited = list(old.passages.order_by("pk"))
         knowledge_actions.forget_fact(fact=old, reason=BEING_EDITED)
     try:
         learned = actions.learn(
@@ -131,13 +141,15 @@ def edit_fact(*, fact: Fact, text: str, by=None) -> Edited:
             subjects=list(old.subjects.all()),
             outcome=old.outcome,
             kind=old.kind,
+            source=old.source,
+            cites=cited,
         )
     except BaseException:
         Fact.objects.filter(
             pk=old.pk, status=Fact.Status.FORGOTTEN, forgotten_reason=BEING_EDITED
         ).update(status=was, forgotten_at=None, forgotten_reason="")
         raise
-    return Edited(old, learned, _settle(old, learned, by))
+    return Edited(old, learned, _settle(old, learned, by, was))
 
 
 def _confidence_word(prior: float) -> str:
@@ -148,9 +160,11 @@ def _confidence_word(prior: float) -> str:
 
 
 @retry_transaction
-def _settle(old: Fact, learned: actions.Learned, by) -> Change | None:
+def _settle(old: Fact, learned: actions.Learned, by, was: str) -> Change:
     """Step 3: the old words' line becomes the new words' (or goes, when another fact already
-    says them), or the old words' waiting item is dropped. Returns the change logged."""
+    says them), or the old words' waiting item is dropped. Returns the change logged: the
+    document's, or a curating change when the old words had no line (``was``: the old fact's
+    status, which its undo restores)."""
     memory, now = old.memory, timezone.now()
     with transaction.atomic():
         current = revisions.lock_document(memory)
@@ -199,6 +213,9 @@ def _settle(old: Fact, learned: actions.Learned, by) -> Change | None:
         replaced = learned.superseded
         if replaced is not None and replaced.in_document:
             _queue_removal(replaced, by)
+        if change is None:
+            new = learned.fact if learned.item is not None else None
+            change = curation.log_edit(old=old, new=new, was=was, by=by)
     return change
 
 

@@ -290,7 +290,8 @@ class ChangeQuerySet(models.QuerySet):
 
 
 class Change(models.Model):
-    """One change to the document, in plain English, with the line operations that undo it."""
+    """One change to the document, in plain English, with the line operations that undo it — or
+    one curating action on pages and facts, with what undoing it needs (``curation``)."""
 
     class Source(models.TextChoices):
         PASS = "pass", "a consolidation pass"
@@ -298,6 +299,7 @@ class Change(models.Model):
         UNDO = "undo"
         CLEAR = "clear"
         IMPORT = "import"
+        CURATION = "curation", "your curation"
 
     uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="changes")
@@ -305,6 +307,9 @@ class Change(models.Model):
     source = models.CharField(max_length=8, choices=Source.choices)
     summary = models.TextField()
     operations = models.JSONField(default=list)
+    # A curating action (merging or splitting pages, editing a fact with no line in the
+    # document: memory/curation.py) changes rows, not lines: what undoing it needs, as JSON.
+    curation = models.JSONField(default=dict, blank=True)
     revision = models.ForeignKey(
         DocumentRevision, null=True, blank=True, on_delete=models.SET_NULL, related_name="changes"
     )

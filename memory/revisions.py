@@ -36,7 +36,7 @@ from brain.db.retry import retry_transaction
 from brain.errors import StateConflict
 from knowledge import actions as knowledge_actions
 from knowledge.models import Memory, name_of
-from memory import document
+from memory import curation, document
 from memory.composers.offline import distil_voice
 from memory.models import Change, ConsolidationRun, DocumentRevision
 
@@ -250,6 +250,11 @@ def undo_change(*, memory: Memory, number: int, by=None) -> Change:
         if change.undone_by_id:
             undone_by = Change.objects.get(pk=change.undone_by_id)
             raise CannotUndo(f"Change #{number} was already undone by change #{undone_by.number}.")
+        if change.curation:  # pages merged or split, a fact edited off the document
+            try:
+                return curation.undo(change, by=by)
+            except curation.CannotReverse as why:
+                raise CannotUndo(f"Change #{number} can't be undone: {why.message}") from None
         inverse = [op.inverse() for op in reversed(change.line_operations)]
         try:
             text = document.apply(current.text, inverse)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory import ask_views, study_views, switch_views, views
+from memory import ask_views, curation_views, study_views, switch_views, views
 
 app_name = "memory"
 
@@ -21,6 +21,10 @@ urlpatterns = [
     path("facts/<int:pk>/restore", views.restore_fact, name="restore-fact"),
     path("to-settle", views.to_settle, name="to-settle"),
     path("conflicts/<int:pk>/settle", views.settle, name="settle"),
+    path("conflicts/<int:pk>/resolve", curation_views.resolve_conflict, name="resolve-conflict"),
+    path("pages/<int:pk>/merge", curation_views.merge_pages, name="merge-pages"),
+    path("pages/<int:pk>/split", curation_views.split_page, name="split-page"),
+    path("facts/<int:pk>/edit", curation_views.edit_fact, name="edit-fact"),
     path("changes", views.changes, name="changes"),
     path("changes/<int:number>/undo", views.undo, name="undo"),
     path("ask", ask_views.ask_or_teach, name="ask"),

@@ -11,12 +11,18 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.template.response import TemplateResponse
 
 from knowledge import actions as knowledge_actions
 from knowledge.access import Permission
-from knowledge.admin import EVERYWHERE, MemoryScopedAdmin, ReadOnlyInline, link_to
+from knowledge.admin import (
+    EVERYWHERE,
+    MemoryScopedAdmin,
+    ReadOnlyInline,
+    link_to,
+    memories_where,
+)
 from knowledge.models import Subject
 from review import findings as review_findings
 from review import guesses as review_guesses
@@ -64,7 +70,15 @@ class SubjectAdmin(MemoryScopedAdmin):
     actions = ["merge", "gone", "back"]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(fact_count=Count("facts"))
+        """For anyone but a superuser, only the pages that exist for them (the read rule: a
+        page with a fact they read) — and every subject of a memory they administer, since its
+        administrators read all of it, a room with no fact yet included."""
+        subjects = super().get_queryset(request)
+        administered = memories_where(request, Permission.ADMINISTER)
+        if administered is not None:
+            readable = Subject.objects.readable_by(request.user).values("pk")
+            subjects = subjects.filter(Q(pk__in=readable) | Q(memory__in=administered))
+        return subjects.annotate(fact_count=Count("facts"))
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)

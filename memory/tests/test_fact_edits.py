@@ -94,7 +94,9 @@ def test_words_another_fact_already_says_strengthen_it_and_the_old_line_goes(hom
     assert edited.message.startswith(f"Fact #{old.pk} now says what fact #{hall.pk} already said")
 
 
-def test_editing_a_fact_still_waiting_replaces_what_waits_and_logs_nothing(home, alice):
+def test_editing_a_fact_still_waiting_replaces_what_waits_and_the_log_undoes_it(home, alice):
+    """An edit is always logged (issue 13): a fact with no line in the document yet gets a
+    curating change whose undo brings the old words back, waiting as they were."""
     old = actions.learn(memory=home, text=LAMP, origin=Origin.TYPED, by=alice).fact
 
     edited = fact_edits.edit_fact(fact=old, text=LATER, by=alice)
@@ -103,8 +105,16 @@ def test_editing_a_fact_still_waiting_replaces_what_waits_and_logs_nothing(home,
     assert list(waiting.values_list("text", flat=True)) == [LATER]
     assert InboxItem.objects.get(fact=old).state == InboxItem.State.DROPPED
     assert _live(home) == [LATER]
-    assert not Change.objects.exists()
-    assert edited.message.endswith("It waits to be filed.")
+    change = Change.objects.get()
+    assert change.summary == f"Edited fact #{old.pk}: “{LAMP}” now reads “{LATER}”"
+    assert edited.message.endswith(
+        f"It waits to be filed. Change #{change.number} in the log undoes it."
+    )
+
+    revisions.undo_change(memory=home, number=change.number, by=alice)
+
+    assert _live(home) == [LAMP]
+    assert list(waiting.values_list("text", flat=True)) == [LAMP]
 
 
 def test_an_edit_keeps_what_the_fact_is_about_and_its_kind(home, alice):

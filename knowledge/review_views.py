@@ -1,0 +1,104 @@
+"""The Review page: one queue for labelling doubts, conflicts and unplaced passages
+(knowledge/review.py), each item with its actions inline.
+
+Settling a conflict is memory's action (``memory.actions.settle_conflict``): its forms post to
+``memory:resolve-conflict``, which answers with the same ``#conflict-N`` partial. Labelling an
+item's passages and leaving an item as it is are this app's.
+"""
+
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from brain.htmx import Toast, answer
+from knowledge import access, labeller, labelling, review
+from knowledge.models import Label, Memory, Permission, ReviewItem
+
+ITEMS_PER_PAGE = 25
+PAGE = "knowledge/review.html"
+
+
+def review_context(request: HttpRequest, memory: Memory, item: ReviewItem) -> dict:
+    """What one item's partial (``#review-item``) needs."""
+    may_label = access.may(request.user, memory, Permission.ADMINISTER)
+    labels = list(Label.objects.filter(memory=memory).order_by("name")) if may_label else []
+    return {"item": item, "labels": labels, "next": reverse("knowledge:review")}
+
+
+@require_GET
+@access.requires(Permission.READ)
+def review_queue(request: HttpRequest, memory: Memory) -> HttpResponse:
+    """Everything waiting on a person that they may read, newest first, a page at a time."""
+    page = Paginator(review.waiting(memory, request.user), ITEMS_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    may_label = access.may(request.user, memory, Permission.ADMINISTER)
+    context = {
+        "page": page,
+        "items": review.shown(page.object_list),
+        "labels": list(Label.objects.filter(memory=memory).order_by("name")) if may_label else [],
+        "next": reverse("knowledge:review"),
+    }
+    return render(request, PAGE, context)
+
+
+def _memory_of_item(request: HttpRequest, pk: int) -> Memory:
+    return get_object_or_404(ReviewItem.objects.select_related("memory"), pk=pk).memory
+
+
+def _open_item(request: HttpRequest, memory: Memory, pk: int) -> ReviewItem:
+    item = review.item_for(memory, request.user, pk)
+    if item is None:  # not theirs to read: as if it did not exist
+        raise Http404("No such item in Review.")
+    return item
+
+
+@require_POST
+@access.requires(Permission.ADMINISTER, of=_memory_of_item)
+def label_item(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
+    """Choose the labels of each passage the item names (``labels-<passage id>``), which
+    settles it: every fact citing them follows at once."""
+    item = _open_item(request, memory, pk)
+    if item.state != ReviewItem.State.OPEN:
+        toast = Toast("Someone settled this already.", "error")
+    else:
+        labels = {label.name: label for label in Label.objects.filter(memory=memory)}
+        for passage in item.passages.all():
+            chosen = [
+                labels[n] for n in request.POST.getlist(f"labels-{passage.pk}") if n in labels
+            ]
+            labelling.label_passages([passage], chosen)
+        labeller.settle(item, by=request.user)
+        toast = Toast("Labelled; the facts citing those passages follow their labels now.")
+    item = review.item_for(memory, request.user, pk) or item
+    return answer(
+        request,
+        f"{PAGE}#review-item",
+        review_context(request, memory, item),
+        back=reverse("knowledge:review"),
+        toast=toast,
+    )
+
+
+@require_POST
+@access.requires(Permission.ADMINISTER, of=_memory_of_item)
+def leave_item(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
+    """Leave a labelling doubt or an unplaced passage as it is: the item is settled."""
+    item = _open_item(request, memory, pk)
+    if item.kind == ReviewItem.Kind.CONFLICT:
+        toast = Toast("A conflict is settled by choosing what holds.", "error")
+    else:
+        labeller.settle(item, by=request.user)
+        toast = Toast("Left as it is.")
+    item = review.item_for(memory, request.user, pk) or item
+    return answer(
+        request,
+        f"{PAGE}#review-item",
+        review_context(request, memory, item),
+        back=reverse("knowledge:review"),
+        toast=toast,
+    )
