@@ -371,6 +371,8 @@ BRAIN_BENCHMARKS = [
     "bench.memory.bulk_adds",
     "bench.gate_quality.gate_quality",
     "bench.agent.session_start_hook",
+    # A model call through a worker program against the same stub model asked directly.
+    "bench.workers.worker_round_trip",
     # The read rules (labels and roles) at 100k facts (BRAIN_BENCH_RULE_FACTS).
     "bench.visibility.read_rules",
     # gunicorn and a worker under 50 writers and 5 readers (BRAIN_BENCH_LOAD_SECONDS, 120).
