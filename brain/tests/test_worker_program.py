@@ -472,6 +472,35 @@ def test_a_model_error_is_posted_as_the_calls_error(brain, ollama_stub, start_wo
     worker.wait_for_log("model failed, posted as the call's error")
 
 
+@pytest.mark.parametrize("stub_class", [OllamaStub, OpenAIStub])
+def test_a_json_answer_cut_off_at_the_token_limit_is_posted_as_that_error(
+    brain, start_worker, stub_class
+):
+    fake, url = brain
+    with stub_class() as stub:
+        stub.script(local_text('{"decision": "ke', finish="length"))
+        call = fake.offer(schema=SCHEMA, max_tokens=8)
+        start_worker(url, stub.base_url)
+
+        fake.wait_for(lambda: fake.answers())
+
+    assert fake.answers()[0].body == {
+        "lease": call["lease"],
+        "error": "the answer was cut off at max_tokens (8) before it was complete",
+    }
+
+
+def test_free_text_cut_off_at_the_token_limit_is_still_an_answer(brain, ollama_stub, start_worker):
+    fake, url = brain
+    ollama_stub.script(local_text("The loft is", finish="length"))
+    fake.offer(schema=None)
+    start_worker(url, ollama_stub.base_url)
+
+    fake.wait_for(lambda: fake.answers())
+
+    assert fake.answers()[0].body["text"] == "The loft is"
+
+
 def test_the_lease_is_kept_alive_while_a_slow_model_works(brain, ollama_stub, start_worker):
     fake, url = brain
     ollama_stub.script(LocalReply(text="slow but there", hang_s=2.0))

@@ -8,7 +8,10 @@ max_tokens, ``format`` = the call's JSON schema when it has one) and ``POST /api
 
 A model's answer comes back as a ``ModelAnswer`` or the call fails with ``ModelFailed`` naming
 why in one line (the worker posts that as the call's error: the server's job then reports it).
-Nothing here checks the answer against the schema: the server does, whoever the worker is.
+Nothing here checks the answer against the schema: the server does, whoever the worker is. An
+answer the model stopped at the token limit says so (``cut_off``: Ollama's ``done_reason`` or
+the OpenAI ``finish_reason`` "length"), so a call that asked for JSON can report that rather than
+the broken JSON it leads to.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ class ModelAnswer:
     vectors: list[list[float]] | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cut_off: bool = False  # the model stopped at the token limit, not at the answer's end
 
     def wire(self) -> dict[str, Any]:
         """The answer as the protocol posts it."""
@@ -119,6 +123,7 @@ class OllamaAPI(_HTTPModel):
             text=text,
             input_tokens=_count(data.get("prompt_eval_count")),
             output_tokens=_count(data.get("eval_count")),
+            cut_off=data.get("done_reason") == "length",
         )
 
     def embed(self, *, texts: list[str], timeout: float) -> ModelAnswer:
@@ -163,6 +168,7 @@ class OpenAIAPI(_HTTPModel):
             text=text,
             input_tokens=_count(usage.get("prompt_tokens")),
             output_tokens=_count(usage.get("completion_tokens")),
+            cut_off=data["choices"][0].get("finish_reason") == "length",
         )
 
     def embed(self, *, texts: list[str], timeout: float) -> ModelAnswer:

@@ -10,7 +10,8 @@ Rules, and why:
   (logged, the loop goes on), a revoked token a 403 (the worker stops with a message saying so
   and a non-zero status: there is nothing it could do with that token any more).
 - A model failure is posted as the call's error, so the job waiting on it hears why at once
-  instead of at its deadline.
+  instead of at its deadline. So is an answer to a call that asked for JSON which the model
+  stopped at the token limit: the job hears "cut off at max_tokens", not "not JSON".
 - The server away (no answer, 5xx, 429): back off 0.5 s, doubling up to MAX_PAUSE_S, each
   pause drawn between half and all of that (jitter, so workers that lost the server together do
   not come back in step), for as long as it takes; one log line when it goes and one when it is
@@ -257,6 +258,10 @@ def _run(call: Call, model: LocalModel) -> tuple[dict, str]:
             schema=call.schema,
             timeout=call.deadline_in,
         )
+        if result.cut_off and call.schema is not None:
+            raise ModelFailed(
+                f"the answer was cut off at max_tokens ({call.max_tokens}) before it was complete"
+            )
         return result.wire(), "answered"
     except ModelFailed as error:
         return {"error": str(error)}, f"model failed, posted as the call's error: {error}"
