@@ -14,16 +14,17 @@ Contract:
   cite the earlier passage, and it is marked compiled. A second run over a compiled source files
   nothing; if a passage is filed twice after all (a worker died between filing and marking it),
   the gate finds the statement already known and only strengthens the fact.
-- What is read from a passage: offline, its sentences (``knowledge.passages.sentences``, and
-  lines), each kept as it is written, first person made the person who added the source
-  ("I take…" added by Sarah is "Sarah takes…"); with a model (task "compile", structured output
-  validated before anything is used), the statements it writes, each naming the passages it came
-  from and the pages it belongs on, of the page types the memory keeps (their written guidance
-  is in the prompt). Never filed, whoever read it: a question, a one-off command, a secret, a
-  passing state, words addressed to brain (``reflection.excluded``, the same rule as for
-  conversations) — each is a note on the run, naming the passage and why, never its words (the
-  run is shown to everyone the source is listed for). At most MAX_STATEMENTS_PER_PASSAGE a
-  passage.
+- What is read from a passage, as the memory routes its task "compile" (``brain.llm``:
+  Anthropic, a worker on the person's own machine, or offline). Offline, its sentences
+  (``knowledge.passages.sentences``, and lines), each kept as it is written, first person made
+  the person who added the source ("I take…" added by Sarah is "Sarah takes…"); with a model
+  (structured output validated before anything is used), the statements it writes, each naming
+  the passages it came from and the pages it belongs on, of the page types the memory keeps
+  (their written guidance is in the prompt). Never filed, whoever read it: a question, a
+  one-off command or to-do, a secret, a passing state, words addressed to brain
+  (``reflection.excluded``, the same rule as for conversations) — each is a note on the run,
+  naming the passage and why, never its words (the run is shown to everyone the source is
+  listed for). At most MAX_STATEMENTS_PER_PASSAGE a passage.
 - Where it goes: the pages it names (``knowledge.subjects``: names and nicknames), else the
   pages its passage names; with a model, the pages the model names too (an existing page by its
   name or nickname, else a new page of a type the memory keeps). A statement already known
@@ -275,6 +276,7 @@ def with_model(
         try:
             answer = llm.complete(
                 task="compile",
+                memory=memory,
                 system=_SYSTEM,
                 prompt=_prompt(memory, chunk, types, source),
                 max_tokens=MAX_TOKENS,
@@ -350,7 +352,7 @@ def extract(
     offline. Raises CompileFailed (from the model only)."""
     if not chosen:
         return [], [], ""
-    if llm.configured():
+    if llm.configured(memory, "compile"):
         found, notes = with_model(chosen, memory=memory, source=source, renew=renew)
         return found, notes, "model"
     found, notes = offline(chosen, memory=memory, by=by)

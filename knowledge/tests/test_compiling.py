@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from knowledge import compiling as compile_requests
-from knowledge import passage_search, retrieval, sources
+from knowledge import passage_search, retrieval, sources, visibility
 from knowledge.models import (
     Citation,
     CompileRun,
@@ -378,6 +378,7 @@ def household(home, django_user_model):
     tom = django_user_model.objects.create_user(username="tom", first_name="Tom")
     for person in (sarah, tom):
         Membership.objects.create(memory=home, user=person, permission=Permission.CURATE)
+    visibility.default_labels(home)  # Household, which everyone reads, as in any home in use
     private = Label.objects.create(
         memory=home, name="Private to Sarah", meaning="Sarah's own health and medical notes."
     )
