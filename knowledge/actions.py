@@ -96,8 +96,10 @@ def file_fact(
         embedder=embedder if embedding is not None else "",
         created_at=now,
     )
-    if subjects:
-        fact.subjects.set(subjects)
+    if subjects:  # a new row links to nothing yet: no need to read its links first
+        Fact.subjects.through.objects.bulk_create(
+            [Fact.subjects.through(fact=fact, subject=subject) for subject in set(subjects)]
+        )
     if not cites:
         cites = [passages.of_line(source or passages.lines_source(memory), text)]
     passages.cite(fact, cites)

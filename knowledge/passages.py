@@ -19,8 +19,9 @@ import hashlib
 import re
 from collections.abc import Iterable, Sequence
 
+from django.contrib.postgres.expressions import ArraySubquery
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Case, OuterRef, Q, Subquery, When
 
 from knowledge import visibility
 from knowledge.models import Citation, Fact, Label, Memory, Passage, PassageLabel, Source
@@ -92,34 +93,44 @@ def add_many(
     if not pieces:
         return []
     sources = {source.pk: source for source, _ in pieces}
-    with transaction.atomic():
-        # Two writers adding to one source (a conversation's reflection and its next turn)
-        # take their places in turn; NO KEY so rows citing the source are not held up.
-        list(Source.objects.select_for_update(no_key=True).filter(pk__in=sorted(sources)))
+    # No savepoint of its own: a failure here fails the caller's transaction anyway.
+    with transaction.atomic(savepoint=False):
         return _add_many(pieces, sources, labels)
 
 
 def _add_many(pieces, sources, labels) -> list[Passage]:
-    last = dict(
-        Passage.objects.filter(source_id__in=sources)
-        .values("source_id")
-        .annotate(last=Max("ordinal"))
-        .values_list("source_id", "last")
+    # One statement: each source locked, with its last ordinal and its labels. Two writers
+    # adding to one source (a conversation's reflection and its next turn) take their places
+    # in turn; NO KEY so rows citing the source are not held up.
+    locked = (
+        Source.objects.select_for_update(no_key=True, of=("self",))
+        .filter(pk__in=sorted(sources))
+        .annotate(
+            last=Subquery(
+                Passage.objects.filter(source=OuterRef("pk"))
+                .order_by("-ordinal")
+                .values("ordinal")[:1]
+            ),
+            chosen=ArraySubquery(
+                Source.labels.through.objects.filter(source=OuterRef("pk")).values("label_id")
+            ),
+        )
+        .values_list("pk", "last", "chosen")
     )
+    last: dict[int, int] = {}
+    chosen: dict[int, list[int]] = {}
+    for pk, ordinal, label_ids in locked:
+        if ordinal is not None:
+            last[pk] = ordinal
+        chosen[pk] = label_ids
     if labels is None:
-        chosen: dict[int, list[int]] = {}
-        for source_id, label_id in Source.labels.through.objects.filter(
-            source_id__in=sources
-        ).values_list("source_id", "label_id"):
-            chosen.setdefault(source_id, []).append(label_id)
-        memories = {source.memory_id: source.memory for source in sources.values()}
-        defaults = {
-            pk: [label.pk for label in visibility.default_labels(memory)]
-            for pk, memory in memories.items()
-        }
-        label_ids = {
-            pk: chosen.get(pk) or defaults[source.memory_id] for pk, source in sources.items()
-        }
+        defaults: dict[int, list[int]] = {}
+        for source in sources.values():
+            if not chosen[source.pk] and source.memory_id not in defaults:
+                defaults[source.memory_id] = [
+                    label.pk for label in visibility.default_labels(source.memory)
+                ]
+        label_ids = {pk: chosen[pk] or defaults[source.memory_id] for pk, source in sources.items()}
     else:
         label_ids = {pk: [label.pk for label in labels] for pk in sources}
     made = []
@@ -162,10 +173,15 @@ def set_labels(passages: Sequence[Passage], labels: Iterable[Label]) -> None:
 
 def of_line(source: Source, line: str) -> Passage:
     """The passage of ``source`` a fact taught as ``line`` cites: the first that holds the line
-    (a document or conversation that said it), else the line itself, added to the source."""
+    (a document or conversation that said it; one with the very same text before any other),
+    else the line itself, added to the source."""
     line = " ".join(line.split())
-    same = source.passages.filter(text_hash=text_hash(line)).order_by("ordinal").first()
-    holding = same or source.passages.filter(text__icontains=line).order_by("ordinal").first()
+    digest = text_hash(line)
+    holding = (
+        source.passages.filter(Q(text_hash=digest) | Q(text__icontains=line))
+        .order_by(Case(When(text_hash=digest, then=0), default=1), "ordinal")
+        .first()
+    )
     return holding or add(source, [line])[0]
 
 
