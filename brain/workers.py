@@ -184,6 +184,32 @@ def set_route(*, memory, task: str, provider: str, model: str = "") -> RouteSet:
     return RouteSet(memory, task, provider, model)
 
 
+@dataclass(frozen=True)
+class RoutesSet:
+    changed: list[RouteSet]
+
+    @property
+    def message(self) -> str:
+        if not self.changed:
+            return "No route changed."
+        return " ".join(change.message for change in self.changed)
+
+
+def set_routes(*, memory, routes: dict[str, tuple[str, str]]) -> RoutesSet:
+    """Several routes at once (the settings form): ``{task: (provider, model)}``; only those
+    that differ from what is stored are written, and the message names each change."""
+    stored = {row.task: row for row in ModelRoute.objects.filter(memory=memory)}
+    changed = []
+    for task, (provider, model) in routes.items():
+        row = stored.get(task)
+        model = "" if provider in ("", ModelRoute.Provider.OFFLINE) else " ".join(model.split())
+        current = (row.provider, row.model) if row else ("", "")
+        if current == (provider, model):
+            continue
+        changed.append(set_route(memory=memory, task=task, provider=provider, model=model))
+    return RoutesSet(changed)
+
+
 # Waiting ---------------------------------------------------------------------------------------
 
 

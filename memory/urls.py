@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory import ask_views, curation_views, study_views, switch_views, views
+from memory import ask_views, curation_views, study_views, switch_views, views, worker_views
 
 app_name = "memory"
 
@@ -32,4 +32,6 @@ urlpatterns = [
     path("study", study_views.start_study, name="study"),
     path("study/<int:pk>", study_views.study_status, name="study-status"),
     path("switches", switch_views.set_switches, name="switches"),
+    path("model-routes", worker_views.set_routes, name="model-routes"),
+    path("workers", worker_views.workers_region, name="workers"),
 ]

@@ -19,7 +19,16 @@ from brain.htmx import Toast
 from knowledge import access, listing, reembedding
 from knowledge.models import Conflict, Fact, Memory, Permission
 from knowledge.subjects import UnknownSubject
-from memory import actions, ask_views, brief, consolidator, measurements, revisions, study_views
+from memory import (
+    actions,
+    ask_views,
+    brief,
+    consolidator,
+    measurements,
+    revisions,
+    study_views,
+    worker_views,
+)
 from memory.models import Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
 from memory.rendering import render_markdown
 
@@ -88,6 +97,7 @@ def _banner_context(run: ConsolidationRun | None) -> dict:
             stalled = f"still running after {minutes} min — the worker may be down"
     return {
         "run": run,
+        "worker_wait": worker_views.waiting_words(run) if run.is_running else "",
         "elapsed": f"{minutes} m {seconds:02d} s" if minutes else f"{seconds} s",
         "stalled": stalled,
     }
@@ -262,6 +272,8 @@ def _full_context(request: HttpRequest, memory: Memory) -> dict:
         **_facts_context(request, memory),
         **_to_settle_context(request, memory),
         **_changes_context(memory),
+        **worker_views.routes_context(memory),
+        **worker_views.workers_context(memory),
     }
 
 

@@ -15,7 +15,8 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from agent import actions as agent_actions
-from brain.models import ModelCall, WorkerHeartbeat
+from brain import workers
+from brain.models import ModelCall, WaitingCall, WorkerHeartbeat
 from knowledge import actions as knowledge_actions
 from knowledge.embedding import get_embedder
 from knowledge.models import (
@@ -118,6 +119,9 @@ def content(home, admin_user, alice) -> SimpleNamespace:
         task="consolidate", provider="stub", model="m", input_bytes=1, state="ok", timeout_s=1
     )
     WorkerHeartbeat.objects.create(hostname="worker@here", seen_at=timezone.now())
+    workers.seen(workers.create_token(memory=home, name="attic pc").token, "attic-pc")
+    workers.set_route(memory=home, task="reflect", provider="worker", model="llama3.2")
+    WaitingCall.objects.create(memory=home, task="reflect", deadline=timezone.now())
     Membership.objects.create(memory=home, user=alice, permission=Permission.CURATE)
     PageType.objects.get_or_create(memory=home, key="person", defaults={"name": "Person"})
     ReviewItem.objects.create(memory=home, kind="labelling", question="Which label?")
