@@ -35,16 +35,22 @@ Contract:
   while a compile runs never leaves a fact readable by a role that cannot read all its passages
   (knowledge/visibility.py, "Concurrency"). The gate judges each statement against what the
   person who added the source may read, as for anything they teach.
-- A model answer that is not what was asked for (not JSON of the shape, a statement citing a
-  passage it was not given) files nothing: the run fails and says why. No transaction is open
-  while the model thinks; what it said is kept on the row before anything is filed.
-- Learning off (``memory.switches``): nothing is asked for, and a run asked for before stops at
-  its next passage, saying so.
+- A passage at a time, a call's worth of passages at a time (``_chunks``): what the compiler
+  read of them is kept on the row, then filed, then the next are read — so the source view's
+  count moves while a long document compiles, and a run taken over does not ask the model again
+  for what it had read. A model answer that is not what was asked for (not JSON of the shape, a
+  statement citing a passage it was not given) files nothing of what it read: the run fails
+  and says why, what it filed before stays, and Compile again goes on from there. No
+  transaction is open while the model thinks.
+- Learning off (``memory.switches``): nothing is asked for, and a run asked for before stops
+  before its next passages, saying so.
 
 Bounded work: at most MAX_PASSAGES_PER_CALL passages and MAX_CALL_CHARS characters in one
-model call (a long document is several calls, each within MODEL_TIMEOUT_S), and at most
-MAX_STATEMENTS_PER_PASSAGE statements from one passage (a passage is at most 2,000 characters,
-about a dozen sentences; more statements than that from one is the model listing, not reading).
+model call (a long document is several calls, each within MODEL_TIMEOUT_S), a run stops at
+DEADLINE_S saying how far it got (inside the task's time limit; Compile again goes on), and
+at most MAX_STATEMENTS_PER_PASSAGE statements come from one passage (a passage is at most 2,000
+characters, about a dozen sentences; more statements than that from one is the model listing,
+not reading).
 """
 
 from __future__ import annotations
@@ -53,7 +59,8 @@ import logging
 import os
 import re
 import socket
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import pydantic
@@ -88,6 +95,10 @@ MAX_CALL_CHARS = 24_000  # about 6k tokens of passages: room for the answer in o
 MAX_FACT_CHARS = 300
 MAX_PAGES_LISTED = 300  # the existing pages named in the prompt, so the model reuses them
 MODEL_TIMEOUT_S = 90.0
+# The run stops before this much time is spent, inside the task's soft limit (540 s), saying how
+# far it got; what it filed stays filed, and Compile again goes on from there.
+DEADLINE_S = 480.0
+MIN_CALL_S = 5.0  # less time left than this is not worth a call
 MAX_TOKENS = 4000
 MIN_WORDS = 3  # "Attendees", "Next steps" are headings, not statements
 MAX_NOTES = 50
@@ -260,37 +271,28 @@ def _prompt(memory: Memory, chunk: list[Passage], types: dict[str, str], source:
 
 
 def with_model(
-    chosen: Sequence[Passage],
-    *,
-    memory: Memory,
-    source: Source,
-    renew: Callable[[], None] = lambda: None,
+    chunk: Sequence[Passage], *, memory: Memory, source: Source, timeout: float = MODEL_TIMEOUT_S
 ) -> tuple[list[Statement], list[str]]:
-    """The statements the model reads in ``chosen``, held to the rules in code; ``renew`` is
-    called after each call (the run's lease). Raises CompileFailed when an answer is not what
-    was asked for."""
+    """The statements the model reads in ``chunk`` (one call, see ``_chunks``), held to the
+    rules in code. Raises CompileFailed when its answer is not what was asked for."""
     types = page_types(memory)
-    found: list[Statement] = []
     notes: list[str] = []
-    for chunk in _chunks(chosen):
-        try:
-            answer = llm.complete(
-                task="compile",
-                memory=memory,
-                system=_SYSTEM,
-                prompt=_prompt(memory, chunk, types, source),
-                max_tokens=MAX_TOKENS,
-                timeout=MODEL_TIMEOUT_S,
-                output=_Answer,
-            )
-        except llm.LLMInvalidOutput as error:
-            raise CompileFailed(_without_words(str(error))) from error
-        except llm.LLMError as error:
-            raise CompileFailed(str(error)) from error
-        assert answer.parsed is not None
-        found += _checked(answer.parsed, chunk, types, notes)
-        renew()
-    return found, notes
+    try:
+        answer = llm.complete(
+            task="compile",
+            memory=memory,
+            system=_SYSTEM,
+            prompt=_prompt(memory, list(chunk), types, source),
+            max_tokens=MAX_TOKENS,
+            timeout=timeout,
+            output=_Answer,
+        )
+    except llm.LLMInvalidOutput as error:
+        raise CompileFailed(_without_words(str(error))) from error
+    except llm.LLMError as error:
+        raise CompileFailed(str(error)) from error
+    assert answer.parsed is not None
+    return _checked(answer.parsed, list(chunk), types, notes), notes
 
 
 def _without_words(problem: str) -> str:
@@ -341,21 +343,21 @@ def _checked(
 
 
 def extract(
-    chosen: Sequence[Passage],
+    chunk: Sequence[Passage],
     *,
     memory: Memory,
     source: Source,
     by=None,
-    renew: Callable[[], None] = lambda: None,
+    timeout: float = MODEL_TIMEOUT_S,
 ) -> tuple[list[Statement], list[str], str]:
-    """Statements, notes and which compiler read them: the model when one is configured, else
-    offline. Raises CompileFailed (from the model only)."""
-    if not chosen:
+    """Statements, notes and which compiler read them: the model the memory routes its compile
+    task to, else offline. Raises CompileFailed (from the model only)."""
+    if not chunk:
         return [], [], ""
     if llm.configured(memory, "compile"):
-        found, notes = with_model(chosen, memory=memory, source=source, renew=renew)
+        found, notes = with_model(chunk, memory=memory, source=source, timeout=timeout)
         return found, notes, "model"
-    found, notes = offline(chosen, memory=memory, by=by)
+    found, notes = offline(chunk, memory=memory, by=by)
     return found, notes, "offline"
 
 
@@ -493,38 +495,17 @@ def _compile(run: CompileRun) -> None:
     if not switches.learning_on(memory):
         _finish(run, CompileRun.State.NOTHING, "learning was switched off before it ran.")
         return
-    by = source.added_by
     chosen = _to_compile(source)
     run.refresh_from_db()
-    if not run.extracted:
-        try:
-            found, notes, compiler = extract(
-                chosen, memory=memory, source=source, by=by, renew=lambda: _renew(run)
-            )
-        except CompileFailed as failed:
-            run.compiler, run.passages_total = "model", len(chosen)
-            run.save(update_fields=["compiler", "passages_total"])
-            _finish(
-                run,
-                CompileRun.State.FAILED,
-                f"the model gave no usable answer ({failed}); nothing was filed.",
-            )
-            return
-        run.statements = [asdict(statement) for statement in found]
-        run.notes, run.compiler, run.extracted = notes[:MAX_NOTES], compiler, True
+    if not run.passages_total:  # a run taken over keeps its count
         run.passages_total = run.passages_done + len(chosen)
-        run.save(update_fields=["statements", "notes", "compiler", "extracted", "passages_total"])
+        run.save(update_fields=["passages_total"])
     if not chosen:
         _finish(run, CompileRun.State.NOTHING, "every passage was compiled before.")
         return
-    statements = [Statement.from_json(data) for data in run.statements]
-    by_passage: dict[int, list[Statement]] = {}
-    for statement in statements:
-        by_passage.setdefault(statement.cites[0], []).append(statement)
-    cited = Passage.objects.in_bulk({pk for s in statements for pk in s.cites})
-    unplaced: list[Passage] = []
-    placed: list[Passage] = []
-    for passage in chosen:
+    deadline = time.monotonic() + DEADLINE_S
+    read = [Statement.from_json(data) for data in run.statements]  # a run taken over read these
+    for chunk in _chunks(chosen):
         if not switches.learning_on(memory):
             _finish(
                 run,
@@ -533,7 +514,66 @@ def _compile(run: CompileRun) -> None:
                 f"{run.passages_total} passages were compiled.",
             )
             return
-        landed = [_file(run, source, s, cited, by) for s in by_passage.get(passage.pk, [])]
+        left = deadline - time.monotonic()
+        if left < MIN_CALL_S:
+            _finish(run, CompileRun.State.FAILED, _stopped(run, chunk, "it ran out of time"))
+            return
+        asked = {statement.cites[0] for statement in read}
+        waiting = [passage for passage in chunk if passage.pk not in asked]
+        try:
+            found, notes, compiler = extract(
+                waiting,
+                memory=memory,
+                source=source,
+                by=source.added_by,
+                timeout=min(MODEL_TIMEOUT_S, left),
+            )
+        except CompileFailed as failed:
+            run.compiler = "model"
+            run.save(update_fields=["compiler"])
+            why = f"the model gave no usable answer ({failed})"
+            _finish(run, CompileRun.State.FAILED, _stopped(run, chunk, why))
+            return
+        read += found
+        run.statements = [asdict(statement) for statement in read]
+        run.notes = [*run.notes, *notes][:MAX_NOTES]
+        run.compiler = compiler or run.compiler
+        run.save(update_fields=["statements", "notes", "compiler"])
+        _file_chunk(run, chunk, read)
+    run.extracted = True
+    run.save(update_fields=["extracted"])
+    if run.facts_filed or run.facts_known:
+        _finish(run, CompileRun.State.COMPILED)
+    else:
+        _finish(run, CompileRun.State.NOTHING, _nothing_reason(run))
+
+
+def _stopped(run: CompileRun, chunk: list[Passage], why: str) -> str:
+    """Why a run stopped at ``chunk``, and what is kept: nothing of the chunk was filed."""
+    if not run.passages_done:
+        return f"{why}; nothing was filed."
+    first, last = chunk[0].ordinal + 1, chunk[-1].ordinal + 1
+    return (
+        f"{why} at passages {first}–{last}; nothing of them was filed, the "
+        f"{run.passages_done} compiled before stay, and Compile again goes on from there."
+    )
+
+
+def _file_chunk(run: CompileRun, chunk: list[Passage], read: list[Statement]) -> None:
+    """File what was read of ``chunk``'s passages, one passage at a time, and ask in Review
+    about those placed on no page."""
+    source = run.source
+    mine = {passage.pk for passage in chunk}
+    statements = [s for s in read if s.cites[0] in mine]
+    cited = Passage.objects.in_bulk({pk for s in statements for pk in s.cites})
+    unplaced: list[Passage] = []
+    placed: list[Passage] = []
+    for passage in chunk:
+        landed = [
+            _file(run, source, statement, cited, source.added_by)
+            for statement in statements
+            if statement.cites[0] == passage.pk
+        ]
         filed = [pages for pages in landed if pages is not None]
         if filed and not any(filed):
             unplaced.append(passage)
@@ -541,12 +581,8 @@ def _compile(run: CompileRun) -> None:
             placed.append(passage)
         _done(run, passage)
     _settle_unplaced(source, placed, unplaced)
-    run.unplaced = len(unplaced)
-    run.save(update_fields=["unplaced"])
-    if run.facts_filed or run.facts_known:
-        _finish(run, CompileRun.State.COMPILED)
-    else:
-        _finish(run, CompileRun.State.NOTHING, _nothing_reason(run))
+    run.unplaced += len(unplaced)
+    CompileRun.objects.filter(pk=run.pk).update(unplaced=run.unplaced)
 
 
 def _nothing_reason(run: CompileRun) -> str:

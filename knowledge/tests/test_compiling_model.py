@@ -197,3 +197,86 @@ def test_a_long_document_is_read_in_several_bounded_calls(llm_stub, team, settin
     assert len(llm_stub.requests) == 3  # 20 + 20 + 5 passages
     assert all(r.body["max_tokens"] == compiling.MAX_TOKENS for r in llm_stub.requests)
     assert run.state == CompileRun.State.NOTHING and run.passages_done == 45
+
+
+def _orders(team, count: int) -> Source:
+    text = "\n\n".join(f"Rossi Srl order {n} ships in week {n}." for n in range(count))
+    source = Source.objects.create(
+        memory=team.memory, kind=Source.Kind.DOCUMENT, title="orders.md", text=text
+    )
+    passages.add(source, passages.cut(text), labels=[team.sales])
+    return source
+
+
+def _facts_for(numbers) -> dict:
+    return {
+        "facts": [
+            {"text": f"Rossi Srl order {n} ships in week {n}.", "passages": [i]}
+            for i, n in enumerate(numbers)
+        ]
+    }
+
+
+def test_a_bad_answer_halfway_keeps_what_was_filed_and_compile_again_goes_on_from_there(
+    llm_stub, team
+):
+    source = _orders(team, 25)
+    llm_stub.script(stub_json(_facts_for(range(20))), stub_text("I cannot do that."))
+
+    run = compiling.compile_now(source)
+
+    assert run.state == CompileRun.State.FAILED
+    assert run.reason == (
+        "the model gave no usable answer (The answer is not JSON) at passages 21–25; nothing of "
+        "them was filed, the 20 compiled before stay, and Compile again goes on from there."
+    )
+    assert "I cannot do that" not in run.message  # the answer's words stay in the call log
+    assert Fact.objects.for_memory(team.memory).count() == 20
+
+    llm_stub.script(stub_json(_facts_for(range(20, 25))))
+    again = compiling.compile_now(source)
+
+    assert again.state == CompileRun.State.COMPILED and again.passages_total == 5
+    assert "[4] Rossi Srl order 24 ships in week 24." in llm_stub.requests[-1].prompt
+    assert Fact.objects.for_memory(team.memory).count() == 25
+
+
+def test_a_run_out_of_time_stops_saying_how_far_it_got(llm_stub, team, monkeypatch):
+    source = _orders(team, 25)
+    llm_stub.script(stub_json(_facts_for(range(20))))
+    clock = iter([0.0, 0.0, 1000.0])  # the deadline is set, the first call fits, then it is past
+    monkeypatch.setattr(compiling.time, "monotonic", lambda: next(clock, 1000.0))
+
+    run = compiling.compile_now(source)
+
+    assert run.state == CompileRun.State.FAILED
+    assert run.reason.startswith("it ran out of time at passages 21–25; nothing of them")
+    assert run.passages_done == 20 and len(llm_stub.requests) == 1
+
+
+def test_a_run_whose_worker_died_is_taken_over_without_asking_the_model_again(
+    llm_stub, team, notes
+):
+    llm_stub.script(stub_json(ANSWER))
+    run = compiling.compile_now(notes)
+    one = notes.passages.get(ordinal=0)
+    # As if its worker died after reading and filing the first passage only.
+    Fact.objects.for_memory(team.memory).exclude(passages=one).delete()
+    notes.passages.exclude(pk=one.pk).update(compiled_at=None)
+    CompileRun.objects.filter(pk=run.pk).update(
+        state=CompileRun.State.RUNNING,
+        passages_done=1,
+        facts_filed=2,  # the order, and the pay rise (its first passage is the order's)
+        finished_at=None,
+        executor="elsewhere:1",
+        lease_expires_at=run.started_at,
+    )
+    asked = len(llm_stub.requests)
+
+    compiling.execute(run.pk)
+
+    run.refresh_from_db()
+    assert run.state == CompileRun.State.COMPILED and run.passages_done == 3
+    assert len(llm_stub.requests) == asked  # what it had read was kept on the row
+    assert Fact.objects.for_memory(team.memory).count() == 4
+    assert run.facts_filed == 4 and run.facts_known == 0  # nothing was filed twice
