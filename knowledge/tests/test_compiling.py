@@ -457,3 +457,24 @@ def test_what_a_compile_left_out_is_said_without_the_words_of_a_passage(client, 
     shown = client.get(reverse("knowledge:source", args=[note.pk])).content.decode()
     assert "passage 2: left out a question" in shown
     assert "salary" not in shown and "go up" not in shown
+
+
+def test_the_sweep_starts_again_a_compile_nobody_took_and_one_whose_worker_died(team, monkeypatch):
+    sent = []
+    monkeypatch.setattr(compiling, "send_on_commit", lambda *args: sent.append(args))
+    source = add_meeting_notes(team)
+    waiting = compile_requests.latest(source)
+    compiling.sweep()
+    assert sent == []  # asked for a moment ago: its message is on its way
+
+    long_ago = waiting.started_at - compile_requests.LEASE * 2
+    CompileRun.objects.filter(pk=waiting.pk).update(started_at=long_ago)
+    compiling.sweep()
+    assert sent == [("memory.tasks.compile_source", waiting.pk)]
+
+    CompileRun.objects.filter(pk=waiting.pk).update(
+        claimed_at=long_ago, executor="gone:1", lease_expires_at=long_ago
+    )
+    compiling.execute(waiting.pk)  # the redelivered message takes it over
+    waiting.refresh_from_db()
+    assert waiting.state == CompileRun.State.COMPILED and waiting.facts_filed == 3
