@@ -232,8 +232,8 @@ def split_page(*, page: Subject, facts: Sequence[Fact | int], name: str, kind: s
         taken = Subject.objects.for_memory(page.memory).filter(kind=kind, name__iexact=name)
         if taken.exists():
             raise ValidationError(
-                f"There is already a {Subject.Kind(kind).label} page called “{name}”: move the "
-                "facts by merging pages instead, or choose another name."
+                f"There is already a {Subject.Kind(kind).label.lower()} page called “{name}”: "
+                "move the facts by merging pages instead, or choose another name."
             )
         new = Subject.objects.create(memory=page.memory, kind=kind, name=name)
         links.filter(subject=page, fact_id__in=chosen).update(subject=new)
