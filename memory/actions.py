@@ -112,6 +112,9 @@ def add_to_inbox(
     return item
 
 
+TEACHER = object()  # ``learn``'s gate judges against what its teacher reads, unless told
+
+
 @dataclass(frozen=True)
 class Learned:
     """What the gate decided about a taught statement, and what was done about it."""
@@ -181,6 +184,7 @@ def learn(
     evidence: Sequence[Episode] = (),
     turn: int | None = None,
     cites: Sequence[Passage] = (),
+    reader=TEACHER,
 ) -> Learned:
     """Teach brain one statement, from any surface: the secret filter, the write gate, then a
     fact row (queued) and its inbox item — or, when it is already known, more support.
@@ -193,7 +197,11 @@ def learn(
     there, so "See the run" opens the conversation at that turn). ``cites``: the passages of
     ``source`` it came from (compiling a document); a new fact cites them, and a statement
     already known only strengthens the fact it restates — it never adds a citation, which would
-    take the fact away from readers of that fact who may not read the new passage.
+    take the fact away from readers of that fact who may not read the new passage. ``reader``:
+    whose reading the gate judges the statement against (default ``by``, its teacher): a
+    compiled passage's statement is judged against what the passage's readers read, so it never
+    strengthens, replaces or opens a conflict with a fact they cannot read, and never adds what
+    it says to a fact read by people who cannot read the passage.
 
     Raises ValidationError (empty, too long, a secret), UnknownSubject, or gate.BadVerdict.
     Two identical statements taught at the same moment make one fact with support 2.
@@ -211,15 +219,16 @@ def learn(
     embedder = get_embedder()
     embedding = embedder.embed_one(text)
     speaker = name_of(by)
+    judged_for = by if reader is TEACHER else reader
     if verdict:
-        judgement = gate.from_agent(memory, verdict, target, outcome=outcome, reader=by)
+        judgement = gate.from_agent(memory, verdict, target, outcome=outcome, reader=judged_for)
     elif gate.model_judging(memory):
         judgement = gate.judge_with_model(
-            memory, text, outcome=outcome, embedding=embedding, speaker=speaker, reader=by
+            memory, text, outcome=outcome, embedding=embedding, speaker=speaker, reader=judged_for
         )
     else:
         judgement = gate.judge(
-            memory, text, outcome=outcome, embedding=embedding, speaker=speaker, reader=by
+            memory, text, outcome=outcome, embedding=embedding, speaker=speaker, reader=judged_for
         )
     twins = gate.pending_twins(
         memory,
@@ -235,7 +244,7 @@ def learn(
         caught = knowledge_episodes.claim(twins)
         cited = [*evidence, *knowledge_episodes.with_restatements(caught)]
         if judgement.verdict == "novel":
-            twin = _twin(memory, normalized, text, speaker, by)
+            twin = _twin(memory, normalized, text, speaker, judged_for)
             if twin is not None:  # taught a moment ago by someone else
                 judgement = gate.Judgement("same", twin, "said at the same moment")
         if source is None:
@@ -539,13 +548,14 @@ def settle_conflict(
         raise ValidationError(
             f"Keep must be one of {', '.join(Conflict.Resolution.values)}, not {keep!r}."
         )
+    words = ""
     if keep == Conflict.Resolution.MERGED:
-        text = clean_fact_text(text)
-        secret = secret_in(text)
+        words = clean_fact_text(text)
+        secret = secret_in(words)
         if secret:
             raise ValidationError(f"That looks like {secret}. brain does not keep secrets.")
         embedder = get_embedder()
-        embedding = embedder.embed_one(text)
+        embedding = embedder.embed_one(words)
     with transaction.atomic():
         now = timezone.now()
         settled = Conflict.objects.filter(pk=conflict.pk, state=Conflict.State.OPEN).update(
@@ -574,7 +584,7 @@ def settle_conflict(
         elif keep == Conflict.Resolution.DATED:
             _date_both(old, new, since if since is not None else new.valid_from, by)
         elif keep == Conflict.Resolution.MERGED:
-            merged = _merge_sides(conflict, text, embedding, embedder.name, by)
+            merged = _merge_sides(conflict, words, embedding, embedder.name, by)
             Conflict.objects.filter(pk=conflict.pk).update(merged_into=merged)
             conflict.merged_into = merged
         conflict.old.refresh_from_db()
