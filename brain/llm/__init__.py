@@ -9,7 +9,7 @@ Nothing outside ``brain.llm.anthropic_api`` imports a provider SDK.
 """
 
 from brain.llm.errors import LLMError, LLMInvalidOutput, LLMTimeout, LLMUnavailable
-from brain.llm.gateway import Answer, complete, configured, provider_name
+from brain.llm.gateway import Answer, complete, configured, embed, provider_name
 from brain.llm.waiting import reporting
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "LLMUnavailable",
     "complete",
     "configured",
+    "embed",
     "provider_name",
     "reporting",
 ]

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pydantic
@@ -120,8 +122,7 @@ def complete[T: pydantic.BaseModel](
         input_bytes=len(system.encode()) + len(prompt.encode()),
         timeout_s=timeout,
     )
-    started = time.monotonic()
-    try:
+    with _recorded(call, provider) as started:
         reply = _send_within_deadline(
             provider,
             call,
@@ -139,6 +140,46 @@ def complete[T: pydantic.BaseModel](
             if output is not None
             else None
         )
+    return Answer(text=reply.text, parsed=parsed, call_id=call.pk)
+
+
+def embed(*, memory, texts: list[str], timeout: float, dimensions: int | None = None):
+    """Vectors for ``texts`` from a worker, when ``memory`` routes its task "embed" to one:
+    one per text, each of ``dimensions`` numbers when given (the worker's answer is refused
+    otherwise). Recorded as a ``ModelCall`` like every call. No retry: a worker's bad answer
+    is already asked again once (``brain.workers``). Raises LLMError when the memory's
+    embeddings are not routed to a worker (they are computed here: ``knowledge.embedding``),
+    and LLMTimeout, LLMInvalidOutput or LLMError as ``complete`` does.
+    """
+    route = routing.route_for(memory, EMBED)
+    if route.provider != routing.WORKER:
+        raise LLMError("This memory's embeddings are computed here, not by a worker.")
+    provider = WorkerProvider(memory=memory, task=EMBED, model=route.model)
+    call = ModelCall(
+        task=EMBED,
+        provider=provider.name,
+        model=provider.model,
+        input_bytes=sum(len(text.encode()) for text in texts),
+        timeout_s=timeout,
+    )
+    with _recorded(call, provider):
+        call.attempts = 1
+        vectors = provider.embed(texts=texts, timeout=timeout, dimensions=dimensions)
+        size = len(vectors[0]) if vectors else 0
+        call.output = f"{len(vectors)} vectors of {size} numbers"
+    return vectors
+
+
+EMBED = "embed"
+
+
+@contextmanager
+def _recorded(call: ModelCall, provider: Provider) -> Iterator[float]:
+    """Run the call inside; write its row whatever happens (state, error, latency) and link a
+    worker's waiting calls to it. Yields the moment it started."""
+    started = time.monotonic()
+    try:
+        yield started
         call.state = ModelCall.State.OK
     except LLMError as error:
         call.state, call.error = error.state, str(error)
@@ -153,7 +194,6 @@ def complete[T: pydantic.BaseModel](
         call.save()
         if isinstance(provider, WorkerProvider):
             provider.attach(call)
-    return Answer(text=reply.text, parsed=parsed, call_id=call.pk)
 
 
 def _send_within_deadline(

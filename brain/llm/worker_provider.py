@@ -48,6 +48,33 @@ class WorkerProvider:
         timeout: float,
         output: type[pydantic.BaseModel] | None = None,
     ) -> Reply:
+        row = self._ask(
+            timeout,
+            kind=WaitingCall.Kind.CHAT,
+            system=system,
+            prompt=prompt,
+            max_tokens=max_tokens,
+            schema=output.model_json_schema() if output is not None else None,
+            output_class=f"{output.__module__}.{output.__qualname__}" if output else "",
+        )
+        return Reply(
+            text=row["text"], input_tokens=row["input_tokens"], output_tokens=row["output_tokens"]
+        )
+
+    def embed(
+        self, *, texts: list[str], timeout: float, dimensions: int | None = None
+    ) -> list[list[float]]:
+        """One vector per text, from a worker; ``dimensions``: the length each must have."""
+        row = self._ask(
+            timeout,
+            kind=WaitingCall.Kind.EMBED,
+            texts=list(texts),
+            schema={"dimensions": dimensions} if dimensions else None,
+        )
+        return row["vectors"]
+
+    def _ask(self, timeout: float, **fields) -> dict:
+        """Write the call, wait for its answer; the answered row's values."""
         if timeout <= 0:
             raise LLMTimeout("No time was left for the model call.")
         ends = time.monotonic() + timeout
@@ -55,21 +82,17 @@ class WorkerProvider:
             memory_id=getattr(self.memory, "pk", self.memory),
             task=self.task,
             model=self.model,
-            system=system,
-            prompt=prompt,
-            max_tokens=max_tokens,
-            schema=output.model_json_schema() if output is not None else None,
-            output_class=f"{output.__module__}.{output.__qualname__}" if output else "",
             deadline=timezone.now() + timedelta(seconds=timeout),
+            **fields,
         )
         self.calls.append(call.pk)
         workers.notify(workers.calls_channel(call.memory_id))
         waiting.report(self._waiting_words())
         settled = False
         try:
-            reply = self._wait(call, ends, timeout)
+            row = self._wait(call, ends, timeout)
             settled = True
-            return reply
+            return row
         finally:
             if not settled:  # timed out, failed, or interrupted: nobody waits for it now
                 self._expire(call.pk, "The job stopped waiting for this call.")
@@ -83,19 +106,15 @@ class WorkerProvider:
         model = f" (model {self.model})" if self.model else ""
         return f"Waiting for a worker to take the call{model}"
 
-    def _wait(self, call: WaitingCall, ends: float, timeout: float) -> Reply:
+    def _wait(self, call: WaitingCall, ends: float, timeout: float) -> dict:
         said_taken = False
         while True:
             row = WaitingCall.objects.filter(pk=call.pk).values(
-                "state", "text", "input_tokens", "output_tokens", "error", "attempts"
+                "state", "text", "vectors", "input_tokens", "output_tokens", "error", "attempts"
             )[0]
             state = row["state"]
             if state == WaitingCall.State.ANSWERED:
-                return Reply(
-                    text=row["text"],
-                    input_tokens=row["input_tokens"],
-                    output_tokens=row["output_tokens"],
-                )
+                return dict(row)
             if state == WaitingCall.State.FAILED:
                 reason = row["error"] or "The worker's answer was refused."
                 if reason.startswith("The worker's model failed"):

@@ -49,10 +49,12 @@ class PlaysWorker(threading.Thread):
         calls: int = 1,
         wait: float = 5,
         delay: float = 0.0,
+        models: tuple[str, ...] = ("llama3.2",),
     ):
         super().__init__(daemon=True)
         self.key, self.reply, self.worker_name = key, reply, name
         self.calls, self.wait, self.delay = calls, wait, delay
+        self.models = list(models)
         self.taken: list[dict] = []
         self.answers: list[tuple[int, dict]] = []
 
@@ -69,7 +71,7 @@ class PlaysWorker(threading.Thread):
             while len(self.taken) < self.calls:
                 response = self.post(
                     "/api/worker/calls/next",
-                    {"worker": self.worker_name, "models": ["llama3.2"], "wait": self.wait},
+                    {"worker": self.worker_name, "models": self.models, "wait": self.wait},
                 )
                 if response.status_code == 204:
                     return
@@ -171,9 +173,7 @@ def test_a_call_routed_to_a_worker_is_answered_by_it_and_recorded_once(to_worker
     assert Worker.objects.get().served == 1
 
 
-def test_while_it_waits_the_job_is_told_it_waits_for_a_worker_then_that_one_answers(
-    to_worker, key
-):
+def test_while_it_waits_the_job_is_told_it_waits_for_a_worker_then_that_one_answers(to_worker, key):
     notes: list[str] = []
     worker = PlaysWorker(key, lambda call: {"text": '{"verdict": "novel"}'}, delay=0.5)
     worker.start()
@@ -207,9 +207,7 @@ def test_no_worker_the_call_fails_at_its_deadline_saying_it_waited_for_a_worker(
     assert call.state == "expired" and call.model_call is not None
 
 
-def test_a_slow_answer_past_the_deadline_is_refused_and_the_job_has_already_failed(
-    to_worker, key
-):
+def test_a_slow_answer_past_the_deadline_is_refused_and_the_job_has_already_failed(to_worker, key):
     worker = PlaysWorker(key, lambda call: {"text": '{"verdict": "same"}'}, delay=1.6)
     worker.start()
 
@@ -277,9 +275,7 @@ def test_a_worker_whose_model_fails_twice_fails_the_call_naming_it(to_worker, ke
     worker.join(5)
 
 
-def test_a_token_revoked_mid_call_has_its_answer_refused_and_the_job_waits_on(
-    to_worker, key, home
-):
+def test_a_token_revoked_mid_call_has_its_answer_refused_and_the_job_waits_on(to_worker, key, home):
     def revoke_then_answer(call):
         workers.revoke_token(workers.token_for_key(key))
         return {"text": '{"verdict": "same"}'}
@@ -336,3 +332,54 @@ def test_an_interrupted_job_leaves_no_call_for_a_worker_to_take(to_worker, key, 
 
     assert WaitingCall.objects.get().state == "expired"
     assert json.loads(json.dumps(workers.as_sent(WaitingCall.objects.get())))["deadline_in"] >= 0
+
+
+# Embeddings ------------------------------------------------------------------------------------
+
+
+def test_vectors_come_from_a_worker_when_the_memory_routes_embed_to_one(home, key):
+    workers.set_route(memory=home, task="embed", provider="worker", model="nomic-embed-text")
+    worker = PlaysWorker(
+        key,
+        lambda call: {"vectors": [[0.5, 0.5, 0.0] for _ in call["texts"]]},
+        models=("nomic-embed-text",),
+    )
+    worker.start()
+
+    vectors = llm.embed(memory=home, texts=["the loft", "the hall"], timeout=5, dimensions=3)
+    worker.join(5)
+
+    assert vectors == [[0.5, 0.5, 0.0], [0.5, 0.5, 0.0]]
+    sent = worker.taken[0]
+    assert (sent["kind"], sent["texts"], sent["schema"]) == (
+        "embed",
+        ["the loft", "the hall"],
+        {"dimensions": 3},
+    )
+    row = ModelCall.objects.get()
+    assert (row.task, row.provider, row.model, row.state) == (
+        "embed",
+        "worker",
+        "nomic-embed-text",
+        "ok",
+    )
+    assert row.output == "2 vectors of 3 numbers"
+
+
+def test_vectors_of_the_wrong_length_are_asked_for_again_then_fail(home, key):
+    workers.set_route(memory=home, task="embed", provider="worker")
+    worker = PlaysWorker(key, lambda call: {"vectors": [[0.1, 0.2]]}, calls=2)
+    worker.start()
+
+    with pytest.raises(llm.LLMInvalidOutput, match="Every vector must have 3 numbers"):
+        llm.embed(memory=home, texts=["the loft"], timeout=5, dimensions=3)
+    worker.join(5)
+
+    assert [status for status, _ in worker.answers] == [422, 422]
+    assert ModelCall.objects.get().state == "invalid"
+
+
+def test_embeddings_not_routed_to_a_worker_are_not_asked_of_one(home):
+    with pytest.raises(llm.LLMError, match="computed here"):
+        llm.embed(memory=home, texts=["the loft"], timeout=5)
+    assert not WaitingCall.objects.exists()
