@@ -33,8 +33,12 @@ Contract:
 - Who may read what it writes: every fact cites its passages, and the database keeps each fact's
   label sets from its citations in the very transaction that cites or relabels, so relabelling
   while a compile runs never leaves a fact readable by a role that cannot read all its passages
-  (knowledge/visibility.py, "Concurrency"). The gate judges each statement against what the
-  person who added the source may read, as for anything they teach.
+  (knowledge/visibility.py, "Concurrency"). The gate judges each statement against what its
+  passage's readers read (its labels, ``learn(reader=…)``): an HR passage never strengthens,
+  replaces or opens a conflict with a Sales fact, nor adds its words and its source to a fact
+  read by people who cannot read it — it becomes a fact of its own, read as its passage is.
+  (A fact citing a passage of two labels is read by either's holders; the gate reads as the
+  passage does, so a statement of a Sales passage may still restate such a fact.)
 - A passage at a time, a call's worth of passages at a time (``_chunks``): what the compiler
   read of them is kept on the row, then filed, then the next are read — so the source view's
   count moves while a long document compiles, and a run taken over does not ask the model again
@@ -84,6 +88,7 @@ from knowledge.models import (
     Source,
     Subject,
 )
+from knowledge.read_rule import Reader
 from memory import actions, reflection, switches
 from memory.models import Confidence, Origin
 
@@ -634,6 +639,7 @@ def _file(
             subjects=about,
             source=source,
             cites=[cited[pk] for pk in statement.cites if pk in cited],
+            reader=_readers_of(cited.get(statement.cites[0])),
         )
     except (ValidationError, IntegrityError) as refused:
         words = " ".join(getattr(refused, "messages", [str(refused)]))
@@ -647,6 +653,13 @@ def _file(
     else:
         run.facts_filed += 1
     return list(learned.fact.subjects.all())
+
+
+def _readers_of(passage: Passage | None) -> Reader:
+    """Whoever reads ``passage``, as a reader of its labels (no label: administrators only, so
+    a reader who reads nothing): the gate judges its statements against what they read."""
+    labels = frozenset(passage.labels.values_list("pk", flat=True)) if passage else frozenset()
+    return Reader(f"readers of passage #{passage.pk if passage else '?'}", labels)
 
 
 def _settle_unplaced(source: Source, placed: list[Passage], unplaced: list[Passage]) -> None:

@@ -478,3 +478,21 @@ def test_the_sweep_starts_again_a_compile_nobody_took_and_one_whose_worker_died(
     compiling.execute(waiting.pk)  # the redelivered message takes it over
     waiting.refresh_from_db()
     assert waiting.state == CompileRun.State.COMPILED and waiting.facts_filed == 3
+
+
+def test_a_passage_only_hr_reads_never_restates_a_fact_sales_reads(team, compiled):
+    source, _ = compiled
+    order = Fact.objects.get(text=ORDER)
+    note = sources.add_source(
+        memory=team.memory, by=team.admin, text=ORDER, title="Pay review", labels=[team.hr]
+    ).source
+
+    run = compile_source(note)
+
+    assert run.facts_filed == 1 and run.facts_known == 0
+    order.refresh_from_db()
+    assert order.support == 1
+    assert not order.observations.filter(source=note).exists()  # Sales never sees "Pay review"
+    again = Fact.objects.exclude(pk=order.pk).get(text=ORDER)
+    assert list(Fact.objects.filter(pk=again.pk).readable_by(team.hr_reader)) == [again]
+    assert not Fact.objects.filter(pk=again.pk).readable_by(team.sales_reader).exists()
