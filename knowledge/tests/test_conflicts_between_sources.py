@@ -5,8 +5,10 @@ API, and settled by keeping one, keeping both (with their dates), or merging the
 from __future__ import annotations
 
 import datetime
+import io
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 from django.utils import timezone
 
@@ -362,3 +364,27 @@ def test_without_javascript_the_review_form_goes_back_where_it_was(client, team)
     followed = client.get(page).content.decode()
     assert "Kept both" in followed
     assert f'id="conflict-{conflict.pk}"' not in followed  # settled: no longer on the page
+
+
+def test_the_terminal_settles_by_merging_and_lists_only_what_the_person_reads(team):
+    conflict = sales_and_hr_disagree(team)
+    out = io.StringIO()
+
+    call_command("memory", "--memory", "team", "--as", "giulia", "conflicts", stdout=out)
+    assert out.getvalue().strip() == "Nothing to settle."
+    with pytest.raises(CommandError, match="can't be empty"):
+        call_command("memory", "--memory", "team", "settle", str(conflict.pk), "merged")
+
+    call_command(
+        "memory",
+        "--memory",
+        "team",
+        "settle",
+        str(conflict.pk),
+        "merged",
+        "--text",
+        "Luca Bianchi earns €45,000.",
+        stdout=out,
+    )
+
+    assert "Merged into “Luca Bianchi earns €45,000.”" in out.getvalue()

@@ -11,6 +11,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from datetime import date
 from functools import partial
 from importlib import import_module
 from pathlib import Path
@@ -87,9 +88,18 @@ class Command(BaseCommand):
         for verbs_of_app in _other_verbs():  # hypotheses, confirm, reject (review)
             verbs_of_app.add_parsers(verbs)
         verbs.add_parser("conflicts", help="statements that may not both be true, to settle")
-        settle = verbs.add_parser("settle", help="settle conflict N: keep new, old or both")
+        settle = verbs.add_parser(
+            "settle",
+            help="settle conflict N: keep new, old, both, dated (--since) or merged (--text)",
+        )
         settle.add_argument("number", type=int)
         settle.add_argument("keep", choices=Conflict.Resolution.values)
+        settle.add_argument("--text", help="merged: the statement written in place of both")
+        settle.add_argument(
+            "--since",
+            type=date.fromisoformat,
+            help="dated: the day (YYYY-MM-DD) the old one stopped and the new one began",
+        )
         consolidate = verbs.add_parser("consolidate", help="run a consolidation pass now")
         consolidate.add_argument(
             "--background",
@@ -180,7 +190,7 @@ class Command(BaseCommand):
         self.stdout.write(f"{len(items)} waiting to be filed.")
 
     def do_conflicts(self, **_) -> None:
-        conflicts = Conflict.objects.for_memory(self.memory).to_settle()
+        conflicts = Conflict.objects.for_memory(self.memory).readable_by(self.person).to_settle()
         if not conflicts:
             self.stdout.write("Nothing to settle.")
             return
@@ -191,14 +201,19 @@ class Command(BaseCommand):
                 f"    new: {conflict.new.text}  ({_taught(conflict.new)})"
             )
         self.stdout.write(
-            f"{len(conflicts)} to settle: brain memory settle N new|old|both keeps one or both."
+            f"{len(conflicts)} to settle: brain memory settle N new|old|both keeps one or both, "
+            "dated --since DAY keeps both with their dates, merged --text WORDS writes one in "
+            "place of both."
         )
 
-    def do_settle(self, *, number: int, keep: str, **_) -> None:
-        conflict = Conflict.objects.for_memory(self.memory).filter(pk=number).first()
+    def do_settle(self, *, number: int, keep: str, text=None, since=None, **_) -> None:
+        readable = Conflict.objects.for_memory(self.memory).readable_by(self.person)
+        conflict = readable.filter(pk=number).first()
         if conflict is None:
             raise CommandError(f"There is no conflict #{number} in {self.memory.name}.")
-        settled = actions.settle_conflict(conflict=conflict, keep=keep, by=self.person)
+        settled = actions.settle_conflict(
+            conflict=conflict, keep=keep, text=text, since=since, by=self.person
+        )
         self.stdout.write(settled.message)
 
     def do_consolidate(self, *, background: bool, verbosity: int = 1, **_) -> None:
