@@ -464,7 +464,7 @@ def _unhurried():
     """No statement timeout, and room to build the index in memory, for this session only."""
     settings = {
         "statement_timeout": "0",
-        "maintenance_work_mem": "'2GB'",
+        "maintenance_work_mem": "'4GB'",  # the 1M index is about 2 GB: built in memory
         "max_parallel_maintenance_workers": "1",  # two cores
     }
     with connection.cursor() as cursor:
@@ -832,8 +832,8 @@ def recall_at_scale() -> str:
             release_shared(count)
     real = real_sentence_recall(REAL_SENTENCES)
     note = _load_note(load_before) + (
-        "The numpy baseline uses multi-threaded BLAS, which suffers most when the cores are "
-        "oversubscribed.\n\n"
+        "The numpy baseline runs BLAS on one thread, as every brain process does "
+        "(brain/__init__.py).\n\n"
     )
     section = _recall_markdown(runs, real, note, get_embedder().name)
     from django.conf import settings
