@@ -88,6 +88,7 @@ from knowledge.models import (
     Passage,
     Permission,
     Procedure,
+    ReviewItem,
     Role,
     Source,
     Subject,
@@ -785,6 +786,21 @@ class ConflictsSection(Section):
                     Conflict(memory=memory, old_id=old, new_id=raised_by, **self.values(entry))
                 )
         Conflict.objects.bulk_create(new, batch_size=WRITE_BATCH)
+        # An open conflict waits in Review, as one the gate opened here would.
+        ReviewItem.objects.bulk_create(
+            [
+                ReviewItem(
+                    memory=memory,
+                    kind=ReviewItem.Kind.CONFLICT,
+                    conflict=conflict,
+                    question=conflict.reason,
+                    created_at=conflict.created_at,
+                )
+                for conflict in new
+                if conflict.state == Conflict.State.OPEN
+            ],
+            batch_size=WRITE_BATCH,
+        )
         self.summary(options, "Conflicts", len(new), len(data))
 
 

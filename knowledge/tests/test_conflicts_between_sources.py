@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import io
+import json
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -15,7 +16,7 @@ from django.utils import timezone
 from knowledge import passages, review, visibility
 from knowledge.models import Conflict, Fact, Memory, Passage, ReviewItem, Source
 from knowledge.tests import examples
-from memory import actions
+from memory import actions, portable
 from memory.models import Origin
 
 SALARY_HR = "Luca Bianchi earns €45,000 a year."
@@ -388,3 +389,14 @@ def test_the_terminal_settles_by_merging_and_lists_only_what_the_person_reads(te
     )
 
     assert "Merged into “Luca Bianchi earns €45,000.”" in out.getvalue()
+
+
+def test_an_open_conflict_imported_into_another_memory_waits_in_its_review(team):
+    sales_and_hr_disagree(team)
+    data = json.loads(portable.export_json(team.memory))
+    other = Memory.objects.create(slug="copy", name="Copy")
+
+    portable.import_memory(other, data)
+
+    (item,) = review.waiting(other, None)
+    assert (item.conflict.old.text, item.conflict.new.text) == (SALARY_HR, SALARY_SALES)
