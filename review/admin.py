@@ -23,7 +23,7 @@ from knowledge.admin import (
     link_to,
     memories_where,
 )
-from knowledge.models import Subject
+from knowledge.models import Fact, Subject
 from review import findings as review_findings
 from review import guesses as review_guesses
 from review import merging
@@ -50,7 +50,17 @@ class SubjectAdmin(MemoryScopedAdmin):
     their actions so facts, nicknames and rules follow."""
 
     form = SubjectForm
-    list_display = ["name", "kind", "entity_id", "nicknames", "room", "present", "facts", "memory"]
+    # "facts_read", not "facts": the admin would show the reverse relation of that name.
+    list_display = [
+        "name",
+        "kind",
+        "entity_id",
+        "nicknames",
+        "room",
+        "present",
+        "facts_read",
+        "memory",
+    ]
     list_filter = ["kind", "present"]
     list_select_related = ["room", "memory"]
     search_fields = ["name", "entity_id", "aliases"]
@@ -75,10 +85,13 @@ class SubjectAdmin(MemoryScopedAdmin):
         administrators read all of it, a room with no fact yet included."""
         subjects = super().get_queryset(request)
         administered = memories_where(request, Permission.ADMINISTER)
-        if administered is not None:
-            readable = Subject.objects.readable_by(request.user).values("pk")
-            subjects = subjects.filter(Q(pk__in=readable) | Q(memory__in=administered))
-        return subjects.annotate(fact_count=Count("facts"))
+        if administered is None:
+            return subjects.annotate(fact_count=Count("facts"))
+        readable = Subject.objects.readable_by(request.user).values("pk")
+        subjects = subjects.filter(Q(pk__in=readable) | Q(memory__in=administered))
+        # The facts column counts what they read, never what is kept from them.
+        facts = Fact.objects.readable_by(request.user).values("pk")
+        return subjects.annotate(fact_count=Count("facts", filter=Q(facts__in=facts)))
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)
@@ -92,7 +105,7 @@ class SubjectAdmin(MemoryScopedAdmin):
         return ", ".join(subject.aliases) or "—"
 
     @admin.display(description="facts", ordering="fact_count")
-    def facts(self, subject: Subject) -> int:
+    def facts_read(self, subject: Subject) -> int:
         return subject.fact_count
 
     @admin.action(permissions=["curate"], description="Merge into one")

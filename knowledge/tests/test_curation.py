@@ -274,6 +274,7 @@ def test_the_admin_lists_to_a_curator_only_the_pages_that_exist_for_them(client,
 
     assert "Luca Bianchi" in html
     assert "Rossi Srl" not in html and "L. Bianchi" not in html
+    assert '<td class="field-facts_read">1</td>' in html  # the salary; not the Sales fact
     client.force_login(team.admin)
     team.admin.is_staff = True
     team.admin.save()
