@@ -33,18 +33,21 @@ while waiting.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import secrets
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 from django.utils.module_loading import import_string
@@ -227,40 +230,52 @@ def notify(channel: str) -> None:
         cursor.execute("SELECT pg_notify(%s, '')", [channel])
 
 
-def wait_for(channel: str, seconds: float) -> None:
-    """Return when something is notified on ``channel``, or after ``seconds`` (at most
-    ``POLL_S``). The caller checks the row again afterwards: the row is the truth."""
-    seconds = max(0.0, min(seconds, POLL_S))
-    if seconds == 0:
+@contextmanager
+def listening(channel: str) -> Iterator[None]:
+    """LISTEN on ``channel`` for the duration: entered before the row is first read, so a
+    notification sent between a read and the wait is not missed (psycopg keeps what arrives
+    outside ``notifies()`` for the next call)."""
+    if connection.in_atomic_block:  # LISTEN would only start at the commit: wait_for sleeps
+        yield
         return
-    if connection.in_atomic_block:  # LISTEN would only start at the commit: just wait
-        time.sleep(seconds)
-        return
-    connection.ensure_connection()
-    raw = connection.connection
     with connection.cursor() as cursor:
         cursor.execute(f'LISTEN "{channel}"')
     try:
-        for _ in raw.notifies(timeout=seconds, stop_after=1):
-            break
+        yield
     finally:
-        with connection.cursor() as cursor:
+        with contextlib.suppress(DatabaseError), connection.cursor() as cursor:
             cursor.execute(f'UNLISTEN "{channel}"')
+
+
+def wait_for(seconds: float) -> None:
+    """Return when a channel this connection listens on is notified, or after ``seconds`` (at
+    most ``POLL_S``). The caller reads the row again afterwards: the row is the truth."""
+    seconds = max(0.0, min(seconds, POLL_S))
+    if seconds == 0:
+        return
+    if connection.in_atomic_block:
+        time.sleep(seconds)
+        return
+    connection.ensure_connection()
+    for _ in connection.connection.notifies(timeout=seconds, stop_after=1):
+        break
 
 
 # Leasing ---------------------------------------------------------------------------------------
 
 
-def seen(token: WorkerToken, name: str, models: list[str] | None = None) -> Worker:
-    """Record that the worker ``name`` holding ``token`` asked or answered just now."""
+def seen(token: WorkerToken, name: str, models: list[str] | None = None) -> None:
+    """Record that the worker ``name`` holding ``token`` asked just now (two statements: this
+    runs on every long poll)."""
     now = timezone.now()
     name = " ".join(name.split())[:NAME_MAX] or "worker"
     WorkerToken.objects.filter(pk=token.pk).update(last_seen_at=now)
-    defaults: dict[str, Any] = {"last_seen_at": now}
-    if models is not None:
-        defaults["models_served"] = models
-    worker, _ = Worker.objects.update_or_create(token=token, name=name, defaults=defaults)
-    return worker
+    Worker.objects.bulk_create(
+        [Worker(token=token, name=name, models_served=models or [], last_seen_at=now)],
+        update_conflicts=True,
+        unique_fields=["token", "name"],
+        update_fields=["models_served", "last_seen_at"],
+    )
 
 
 def _open_calls(token: WorkerToken, models: list[str]) -> QuerySet[WaitingCall]:
@@ -300,6 +315,7 @@ def _lease_one(token: WorkerToken, worker_name: str, models: list[str]) -> Waiti
                 "attempts",
             ]
         )
+        notify(call_channel(call.pk))  # its job says a worker is answering
         return call
 
 
@@ -311,16 +327,20 @@ def take_next(
     worker_name = " ".join(worker_name.split())[:NAME_MAX] or "worker"
     seen(token, worker_name, models)
     ends = time.monotonic() + max(0.0, min(wait, WAIT_MAX_S))
-    while True:
-        if not is_live(token):
-            raise TokenRevokedError(REVOKED_MESSAGE)
-        call = _lease_one(token, worker_name, models)
-        if call is not None:
-            return call
-        left = ends - time.monotonic()
-        if left <= 0:
-            return None
-        wait_for(calls_channel(token.memory_id), left)
+    call = _lease_one(token, worker_name, models)  # the token was checked by its request
+    if call is not None or wait <= 0:
+        return call
+    with listening(calls_channel(token.memory_id)):  # then read again: nothing is missed
+        while True:
+            call = _lease_one(token, worker_name, models)
+            if call is not None:
+                return call
+            left = ends - time.monotonic()
+            if left <= 0:
+                return None
+            wait_for(left)
+            if not is_live(token):
+                raise TokenRevokedError(REVOKED_MESSAGE)
 
 
 class TokenRevokedError(Exception):

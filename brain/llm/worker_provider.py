@@ -86,11 +86,12 @@ class WorkerProvider:
             **fields,
         )
         self.calls.append(call.pk)
-        workers.notify(workers.calls_channel(call.memory_id))
-        waiting.report(self._waiting_words())
         settled = False
         try:
-            row = self._wait(call, ends, timeout)
+            with workers.listening(workers.call_channel(call.pk)):
+                workers.notify(workers.calls_channel(call.memory_id))
+                waiting.report(self._waiting_words())
+                row = self._wait(call, ends, timeout)
             settled = True
             return row
         finally:
@@ -130,7 +131,7 @@ class WorkerProvider:
                 if self._expire(call.pk, "Past the job's deadline: no answer is used."):
                     raise LLMTimeout(self._timeout_words(timeout, row["attempts"]))
                 continue  # it was answered or failed at the last moment: read it
-            workers.wait_for(workers.call_channel(call.pk), left)
+            workers.wait_for(left)
 
     def _timeout_words(self, timeout: float, attempts: int) -> str:
         model = f", model {self.model}" if self.model else ""
