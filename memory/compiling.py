@@ -17,7 +17,8 @@ Contract:
 - What is read from a passage, as the memory routes its task "compile" (``brain.llm``:
   Anthropic, a worker on the person's own machine, or offline). Offline, its sentences
   (``knowledge.passages.sentences``, and lines), each kept as it is written, first person made
-  the person who added the source ("I take…" added by Sarah is "Sarah takes…"); with a model
+  the person who added the source ("I take…" added by Sarah is "Sarah takes…", on her page,
+  made if the memory has none, as a conversation's preferences are); with a model
   (structured output validated before anything is used), the statements it writes, each naming
   the passages it came from and the pages it belongs on, of the page types the memory keeps
   (their written guidance is in the prompt). Never filed, whoever read it: a question, a
@@ -198,6 +199,12 @@ def offline(
             text = _as_filed(piece, author)
             about = mentions(text) or named
             pages = [[subject.name, subject.kind] for subject in about]
+            if (
+                author
+                and _FIRST_PERSON.search(piece)
+                and not any(name.casefold() == author.casefold() for name, _ in pages)
+            ):  # what a person writes of themselves is on their page, made if need be
+                pages.append([author, Subject.Kind.PERSON.value])
             found.append(Statement(text, [passage.pk], pages))
             kept += 1
     return found, notes
@@ -263,6 +270,9 @@ _SYSTEM = (
 
 
 def _prompt(memory: Memory, chunk: list[Passage], types: dict[str, str], source: Source) -> str:
+    added = ""
+    if source.added_by is not None:
+        added = f", added by {_author_name(source.added_by)} (“I” in it is them)"
     guidance = "\n".join(
         f"- {key}: {text or '(no guidance written)'}" for key, text in types.items()
     )
@@ -271,7 +281,8 @@ def _prompt(memory: Memory, chunk: list[Passage], types: dict[str, str], source:
     texts = "\n\n".join(f"[{n}] {passage.text}" for n, passage in enumerate(chunk))
     return (
         f"Page types and what belongs on each:\n{guidance}\n\nExisting pages:\n{listed}\n\n"
-        f"Source: {source.get_kind_display()} “{source.title}”\n\nPassages:\n{texts}"
+        f"Source: {source.get_kind_display()} “{source.title}”{added}"
+        f"\n\nPassages:\n{texts}"
     )
 
 

@@ -496,3 +496,18 @@ def test_a_passage_only_hr_reads_never_restates_a_fact_sales_reads(team, compile
     again = Fact.objects.exclude(pk=order.pk).get(text=ORDER)
     assert list(Fact.objects.filter(pk=again.pk).readable_by(team.hr_reader)) == [again]
     assert not Fact.objects.filter(pk=again.pk).readable_by(team.sales_reader).exists()
+
+
+def test_what_a_person_writes_of_themselves_lands_on_their_page_made_if_need_be(home, alice):
+    alice.first_name = "Alice"
+    alice.save()
+    note = sources.add_source(
+        memory=home, by=alice, text="I like the bedroom at 19 degrees in winter."
+    ).source
+
+    run = compile_source(note)
+
+    fact = Fact.objects.get(text="Alice likes the bedroom at 19 degrees in winter.")
+    (page,) = fact.subjects.all()
+    assert (page.name, page.kind) == ("Alice", "person")
+    assert run.unplaced == 0 and fact.taught_by == alice
