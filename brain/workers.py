@@ -64,6 +64,7 @@ WAIT_MAX_S = 25.0  # under gunicorn's 60 s timeout and any proxy's idle limit
 BAD_ANSWERS_AT_MOST = 2
 NAME_MAX = 120
 REVOKED_MESSAGE = "This worker token was revoked."
+KEPT_AFTER_DEADLINE = timedelta(days=1)
 
 
 def lease_s() -> float:
@@ -259,6 +260,15 @@ def wait_for(seconds: float) -> None:
     connection.ensure_connection()
     for _ in connection.connection.notifies(timeout=seconds, stop_after=1):
         break
+
+
+def forget_old(memory_id: int) -> int:
+    """Delete the memory's calls a day past their deadline: settled long ago, or left behind by
+    a job whose process died while it waited (nobody else settles those). A day keeps
+    yesterday's on the admin's list; each call's record stays as its ``ModelCall``."""
+    old = timezone.now() - KEPT_AFTER_DEADLINE
+    deleted, _ = WaitingCall.objects.filter(memory_id=memory_id, deadline__lt=old).delete()
+    return deleted
 
 
 # Leasing ---------------------------------------------------------------------------------------

@@ -78,6 +78,7 @@ class WorkerProvider:
         if timeout <= 0:
             raise LLMTimeout("No time was left for the model call.")
         ends = time.monotonic() + timeout
+        workers.forget_old(getattr(self.memory, "pk", self.memory))
         call = WaitingCall.objects.create(
             memory_id=getattr(self.memory, "pk", self.memory),
             task=self.task,
@@ -99,9 +100,12 @@ class WorkerProvider:
                 self._expire(call.pk, "The job stopped waiting for this call.")
 
     def attach(self, row: ModelCall) -> None:
-        """Link the calls this provider wrote to the gateway's record of them."""
+        """Link the calls this provider wrote to the gateway's record of them, and forget their
+        words: a prompt holds the memory, and the record keeps only its size (``ModelCall``)."""
         if self.calls:
-            WaitingCall.objects.filter(pk__in=self.calls).update(model_call=row)
+            WaitingCall.objects.filter(pk__in=self.calls).update(
+                model_call=row, system="", prompt="", texts=[], text="", vectors=None
+            )
 
     def _waiting_words(self) -> str:
         model = f" (model {self.model})" if self.model else ""

@@ -383,3 +383,31 @@ def test_embeddings_not_routed_to_a_worker_are_not_asked_of_one(home):
     with pytest.raises(llm.LLMError, match="computed here"):
         llm.embed(memory=home, texts=["the loft"], timeout=5)
     assert not WaitingCall.objects.exists()
+
+
+# What is kept ----------------------------------------------------------------------------------
+
+
+def test_a_settled_call_keeps_no_words_and_calls_a_day_past_their_deadline_are_forgotten(
+    to_worker, key
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    old = WaitingCall.objects.create(
+        memory=to_worker,
+        task="reflect",
+        prompt="the whole memory",
+        deadline=timezone.now() - timedelta(days=1, minutes=1),
+    )
+    worker = PlaysWorker(key, lambda call: {"text": '{"verdict": "same"}'})
+    worker.start()
+
+    _ask(memory=to_worker)
+    worker.join(5)
+
+    assert not WaitingCall.objects.filter(pk=old.pk).exists()
+    call = WaitingCall.objects.get()
+    assert (call.state, call.system, call.prompt, call.text) == ("answered", "", "", "")
+    assert ModelCall.objects.get().output == '{"verdict": "same"}'
