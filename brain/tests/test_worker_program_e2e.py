@@ -168,6 +168,30 @@ def test_two_workers_racing_for_each_call_serve_it_exactly_once(
         )
 
 
+def test_a_worker_frozen_past_its_lease_has_its_late_answer_refused_and_one_answer_is_used(
+    memory, key, ollama_stub, openai_stub, start_worker, settings
+):
+    settings.BRAIN_WORKER_LEASE_S = 2
+    ollama_stub.script(local_json({"decision": "keep", "reason": "late"}, hang_s=1))
+    openai_stub.script(local_json({"decision": "drop", "reason": "on time"}))
+    call = ask(memory)
+    first = start_worker(ollama_stub, "first", key)
+    wait_until(lambda: ollama_stub.chats, timeout=30, message="the first worker never asked")
+    first.process.send_signal(signal.SIGSTOP)  # frozen: no heartbeats, its lease runs out
+
+    start_worker(openai_stub, "second", key)
+    call = settled(call)
+    first.process.send_signal(signal.SIGCONT)
+    first.wait_for_log(f"call {call.pk} reflect chat:")
+
+    assert (call.worker_name, call.attempts) == ("second", 2)
+    assert json.loads(call.text)["reason"] == "on time"
+    assert "not used, the lease was no longer ours" in first.log
+    call.refresh_from_db()
+    assert json.loads(call.text)["reason"] == "on time"  # the late answer changed nothing
+    assert first.process.poll() is None  # and the first worker goes on serving
+
+
 def test_a_garbage_answer_is_refused_retried_once_on_another_lease_then_fails_with_its_reason(
     memory, key, ollama_stub, start_worker
 ):
