@@ -30,7 +30,8 @@ from knowledge.models import (
     Subject,
 )
 from knowledge.tests.examples import MEETING_NOTES
-from memory import compiling, portable
+from memory import compiling, consolidator, portable
+from memory.models import ConsolidationRun, DocumentRevision
 from memory.tests.test_read_rules_property import _check
 
 ORDER = "Rossi Srl signed the order for €50,000, with delivery in June."
@@ -481,7 +482,6 @@ def test_the_sweep_starts_again_a_compile_nobody_took_and_one_whose_worker_died(
 
 
 def test_a_passage_only_hr_reads_never_restates_a_fact_sales_reads(team, compiled):
-    source, _ = compiled
     order = Fact.objects.get(text=ORDER)
     note = sources.add_source(
         memory=team.memory, by=team.admin, text=ORDER, title="Pay review", labels=[team.hr]
@@ -511,3 +511,19 @@ def test_what_a_person_writes_of_themselves_lands_on_their_page_made_if_need_be(
     (page,) = fact.subjects.all()
     assert (page.name, page.kind) == ("Alice", "person")
     assert run.unplaced == 0 and fact.taught_by == alice
+
+
+def test_sarahs_compiled_note_never_reaches_the_document_everyone_reads(home, household):
+    request = consolidator.request_consolidation(
+        memory=home, trigger=ConsolidationRun.Trigger.CLI, send=False
+    )
+    consolidator.execute(request.run.pk)
+
+    run = ConsolidationRun.objects.get(pk=request.run.pk)
+    revision = DocumentRevision.objects.current(home)
+    assert run.state == ConsolidationRun.State.FILED, run.reason
+    assert "walks the dog" in revision.text
+    assert "metformin" not in revision.text and "metformin" not in revision.voice
+    assert "1 fact kept out of the document: not everyone in the memory may read it." in (
+        run.reason
+    )
