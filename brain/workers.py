@@ -65,6 +65,7 @@ BAD_ANSWERS_AT_MOST = 2
 NAME_MAX = 120
 REVOKED_MESSAGE = "This worker token was revoked."
 KEPT_AFTER_DEADLINE = timedelta(days=1)
+SEEN_EVERY_S = 10  # the worker page shows "seen … ago": ten seconds is as good as now
 
 
 def lease_s() -> float:
@@ -274,18 +275,43 @@ def forget_old(memory_id: int) -> int:
 # Leasing ---------------------------------------------------------------------------------------
 
 
+@contextmanager
+def coordinating() -> Iterator[None]:
+    """A transaction that only coordinates (a lease, a call written, "seen"): committed without
+    waiting for the disk (``synchronous_commit off``). A crash may lose its last such commit —
+    a lease the worker then loses (409), a call its dying job no longer waits for — never an
+    answer taken: ``answer`` commits as usual. Inside a caller's transaction it is a savepoint
+    and changes nothing of how that transaction commits."""
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if outermost:
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        yield
+
+
 def seen(token: WorkerToken, name: str, models: list[str] | None = None) -> None:
-    """Record that the worker ``name`` holding ``token`` asked just now (two statements: this
-    runs on every long poll)."""
+    """Record that the worker ``name`` holding ``token`` asked just now. Every long poll asks,
+    so it writes at most every ``SEEN_EVERY_S`` unless the models it serves changed."""
     now = timezone.now()
     name = " ".join(name.split())[:NAME_MAX] or "worker"
-    WorkerToken.objects.filter(pk=token.pk).update(last_seen_at=now)
-    Worker.objects.bulk_create(
-        [Worker(token=token, name=name, models_served=models or [], last_seen_at=now)],
-        update_conflicts=True,
-        unique_fields=["token", "name"],
-        update_fields=["models_served", "last_seen_at"],
+    models = models or []
+    fresh = Worker.objects.filter(
+        token=token,
+        name=name,
+        models_served=models,
+        last_seen_at__gte=now - timedelta(seconds=SEEN_EVERY_S),
     )
+    if fresh.exists():
+        return
+    with coordinating():
+        WorkerToken.objects.filter(pk=token.pk).update(last_seen_at=now)
+        Worker.objects.bulk_create(
+            [Worker(token=token, name=name, models_served=models, last_seen_at=now)],
+            update_conflicts=True,
+            unique_fields=["token", "name"],
+            update_fields=["models_served", "last_seen_at"],
+        )
 
 
 def _open_calls(token: WorkerToken, models: list[str]) -> QuerySet[WaitingCall]:
@@ -300,7 +326,7 @@ def _open_calls(token: WorkerToken, models: list[str]) -> QuerySet[WaitingCall]:
 
 
 def _lease_one(token: WorkerToken, worker_name: str, models: list[str]) -> WaitingCall | None:
-    with transaction.atomic():
+    with coordinating():
         call = (
             _open_calls(token, models)
             .select_for_update(skip_locked=True)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import pydantic
 from django.conf import settings
+from django.db import transaction
 
 from brain.llm import routing, structured
 from brain.llm.errors import LLMError, LLMTimeout, LLMUnavailable, one_line
@@ -191,9 +192,10 @@ def _recorded(call: ModelCall, provider: Provider) -> Iterator[float]:
         if not call.state:  # interrupted (KeyboardInterrupt, SystemExit) mid-call
             call.state, call.error = ModelCall.State.ERROR, "Interrupted before the answer came."
         call.latency_ms = round((time.monotonic() - started) * 1000)
-        call.save()
-        if isinstance(provider, WorkerProvider):
-            provider.attach(call)
+        with transaction.atomic():  # the row and its waiting calls' link: one commit
+            call.save()
+            if isinstance(provider, WorkerProvider):
+                provider.attach(call)
 
 
 def _send_within_deadline(

@@ -78,19 +78,21 @@ class WorkerProvider:
         if timeout <= 0:
             raise LLMTimeout("No time was left for the model call.")
         ends = time.monotonic() + timeout
-        workers.forget_old(getattr(self.memory, "pk", self.memory))
-        call = WaitingCall.objects.create(
-            memory_id=getattr(self.memory, "pk", self.memory),
-            task=self.task,
-            model=self.model,
-            deadline=timezone.now() + timedelta(seconds=timeout),
-            **fields,
-        )
+        memory_id = getattr(self.memory, "pk", self.memory)
+        with workers.coordinating():  # one commit; the notification goes out with it
+            workers.forget_old(memory_id)
+            call = WaitingCall.objects.create(
+                memory_id=memory_id,
+                task=self.task,
+                model=self.model,
+                deadline=timezone.now() + timedelta(seconds=timeout),
+                **fields,
+            )
+            workers.notify(workers.calls_channel(memory_id))
         self.calls.append(call.pk)
         settled = False
         try:
             with workers.listening(workers.call_channel(call.pk)):
-                workers.notify(workers.calls_channel(call.memory_id))
                 waiting.report(self._waiting_words())
                 row = self._wait(call, ends, timeout)
             settled = True

@@ -269,3 +269,17 @@ import pydantic  # noqa: E402  (the shape a test call asks for, by its dotted pa
 
 class Shape(pydantic.BaseModel):
     facts: list[str]
+
+
+def test_a_worker_polling_again_within_seconds_is_not_written_again_unless_its_models_change(
+    client, home, key
+):
+    _next(client, key, models=["llama3.2"])
+    first = Worker.objects.get().last_seen_at
+
+    _next(client, key, models=["llama3.2"])
+    assert Worker.objects.get().last_seen_at == first
+
+    _next(client, key, models=["llama3.2", "mistral"])
+    again = Worker.objects.get()
+    assert again.last_seen_at > first and again.models_served == ["llama3.2", "mistral"]
