@@ -6,10 +6,12 @@ files nothing twice; learning off compiles nothing and says so."""
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from knowledge import compiling as compile_requests
@@ -527,3 +529,21 @@ def test_sarahs_compiled_note_never_reaches_the_document_everyone_reads(home, ho
     assert "1 fact kept out of the document: not everyone in the memory may read it." in (
         run.reason
     )
+
+
+def test_the_terminal_asks_for_a_compile_again_and_refuses_while_learning_is_off(
+    team, compiled, monkeypatch
+):
+    source, _ = compiled
+    monkeypatch.setattr(compile_requests, "send_on_commit", lambda *args: None)
+    out = io.StringIO()
+    call_command("sources", "--memory", "team", "compile", str(source.pk), stdout=out)
+    run = compile_requests.latest(source)
+    assert run.is_running and f"compile #{run.pk} asked for" in out.getvalue()
+
+    with pytest.raises(CommandError, match="This needs permission to"):
+        call_command("sources", "--memory", "team", "--as", "giulia", "compile", str(source.pk))
+    CompileRun.objects.filter(pk=run.pk).update(state=CompileRun.State.FAILED)
+    Memory.objects.filter(pk=team.memory.pk).update(learning=False)
+    with pytest.raises(CommandError, match="Learning is switched off for Team"):
+        call_command("sources", "--memory", "team", "compile", str(source.pk))

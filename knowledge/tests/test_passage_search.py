@@ -4,9 +4,11 @@ link to it there; a masked passage is never matched, counted or quoted."""
 
 from __future__ import annotations
 
+import io
 import re
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -151,3 +153,13 @@ def test_a_page_of_results_takes_the_same_queries_however_many_passages_it_shows
     few = queries()
     passages.add(source, [f"Rossi Srl delivery {n}." for n in range(30)], labels=[team.sales])
     assert queries() == few
+
+
+def test_the_terminal_searches_passages_as_the_person_it_acts_for(team):
+    out = io.StringIO()
+    call_command("sources", "--memory", "team", "--as", "giulia", "search", "Luca", stdout=out)
+    assert out.getvalue().splitlines() == [
+        "1 passage you may read hold “Luca”",
+        f"#{team.source.pk} ¶2 meeting-notes.pdf: Luca Bianchi follows the Rossi account from "
+        "March.",
+    ]

@@ -1,6 +1,8 @@
-"""`brain sources add FILE [--label L]…`, `brain sources list` and `brain sources relabel`:
-notes, documents and emails from the terminal, through the same action as the Sources tab and
-``POST /api/sources/`` (knowledge/sources.py)."""
+"""`brain sources add FILE [--label L]…`, `brain sources list`, `brain sources relabel`,
+`brain sources compile ID` and `brain sources search WORDS`: notes, documents and emails from the
+terminal, through the same actions as the Sources tab and ``POST /api/sources/``
+(knowledge/sources.py), Compile again on a source (knowledge/compiling.py; a worker compiles it)
+and the search across passages (knowledge/passage_search.py)."""
 
 from __future__ import annotations
 
@@ -11,10 +13,17 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from brain.errors import StateConflict
-from knowledge import access, labeller, sources
+from knowledge import access, compiling, labeller, passage_search, sources
 from knowledge.models import Memory, Permission, Source
 
-NEEDS = {"add": Permission.TEACH, "list": Permission.READ, "relabel": Permission.ADMINISTER}
+NEEDS = {
+    "add": Permission.TEACH,
+    "list": Permission.READ,
+    "relabel": Permission.ADMINISTER,
+    "compile": Permission.ADMINISTER,
+    "search": Permission.READ,
+}
+FOUND_SHOWN = 20
 
 
 class Command(BaseCommand):
@@ -44,6 +53,12 @@ class Command(BaseCommand):
             "relabel", help="label passages again after a new label or a changed meaning"
         )
         relabel.add_argument("--source", type=int, default=None, help="one source (default: all)")
+        again = verbs.add_parser(
+            "compile", help="compile a source into facts on pages again (on a worker)"
+        )
+        again.add_argument("source", type=int)
+        search = verbs.add_parser("search", help="the passages you may read holding these words")
+        search.add_argument("words", nargs="+")
 
     def handle(self, *args, verb: str, memory: str, person: str, **options) -> None:
         try:
@@ -103,6 +118,25 @@ class Command(BaseCommand):
         for source in listed.order_by("-created_at", "-pk")[:100]:
             stamp = f"{source.created_at:%Y-%m-%d %H:%M}"
             self.stdout.write(f"#{source.pk}  {stamp}  {source.get_kind_display()}  {source.title}")
+
+    def do_compile(self, *, source, **_) -> None:
+        one = Source.objects.filter(memory=self.memory, pk=source).first()
+        if one is None:
+            raise CommandError(f"There is no source #{source} in {self.memory.name}.")
+        run = compiling.compile_again(one, by=self.person)
+        self.stdout.write(
+            f"#{one.pk} “{one.title}”: compile #{run.pk} asked for; a worker compiles it "
+            "(the source's page on the Sources tab shows how far it got)."
+        )
+
+    def do_search(self, *, words: list[str], **_) -> None:
+        q = passage_search.clean_query(" ".join(words))
+        found = passage_search.matching(self.memory, self.person, q)
+        count = found.count()
+        self.stdout.write(f"{count} passage{'' if count == 1 else 's'} you may read hold “{q}”")
+        for passage in found[:FOUND_SHOWN]:
+            where = f"#{passage.source_id} ¶{passage.ordinal + 1} {passage.source.title}"
+            self.stdout.write(f"{where}: {passage_search.snippet_text(passage.snippet)}")
 
     def do_relabel(self, *, source, **_) -> None:
         one = None
