@@ -35,6 +35,7 @@ from brain.errors import StateConflict
 from knowledge import access, labeller, labelling, visibility
 from knowledge.access import NotPermitted, Permission
 from knowledge.models import (
+    CompileRun,
     Fact,
     Label,
     Membership,
@@ -657,3 +658,64 @@ class ReviewItemAdmin(MemoryScopedAdmin):
             return "Settled."
 
         self.act(request, queryset, Permission.ADMINISTER, done)
+
+
+@admin.register(CompileRun)
+class CompileRunAdmin(MemoryScopedAdmin):
+    """Each compile of a note, document or email into facts on pages: how far it got, what it
+    filed, what it left out and why (memory/compiling.py writes it; Compile again is on the
+    source's page). Administrators read them: what a run read holds the words of every passage."""
+
+    change_needs = Permission.ADMINISTER
+    list_display = [
+        "pk",
+        "source_link",
+        "state",
+        "compiler",
+        "passages_done",
+        "passages_total",
+        "facts_filed",
+        "facts_known",
+        "unplaced",
+        "started_at",
+        "memory",
+    ]
+    list_filter = ["state", "compiler"]
+    list_select_related = ["source", "memory"]
+    search_fields = ["reason", "source__title"]
+    date_hierarchy = "started_at"
+    fields = [
+        "memory",
+        "source",
+        "requested_by",
+        "state",
+        "reason",
+        "compiler",
+        "passages_total",
+        "passages_done",
+        "facts_filed",
+        "facts_known",
+        "unplaced",
+        "notes",
+        "statements",
+        "started_at",
+        "claimed_at",
+        "executor",
+        "lease_expires_at",
+        "finished_at",
+    ]
+
+    def get_queryset(self, request):
+        ids = memories_where(request, Permission.ADMINISTER)
+        runs = super().get_queryset(request)
+        return runs if ids is None else runs.filter(memory__in=ids)
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="source", ordering="source__title")
+    def source_link(self, run: CompileRun) -> str:
+        return link_to(run.source)

@@ -18,6 +18,7 @@ from agent import actions as agent_actions
 from brain import workers
 from brain.models import ModelCall, WaitingCall, WorkerHeartbeat
 from knowledge import actions as knowledge_actions
+from knowledge import sources
 from knowledge.embedding import get_embedder
 from knowledge.models import (
     Conflict,
@@ -125,6 +126,7 @@ def content(home, admin_user, alice) -> SimpleNamespace:
     Membership.objects.create(memory=home, user=alice, permission=Permission.CURATE)
     PageType.objects.get_or_create(memory=home, key="person", defaults={"name": "Person"})
     ReviewItem.objects.create(memory=home, kind="labelling", question="Which label?")
+    sources.add_source(memory=home, by=admin_user, text="The boiler is serviced in May.")
     Group.objects.create(name="household")
     Token.objects.create(user=admin_user)
     return SimpleNamespace(

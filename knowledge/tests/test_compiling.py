@@ -547,3 +547,23 @@ def test_the_terminal_asks_for_a_compile_again_and_refuses_while_learning_is_off
     Memory.objects.filter(pk=team.memory.pk).update(learning=False)
     with pytest.raises(CommandError, match="Learning is switched off for Team"):
         call_command("sources", "--memory", "team", "compile", str(source.pk))
+
+
+def test_compile_runs_are_in_the_admin_for_those_who_administer_the_memory_only(
+    client, team, compiled
+):
+    _, run = compiled
+    url = reverse("admin:knowledge_compilerun_changelist")
+    for person in (team.admin, team.sales_reader):
+        person.is_staff = True
+        person.save()
+
+    client.force_login(team.admin)
+    listed = client.get(url).content.decode()
+    assert f'href="/admin/knowledge/compilerun/{run.pk}/change/' in listed
+
+    client.force_login(team.sales_reader)
+    shown = client.get(url)
+    assert f"/admin/knowledge/compilerun/{run.pk}/" not in shown.content.decode()
+    opened = client.get(reverse("admin:knowledge_compilerun_change", args=[run.pk]))
+    assert opened.status_code in (302, 404)  # the run's statements hold every passage's words
