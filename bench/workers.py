@@ -34,10 +34,11 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import connection
+from django.utils import timezone
 
 from brain import llm, run, workers
 from brain.llm.local_stub import OllamaStub, local_json
-from brain.models import ModelCall, WaitingCall
+from brain.models import ModelCall, WaitingCall, WorkerToken
 from brain.testing import database_url
 from brain.worker.local import OllamaAPI
 
@@ -171,6 +172,7 @@ def _measure(memory, stub: OllamaStub) -> dict:
         back_to_back.append(_through_worker(memory, f"{prompt} Again."))
     rows = ModelCall.objects.filter(task=TASK)
     return {
+        "commit": _commit_ms(memory),
         "steps": _steps(memory, waiting),
         "direct": _ms(direct),
         "waiting": _ms(waiting),
@@ -181,6 +183,18 @@ def _measure(memory, stub: OllamaStub) -> dict:
         "rows": rows.count(),
         "providers": sorted(set(rows.values_list("provider", flat=True))),
     }
+
+
+def _commit_ms(memory) -> float:
+    """p50 of one small write committed on this database now: what each of a call's commits
+    costs the machine at the moment (its disk's flush under whatever else runs)."""
+    token = WorkerToken.objects.filter(memory=memory).first()
+    seconds = []
+    for _ in range(50):
+        started = time.perf_counter()
+        WorkerToken.objects.filter(pk=token.pk).update(last_seen_at=timezone.now())
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds) * 1000
 
 
 def _steps(memory, waiting: list[float]) -> dict[str, float]:
@@ -239,7 +253,10 @@ def _markdown(figures: dict, load_before: float) -> str:
             f"waiting call's timestamps): the server handing it to the worker "
             f"{figures['steps']['handed']:.1f} ms (written → leased), the worker asking the model "
             f"and posting its answer {figures['steps']['served']:.1f} ms (leased → answered), the "
-            f"gateway before and after {figures['steps']['gateway']:.1f} ms.\n",
+            f"gateway before and after {figures['steps']['gateway']:.1f} ms. For scale: one "
+            f"small write committed on this database took {figures['commit']:.1f} ms (p50) in "
+            "the same run, and a call through a worker commits several times (writing the call, "
+            "leasing it, the answer, the gateway's record).\n",
             f"`ModelCall` rows written: {figures['rows']:,} (provider "
             f"{', '.join(figures['providers']) or 'none'}), one per call through the gateway, "
             f"warm-ups included. Load average (1 min) on this machine's {cores} cores: "
