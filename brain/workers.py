@@ -127,10 +127,17 @@ def create_token(*, memory, name: str, created_by=None) -> TokenMade:
 
 
 def revoke_token(token: WorkerToken) -> TokenRevoked:
-    """Revoke ``token``: from now on every request with it is refused, answers included."""
-    updated = WorkerToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
-        revoked_at=timezone.now()
-    )
+    """Revoke ``token``: from now on every request with it is refused, answers included, and
+    the calls its workers hold go back to waiting at once for another worker."""
+    with transaction.atomic():
+        updated = WorkerToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
+        released = WaitingCall.objects.filter(
+            leased_to=token, state=WaitingCall.State.LEASED
+        ).update(state=WaitingCall.State.WAITING, lease="", lease_expires_at=None)
+        if released:
+            notify(calls_channel(token.memory_id))
     token.refresh_from_db()
     return TokenRevoked(token, already=not updated)
 

@@ -251,7 +251,9 @@ def test_a_revoked_token_is_refused_and_its_answer_mid_call_too(client, home, ke
     assert answer.json() == {"detail": "This worker token was revoked."}
     assert _next(client, key).status_code == 403
     call.refresh_from_db()
-    assert call.state == "leased" and call.text == ""
+    assert (call.state, call.lease, call.text) == ("waiting", "", "")  # for another worker
+    other = workers.create_token(memory=home, name="attic pc").key
+    assert _next(client, other).json()["id"] == call.pk
 
 
 @pytest.mark.parametrize(
