@@ -654,6 +654,11 @@ class ReviewItemAdmin(MemoryScopedAdmin):
     @admin.action(description="Mark as settled", permissions=["administer"])
     def settle(self, request, queryset):
         def done(item) -> str:
+            if item.kind == ReviewItem.Kind.CONFLICT:  # its conflict would stay open
+                raise StateConflict(
+                    "A conflict is settled by choosing what holds: in Review, on its page or "
+                    "under Conflicts."
+                )
             labeller.settle(item, by=request.user)
             return "Settled."
 

@@ -205,3 +205,20 @@ def test_the_review_page_reads_the_same_number_of_queries_however_many_items(
     with django_assert_num_queries(QUERIES_FOR_REVIEW):
         html = client.get(REVIEW).content.decode()
     assert "9 items waiting" in html
+
+
+def test_the_admin_will_not_mark_a_conflict_settled_without_a_choice(client, team, admin_user):
+    conflict = sales_and_hr_disagree(team)
+    item = ReviewItem.objects.get(conflict=conflict)
+    client.force_login(admin_user)
+
+    answer = client.post(
+        reverse("admin:knowledge_reviewitem_changelist"),
+        {"action": "settle", "_selected_action": [item.pk]},
+        follow=True,
+    )
+
+    assert "A conflict is settled by choosing what holds" in answer.content.decode()
+    item.refresh_from_db()
+    assert item.state == ReviewItem.State.OPEN
+    assert [i.pk for i in review.waiting(team.memory, team.admin)] == [item.pk]
