@@ -96,7 +96,7 @@ def test_the_worker_page_shows_who_was_seen_what_they_served_and_the_calls_waiti
     assert "<td>1</td>" in region  # served one
     assert "reflect," in region  # its last call
     assert "consolidate (llama3.2) — waiting, asked 0 s ago" in region
-    assert 'hx-trigger="every 5s"' in region  # it re-reads itself while calls wait
+    assert 'hx-trigger="every 5s, memoryChanged from:body"' in region  # while calls wait
     assert key not in signed_in.get("/knowledge/").content.decode()
 
 
