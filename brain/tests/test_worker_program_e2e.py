@@ -258,7 +258,8 @@ def test_a_revoked_token_mid_call_has_its_answer_refused_and_the_worker_stops_sa
 
     assert worker.process.wait(timeout=30) == 3
     call.refresh_from_db()
-    assert call.state == "leased" and call.text == ""  # nothing of its answer was taken
+    # Nothing of its answer was taken, and the call waits for a worker with a live token.
+    assert (call.state, call.text, call.lease) == ("waiting", "", "")
     assert "answer refused: the server refused this worker token (HTTP 403: This worker token " \
         "was revoked.)" in worker.log  # fmt: skip
 
