@@ -615,6 +615,21 @@ def test_a_server_error_backs_off_and_is_tried_again(brain, ollama_stub, start_w
     assert len(nexts) >= 3
 
 
+def test_a_proxy_cutting_the_long_poll_short_is_named_with_what_to_do(
+    brain, ollama_stub, start_worker
+):
+    fake, url = brain
+    fake.statuses["next"] = [(504, {"detail": "Gateway Time-out"})]
+    worker = start_worker(url, ollama_stub.base_url, "--wait", "20")
+
+    worker.wait_for_log("is answering again")
+
+    assert (
+        "the server is not answering (HTTP 504: Gateway Time-out; a proxy in front of the server "
+        "may end requests sooner than --wait (20 s): if this repeats, try a lower --wait)"
+    ) in worker.log
+
+
 def test_sigterm_while_waiting_for_a_call_stops_at_once_with_status_0(
     brain, ollama_stub, start_worker
 ):

@@ -15,7 +15,8 @@ Rules, and why:
 - The server away (no answer, 5xx, 429): back off 0.5 s, doubling up to MAX_PAUSE_S, each
   pause drawn between half and all of that (jitter, so workers that lost the server together do
   not come back in step), for as long as it takes; one log line when it goes and one when it is
-  back, not one per attempt. The same for a local model that is not there at start.
+  back, not one per attempt. The same for a local model that is not there at start. A 502 or
+  504 to a long poll says a proxy may be cutting it short, and that a lower --wait avoids it.
   An answer that cannot be posted is tried again the same way until the call's deadline, after
   which the server would refuse it anyway.
 - SIGTERM or SIGINT while waiting for a call: stop at once (exit 0). While serving one: finish
@@ -147,7 +148,13 @@ class Worker:
         try:
             call = self.server.next_call(worker=self.name, models=[self.model_name], wait=self.wait)
         except ServerAway as error:
-            self._went_away("the server", str(error))
+            why = str(error)
+            if why.startswith(("HTTP 502", "HTTP 504")) and self.wait > 5:
+                why += (
+                    f"; a proxy in front of the server may end requests sooner than --wait "
+                    f"({self.wait:g} s): if this repeats, try a lower --wait"
+                )
+            self._went_away("the server", why)
             self._pause()
             return None
         except Refused as error:
