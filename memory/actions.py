@@ -152,7 +152,8 @@ class Learned:
         if self.conflict is not None:
             return (
                 f"{queued} It may replace “{self.conflict.old.text}” ({self.reason}); both are "
-                f"kept until you settle it under To settle (conflict #{self.conflict.pk})."
+                f"kept until you settle it under To settle or in Review (conflict "
+                f"#{self.conflict.pk})."
             )
         if self.earlier is not None:
             if self.fact.valence == Fact.Valence.FAILURE:

@@ -107,7 +107,7 @@ class Edited:
         if learned.conflict is not None:
             said += (
                 f" It may replace “{learned.conflict.old.text}”: both are kept until you settle "
-                f"it under To settle (conflict #{learned.conflict.pk})."
+                f"it under To settle or in Review (conflict #{learned.conflict.pk})."
             )
         return said
 
