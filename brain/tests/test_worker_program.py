@@ -547,6 +547,20 @@ def test_a_worker_whose_token_is_unknown_stops_at_once_with_a_message_saying_so(
     assert "the server does not know this worker token (HTTP 401: Invalid token.)" in worker.log
 
 
+def test_a_server_address_with_a_path_after_it_is_said_to_be_wrong(
+    brain, ollama_stub, start_worker
+):
+    fake, url = brain
+    fake.statuses["next"] = [
+        (403, {"detail": "A worker token may only take and answer model calls."})
+    ]
+    worker = start_worker(f"{url}/knowledge", ollama_stub.base_url)
+
+    assert worker.process.wait(timeout=15) == 3
+    assert "--server must be the brain server's own address" in worker.log
+    assert fake.received[0].path == "/knowledge/api/worker/calls/next"
+
+
 def test_a_revoked_token_mid_call_gets_the_answer_refused_and_the_worker_stops_saying_why(
     brain, ollama_stub, start_worker
 ):

@@ -127,6 +127,8 @@ class Worker:
 
     def _connect(self) -> LocalModel:
         while True:
+            if self._stop.is_set():
+                raise Stopping
             try:
                 model = self.connect_model()
             except ModelFailed as error:
@@ -303,6 +305,11 @@ def _every(lease_s: float) -> float:
 
 
 def token_message(refused: TokenRefused) -> str:
+    if "may only take and answer model calls" in str(refused):  # a page, not /api/worker/
+        return (
+            f"the server refused the request ({refused}): --server must be the brain server's "
+            "own address (https://brain.example.org), with nothing after it."
+        )
     if refused.status == 401:
         return (
             f"the server does not know this worker token (HTTP 401: {refused}). Check --token, "
