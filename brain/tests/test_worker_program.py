@@ -557,7 +557,7 @@ def test_a_server_address_with_a_path_after_it_is_said_to_be_wrong(
     worker = start_worker(f"{url}/knowledge", ollama_stub.base_url)
 
     assert worker.process.wait(timeout=15) == 3
-    assert "--server must be the brain server's own address" in worker.log
+    assert "--server must be the address brain is served at" in worker.log
     assert fake.received[0].path == "/knowledge/api/worker/calls/next"
 
 

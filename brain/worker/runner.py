@@ -307,8 +307,8 @@ def _every(lease_s: float) -> float:
 def token_message(refused: TokenRefused) -> str:
     if "may only take and answer model calls" in str(refused):  # a page, not /api/worker/
         return (
-            f"the server refused the request ({refused}): --server must be the brain server's "
-            "own address (https://brain.example.org), with nothing after it."
+            f"the server refused the request ({refused}): --server must be the address brain "
+            "is served at (https://brain.example.org), not one of its pages."
         )
     if refused.status == 401:
         return (
