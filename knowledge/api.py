@@ -18,7 +18,16 @@ from rest_framework.response import Response
 from brain import inputs
 from brain.api_errors import bad_request
 from brain.inputs import allows_body
-from knowledge import access, actions, listing, passage_search, provenance, retrieval, sources
+from knowledge import (
+    access,
+    actions,
+    compiling,
+    listing,
+    passage_search,
+    provenance,
+    retrieval,
+    sources,
+)
 from knowledge.models import Fact, Memory, Permission, Source
 from knowledge.subjects import UnknownSubject
 
@@ -280,3 +289,48 @@ def passage_search_view(request: Request, memory: Memory) -> Response:
     pages = PassagePages()
     page = pages.paginate_queryset(found, request)
     return pages.get_paginated_response(PassageHitSerializer(page, many=True).data)
+
+
+# Compiling a source into facts on pages (knowledge/compiling.py) ---------------------------------
+
+
+def _memory_of_source(request, pk: int) -> Memory:
+    source = Source.objects.select_related("memory").filter(pk=pk).first()
+    if source is None:
+        raise NotFound(f"There is no source #{pk}.")
+    return source.memory
+
+
+class CompileRunSerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="pk")
+    state = serializers.CharField()
+    message = serializers.CharField()
+    reason = serializers.CharField()
+    compiler = serializers.CharField()
+    passages_total = serializers.IntegerField()
+    passages_done = serializers.IntegerField()
+    facts_filed = serializers.IntegerField()
+    facts_known = serializers.IntegerField()
+    unplaced = serializers.IntegerField()
+    notes = serializers.ListField(child=serializers.CharField())
+    started_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+@extend_schema(request=None, responses={200: CompileRunSerializer, 202: CompileRunSerializer})
+@api_view(["GET", "POST"])
+@access.requires(Permission.READ, POST=Permission.ADMINISTER, of=_memory_of_source)
+def source_compile(request: Request, pk: int, memory: Memory) -> Response:
+    """GET: how far compiling the source into facts on pages has got (its newest run; 404
+    before any). POST: compile it again on a worker — the passages not compiled yet and those
+    placed on no page (202 with the run; 409 while learning is off)."""
+    source = Source.objects.filter(memory=memory, pk=pk).readable_by(request.user).first()
+    if source is None:
+        raise NotFound(f"There is no source #{pk} you can read.")
+    if request.method == "POST":
+        run = compiling.compile_again(source, by=request.user)
+        return Response(CompileRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+    latest = compiling.latest(source)
+    if latest is None:
+        raise NotFound(f"“{source.title}” has not been compiled.")
+    return Response(CompileRunSerializer(latest).data)

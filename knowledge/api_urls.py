@@ -10,5 +10,6 @@ urlpatterns = [
     path("facts/<int:pk>/outcome", api.fact_outcome, name="outcome"),
     path("context", api.context, name="context"),
     path("sources/", api.new_source, name="sources"),
+    path("sources/<int:pk>/compile", api.source_compile, name="source-compile"),
     path("passages/", api.passage_search_view, name="passages"),
 ]

@@ -567,3 +567,40 @@ def test_compile_runs_are_in_the_admin_for_those_who_administer_the_memory_only(
     assert f"/admin/knowledge/compilerun/{run.pk}/" not in shown.content.decode()
     opened = client.get(reverse("admin:knowledge_compilerun_change", args=[run.pk]))
     assert opened.status_code in (302, 404)  # the run's statements hold every passage's words
+
+
+def test_the_api_says_how_far_a_compile_got_and_asks_for_another(
+    client, team, compiled, monkeypatch
+):
+    source, run = compiled
+    url = reverse("knowledge-api:source-compile", args=[source.pk])
+    monkeypatch.setattr(compile_requests, "send_on_commit", lambda *args: None)
+
+    client.force_login(team.sales_reader)
+    shown = client.get(url).json()
+    assert shown["id"] == run.pk and shown["state"] == "compiled"
+    assert shown["message"] == "Compiled 3 passages: 3 new facts."
+    assert (shown["passages_done"], shown["passages_total"]) == (3, 3)
+    assert client.post(url).status_code == 403
+
+    client.force_login(team.admin)
+    asked = client.post(url)
+    assert asked.status_code == 202 and asked.json()["state"] == "running"
+    assert client.post(url).json()["id"] == asked.json()["id"]  # one run at a time
+
+    CompileRun.objects.filter(pk=asked.json()["id"]).update(state=CompileRun.State.FAILED)
+    Memory.objects.filter(pk=team.memory.pk).update(learning=False)
+    refused = client.post(url)
+    assert refused.status_code == 409
+    assert refused.json()["detail"].startswith("Learning is switched off for Team")
+
+
+def test_the_api_never_shows_a_compile_of_a_source_the_reader_cannot_read(
+    client, team, compiled, django_user_model
+):
+    source, _ = compiled
+    stranger = django_user_model.objects.create_user(username="stranger")
+    client.force_login(stranger)
+    answer = client.get(reverse("knowledge-api:source-compile", args=[source.pk]))
+    assert answer.status_code == 404
+    assert "meeting-notes" not in answer.content.decode()
