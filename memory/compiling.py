@@ -131,7 +131,7 @@ class Statement:
 
 _LINE_MARK = re.compile(r"^\s*(?:[-*•·>]+|\d{1,3}[.)]|#{1,6})\s*")
 _HEADER = re.compile(r"^(?:from|to|cc|bcc|subject|date|sent|re|fw|fwd)\s*:", re.IGNORECASE)
-_FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|my|me|mine|myself)\b")
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll)\b|\b(?i:my|me|mine|myself)\b")
 
 
 def _pieces(text: str) -> list[str]:
@@ -192,8 +192,8 @@ def offline(
                 continue
             if kept == MAX_STATEMENTS_PER_PASSAGE:
                 notes.append(
-                    f"read the first {MAX_STATEMENTS_PER_PASSAGE} statements of passage "
-                    f"{passage.ordinal + 1}"
+                    f"passage {passage.ordinal + 1}: read its first "
+                    f"{MAX_STATEMENTS_PER_PASSAGE} statements"
                 )
                 break
             text = _as_filed(piece, author)

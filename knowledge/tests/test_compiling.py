@@ -604,3 +604,14 @@ def test_the_api_never_shows_a_compile_of_a_source_the_reader_cannot_read(
     answer = client.get(reverse("knowledge-api:source-compile", args=[source.pk]))
     assert answer.status_code == 404
     assert "meeting-notes" not in answer.content.decode()
+
+
+def test_a_sentence_opening_on_my_is_written_as_the_authors_own(home, alice):
+    alice.first_name = "Alice"
+    alice.save()
+    note = sources.add_source(memory=home, by=alice, text="My bike is kept in the garage.").source
+
+    compile_source(note)
+
+    fact = Fact.objects.get(text="Alice's bike is kept in the garage.")
+    assert [page.name for page in fact.subjects.all()] == ["Alice"]
