@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from knowledge import compiling as compile_requests
-from knowledge import passage_search, retrieval, sources, visibility
+from knowledge import passage_search, passages, retrieval, sources, visibility
 from knowledge.models import (
     Citation,
     CompileRun,
@@ -615,3 +615,27 @@ def test_a_sentence_opening_on_my_is_written_as_the_authors_own(home, alice):
 
     fact = Fact.objects.get(text="Alice's bike is kept in the garage.")
     assert [page.name for page in fact.subjects.all()] == ["Alice"]
+
+
+def test_the_terminal_asks_to_compile_every_source_added_before_compiling_existed(
+    team, monkeypatch
+):
+    sent = []
+    monkeypatch.setattr(compile_requests, "send_on_commit", lambda *args: sent.append(args))
+    older = Source.objects.create(
+        memory=team.memory, kind=Source.Kind.DOCUMENT, title="old.md", text=MEETING_NOTES
+    )
+    passages.add(older, passages.cut(MEETING_NOTES), labels=[team.sales])
+    conversation = Source.objects.create(
+        memory=team.memory, kind=Source.Kind.CONVERSATION, title="chat", text="Hello there."
+    )
+    passages.add(conversation, ["Hello there, Rossi Srl."], labels=[team.sales])
+    out = io.StringIO()
+
+    call_command("sources", "--memory", "team", "compile", "--all", stdout=out)
+
+    assert out.getvalue().startswith("Asked for 1 compile; a worker compiles them")
+    (run,) = CompileRun.objects.all()
+    assert run.source == older and sent == [("memory.tasks.compile_source", run.pk)]
+    with pytest.raises(CommandError, match="Name one source"):
+        call_command("sources", "--memory", "team", "compile")

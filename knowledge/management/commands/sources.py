@@ -56,7 +56,12 @@ class Command(BaseCommand):
         again = verbs.add_parser(
             "compile", help="compile a source into facts on pages again (on a worker)"
         )
-        again.add_argument("source", type=int)
+        again.add_argument("source", type=int, nargs="?", default=None)
+        again.add_argument(
+            "--all",
+            action="store_true",
+            help="every note, document and email with a passage not compiled yet",
+        )
         search = verbs.add_parser("search", help="the passages you may read holding these words")
         search.add_argument("words", nargs="+")
 
@@ -119,7 +124,22 @@ class Command(BaseCommand):
             stamp = f"{source.created_at:%Y-%m-%d %H:%M}"
             self.stdout.write(f"#{source.pk}  {stamp}  {source.get_kind_display()}  {source.title}")
 
-    def do_compile(self, *, source, **_) -> None:
+    def do_compile(self, *, source, **options) -> None:
+        every = options.get("all", False)
+        if every == (source is not None):
+            raise CommandError("Name one source (its id), or --all.")
+        if every:
+            waiting = Source.objects.filter(
+                memory=self.memory,
+                kind__in=compiling.COMPILED_KINDS,
+                passages__compiled_at__isnull=True,
+            ).distinct()
+            asked = [compiling.compile_again(one, by=self.person) for one in waiting]
+            self.stdout.write(
+                f"Asked for {len(asked)} compile{'' if len(asked) == 1 else 's'}; a worker "
+                "compiles them (each source's page shows how far it got)."
+            )
+            return
         one = Source.objects.filter(memory=self.memory, pk=source).first()
         if one is None:
             raise CommandError(f"There is no source #{source} in {self.memory.name}.")
