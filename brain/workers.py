@@ -65,6 +65,7 @@ BAD_ANSWERS_AT_MOST = 2
 NAME_MAX = 120
 REVOKED_MESSAGE = "This worker token was revoked."
 KEPT_AFTER_DEADLINE = timedelta(days=1)
+FORGET_EVERY_S = 60.0
 SEEN_EVERY_S = 10  # the worker page shows "seen … ago": ten seconds is as good as now
 
 
@@ -270,10 +271,18 @@ def wait_for(seconds: float) -> None:
         break
 
 
+_forgotten_at: dict[int, float] = {}  # memory id -> when this process last forgot its old calls
+
+
 def forget_old(memory_id: int) -> int:
     """Delete the memory's calls a day past their deadline: settled long ago, or left behind by
     a job whose process died while it waited (nobody else settles those). A day keeps
-    yesterday's on the admin's list; each call's record stays as its ``ModelCall``."""
+    yesterday's on the admin's list; each call's record stays as its ``ModelCall``. Runs at
+    most every ``FORGET_EVERY_S`` per memory in a process: a statement spared on most calls."""
+    now = time.monotonic()
+    if now - _forgotten_at.get(memory_id, -FORGET_EVERY_S) < FORGET_EVERY_S:
+        return 0
+    _forgotten_at[memory_id] = now
     old = timezone.now() - KEPT_AFTER_DEADLINE
     deleted, _ = WaitingCall.objects.filter(memory_id=memory_id, deadline__lt=old).delete()
     return deleted

@@ -389,11 +389,13 @@ def test_embeddings_not_routed_to_a_worker_are_not_asked_of_one(home):
 
 
 def test_a_settled_call_keeps_no_words_and_calls_a_day_past_their_deadline_are_forgotten(
-    to_worker, key
+    to_worker, key, monkeypatch
 ):
     from datetime import timedelta
 
     from django.utils import timezone
+
+    monkeypatch.setattr(workers, "_forgotten_at", {})  # this process has not looked yet
 
     old = WaitingCall.objects.create(
         memory=to_worker,
