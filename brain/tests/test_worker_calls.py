@@ -225,13 +225,16 @@ def test_a_worker_that_dies_holding_a_call_loses_it_to_another_when_its_lease_ru
     to_worker, key, settings
 ):
     settings.BRAIN_WORKER_LEASE_S = 1
-    dies = PlaysWorker(key, lambda call: None, name="dies")  # takes it, never answers
     lives = PlaysWorker(key, lambda call: {"text": '{"verdict": "same"}'}, name="lives")
+
+    def take_and_die(call):  # holds the call, never answers; only then does the other ask
+        lives.start()
+
+    dies = PlaysWorker(key, take_and_die, name="dies")
     dies.start()
-    dies.join(5)  # it holds the call now
-    lives.start()
 
     answer = _ask(timeout=6.0, memory=to_worker)
+    dies.join(5)
     lives.join(5)
 
     assert answer.parsed == Verdict(verdict="same")
