@@ -9,8 +9,10 @@ ends the way its docstring (brain/worker/runner.py) says.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -38,6 +40,7 @@ from brain.llm.local_stub import (
 )
 from brain.llm.stub import MessagesStub
 from brain.worker import local
+from brain.worker.__main__ import MIN_PYTHON
 
 ROOT = Path(__file__).resolve().parents[2]
 WRAPPER = ROOT / "bin" / "brain"
@@ -252,6 +255,54 @@ def test_the_worker_program_needs_only_the_standard_library_and_never_imports_dj
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
     assert listed == []  # requirements-worker.txt names nothing, and nothing else is imported
+
+
+def test_the_worker_program_is_written_for_python_3_10():
+    package = sorted((ROOT / "brain" / "worker").glob("*.py"))
+    for path in [*package, ROOT / "brain" / "__init__.py"]:
+        ast.parse(path.read_text(), filename=str(path), feature_version=MIN_PYTHON)
+
+
+def _interpreter(version: tuple[int, int]) -> str | None:
+    """A Python of exactly ``version`` that runs on this machine (a pyenv shim may not)."""
+    name = f"python{version[0]}.{version[1]}"
+    candidates = [str(p) for p in sorted(Path.home().glob(f".pyenv/versions/*/bin/{name}"))]
+    candidates += [found for found in [shutil.which(name), f"/usr/bin/{name}"] if found]
+    for candidate in candidates:
+        try:
+            ran = subprocess.run([candidate, "-c", "pass"], capture_output=True, timeout=30)
+        except OSError:
+            continue
+        if ran.returncode == 0:
+            return candidate
+    return None
+
+
+OLDEST = _interpreter(MIN_PYTHON)
+
+
+@pytest.mark.skipif(OLDEST is None, reason="no Python 3.10 on this machine")
+def test_the_worker_serves_a_call_on_the_oldest_python_it_supports(brain, ollama_stub):
+    fake, url = brain
+    ollama_stub.script(local_json({"decision": "keep"}))
+    fake.offer(schema=SCHEMA)
+    fake.offer(kind="embed", texts=["the loft"])
+    process = subprocess.Popen(
+        [OLDEST, "-E", "-S", "-m", "brain.worker", "--server", url, "--token", TOKEN,
+         "--model", "llama3.2", "--endpoint", ollama_stub.base_url, "--wait", "1"],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        fake.wait_for(lambda: len(fake.answers()) == 2)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=10)
+
+    assert fake.answers()[0].body["text"] == '{"decision": "keep"}', err
+    assert fake.answers()[1].body["vectors"] == [vector_for("the loft")]
+    assert process.returncode == 0
 
 
 def test_brain_worker_runs_without_the_projects_virtualenv(brain, ollama_stub, tmp_path):

@@ -7,8 +7,9 @@ needs no open port. It sees only what a call carries — a system prompt, a prom
 texts to embed — never the memory.
 
 Rules of this package: the standard library only, and no import of Django, of any app or of
-brain.settings, so it runs on a machine with nothing but Python and this folder
-(requirements-worker.txt lists what it needs: nothing). brain/tests/test_worker_program.py
+brain.settings, so it runs on a machine with nothing but Python 3.10+ and this folder
+(requirements-worker.txt lists what it needs: nothing). Nothing newer than Python 3.10 either
+(``__main__.MIN_PYTHON``). brain/tests/test_worker_program.py
 imports it in an isolated interpreter to hold it to that.
 
 Modules: ``transport`` (JSON over HTTP, one place for urllib), ``server`` (the wire protocol of

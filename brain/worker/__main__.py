@@ -16,6 +16,11 @@ from brain.worker import local
 from brain.worker.runner import DEFAULT_WAIT_S, Worker
 from brain.worker.server import MAX_WAIT_S, BrainServer
 
+# The oldest Python the worker runs on (brain itself needs 3.12): Debian 12 and Ubuntu 22.04
+# ship 3.11 and 3.10, and a worker's machine is often one nobody wants to upgrade for it.
+# brain/tests/test_worker_program.py parses the package as 3.10 and runs it on one when found.
+MIN_PYTHON = (3, 10)
+
 
 def parser() -> argparse.ArgumentParser:
     parse = argparse.ArgumentParser(
@@ -60,6 +65,13 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if sys.version_info < MIN_PYTHON:
+        print(
+            f"brain worker needs Python {'.'.join(map(str, MIN_PYTHON))} or newer; this is "
+            f"{sys.version.split()[0]} ({sys.executable}).",
+            file=sys.stderr,
+        )
+        return 2
     args = parser().parse_args(argv)
     if not args.token:
         parser().error("a worker token is needed: --token T or BRAIN_WORKER_TOKEN")
