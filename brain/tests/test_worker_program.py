@@ -40,7 +40,7 @@ from brain.llm.local_stub import (
 )
 from brain.llm.stub import MessagesStub
 from brain.worker import local
-from brain.worker.__main__ import MIN_PYTHON
+from brain.worker.__main__ import MIN_PYTHON, cleartext_warning
 
 ROOT = Path(__file__).resolve().parents[2]
 WRAPPER = ROOT / "bin" / "brain"
@@ -344,6 +344,21 @@ def test_brain_worker_runs_without_the_projects_virtualenv(brain, ollama_stub, t
 
     assert fake.answers()[0].body["text"] == "It was about the loft.", err
     assert process.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("server", "warned"),
+    [
+        ("https://brain.example.org", False),
+        ("http://127.0.0.1:8000", False),
+        ("http://localhost:8000", False),
+        ("http://[::1]:8000", False),
+        ("http://brain.example.org", True),
+        ("http://192.168.1.20:8000", True),
+    ],
+)
+def test_plain_http_beyond_this_machine_is_warned_about(server, warned):
+    assert (cleartext_warning(server) is not None) == warned
 
 
 # The local model's two APIs ------------------------------------------------------------------

@@ -11,6 +11,7 @@ import logging
 import os
 import socket
 import sys
+from urllib.parse import urlsplit
 
 from brain.worker import local
 from brain.worker.runner import DEFAULT_WAIT_S, Worker
@@ -64,6 +65,19 @@ def parser() -> argparse.ArgumentParser:
     return parse
 
 
+def cleartext_warning(server: str) -> str | None:
+    """A warning when ``server`` is plain http beyond this machine: the token (and every
+    call's text) would cross the network readable by anyone on the way."""
+    parts = urlsplit(server)
+    host = (parts.hostname or "").lower()
+    if parts.scheme != "http" or host in ("localhost", "::1") or host.startswith("127."):
+        return None
+    return (
+        f"{server} is plain http: the worker token and every call's text cross the network "
+        "unencrypted. Use the server's https:// address."
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     if sys.version_info < MIN_PYTHON:
         print(
@@ -82,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s brain worker: %(message)s"
     )
+    if warning := cleartext_warning(args.server):
+        logging.getLogger("brain.worker").warning("%s", warning)
     worker = Worker(
         server=BrainServer(args.server, args.token),
         connect_model=lambda: local.connect(endpoint=args.endpoint, model=args.model, api=args.api),
