@@ -61,9 +61,7 @@ not reading).
 from __future__ import annotations
 
 import logging
-import os
 import re
-import socket
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -74,9 +72,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from brain import llm
+from brain import leases, llm
 from brain.celery import send_on_commit
-from brain.embedded import pid_alive
 from knowledge import compiling as requests
 from knowledge import passages as passage_rows
 from knowledge import statements, subjects
@@ -397,57 +394,14 @@ def _pages(memory: Memory, named: list[list[str]]) -> list[Subject]:
 # Runs -------------------------------------------------------------------------------------------
 
 
-def _executor() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _claim(run: CompileRun) -> bool:
-    now = timezone.now()
-    return (
-        CompileRun.objects.filter(
-            pk=run.pk, state=CompileRun.State.RUNNING, claimed_at__isnull=True
-        ).update(claimed_at=now, executor=_executor(), lease_expires_at=now + requests.LEASE)
-        == 1
-    )
-
-
-def _is_lost(run: CompileRun) -> bool:
-    if run.lease_expires_at < timezone.now():
-        return True
-    host, _, pid = run.executor.rpartition(":")
-    return host == socket.gethostname() and pid.isdigit() and not pid_alive(int(pid))
-
-
-def _take_over(run: CompileRun) -> bool:
-    """Claim a running compile whose worker is gone: this process finishes what it started."""
-    if run.claimed_at is None or not _is_lost(run):
-        return False
-    now = timezone.now()
-    return (
-        CompileRun.objects.filter(
-            pk=run.pk,
-            state=CompileRun.State.RUNNING,
-            claimed_at=run.claimed_at,
-            executor=run.executor,
-        ).update(claimed_at=now, executor=_executor(), lease_expires_at=now + requests.LEASE)
-        == 1
-    )
-
-
 def _finish(run: CompileRun, state: str, reason: str = "") -> None:
-    CompileRun.objects.filter(pk=run.pk, state=CompileRun.State.RUNNING).update(
-        state=state, reason=reason, finished_at=timezone.now(), notes=run.notes[:MAX_NOTES]
-    )
+    leases.finish(run, state, reason, notes=run.notes[:MAX_NOTES])
 
 
 def sweep() -> None:
     """Beat: start again a compile nobody picked up (its message was lost) and one whose worker
     is gone (its lease ran out). ``execute`` claims or takes over; one going is left alone."""
-    now = timezone.now()
-    running = CompileRun.objects.running()
-    unclaimed = running.filter(claimed_at__isnull=True, started_at__lt=now - requests.LEASE)
-    lost = running.filter(claimed_at__isnull=False, lease_expires_at__lt=now)
-    for pk in [*unclaimed.values_list("pk", flat=True), *lost.values_list("pk", flat=True)]:
+    for pk in leases.to_send_again(CompileRun, unclaimed_after=requests.LEASE):
         send_on_commit(requests.TASK, pk)
 
 
@@ -468,7 +422,8 @@ def execute(run_id: int) -> None:
     run = CompileRun.objects.select_related("source", "memory").filter(pk=run_id).first()
     if run is None or not run.is_running:
         return
-    if not _claim(run) and not _take_over(run):
+    lease = requests.LEASE
+    if not leases.claim(run, lease=lease) and not leases.take_over(run, lease=lease):
         return
     try:
         _compile(run)
@@ -609,9 +564,7 @@ def _nothing_reason(run: CompileRun) -> str:
 
 
 def _renew(run: CompileRun) -> None:
-    CompileRun.objects.filter(pk=run.pk, state=CompileRun.State.RUNNING).update(
-        lease_expires_at=timezone.now() + requests.LEASE
-    )
+    leases.renew(run, lease=requests.LEASE)
 
 
 def _done(run: CompileRun, passage: Passage) -> None:

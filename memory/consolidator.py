@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import re
-import socket
 import time
 from dataclasses import dataclass
 from datetime import timedelta
@@ -42,9 +40,9 @@ from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
+from brain import leases
 from brain.celery import send_on_commit
 from brain.db import retry
-from brain.embedded import pid_alive
 from knowledge import visibility
 from knowledge.actions import reconcile_with_document
 from knowledge.models import Fact, Memory
@@ -101,10 +99,6 @@ def lease_length() -> timedelta:
 def send_start(run: ConsolidationRun) -> None:
     """The message that starts ``run`` on a worker, sent once the run row is committed."""
     send_on_commit("memory.tasks.consolidate", run.pk)
-
-
-def _executor() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 # Asking for a pass ---------------------------------------------------------------------------
@@ -207,7 +201,7 @@ def execute(run_id: int) -> None:
     run = ConsolidationRun.objects.select_related("memory").filter(pk=run_id).first()
     if run is None or not run.is_running:
         return
-    if not _claim(run):
+    if not leases.claim(run, lease=lease_length()):
         # A redelivery after its worker process died: settle the pass, and start another.
         if settle_lost_runs(memory=run.memory):
             restart_if_due(run.memory)
@@ -233,14 +227,6 @@ def _run(run: ConsolidationRun, deadline: float) -> None:
             _retry_later(run, _lost_race_reason(error))
         else:
             _finish(run, ConsolidationRun.State.FAILED, _failure_reason(error))
-
-
-def _claim(run: ConsolidationRun) -> bool:
-    now = timezone.now()
-    claimed = ConsolidationRun.objects.filter(
-        pk=run.pk, state=ConsolidationRun.State.RUNNING, claimed_at__isnull=True
-    ).update(claimed_at=now, executor=_executor(), lease_expires_at=now + lease_length())
-    return claimed == 1
 
 
 def _pass(run: ConsolidationRun, deadline: float) -> None:
@@ -604,9 +590,7 @@ def _retry_later(run: ConsolidationRun, reason: str) -> None:
 
 def _finish(run: ConsolidationRun, state: str, reason: str, **counts) -> None:
     """Settle the run unless something else already did (a sweep, a deleted row)."""
-    ConsolidationRun.objects.filter(pk=run.pk, state=ConsolidationRun.State.RUNNING).update(
-        state=state, reason=reason, finished_at=timezone.now(), **counts
-    )
+    leases.finish(run, state, reason, **counts)
 
 
 def _timeout_reason(error: BaseException | None = None) -> str:
@@ -661,15 +645,6 @@ def _lost_race_reason(error: BaseException) -> str:
 # Lost passes, the sweep and the daily pass ---------------------------------------------------
 
 
-def _is_lost(run: ConsolidationRun, now) -> bool:
-    if run.lease_expires_at < now:
-        return True
-    if not run.executor:
-        return False
-    host, _, pid = run.executor.rpartition(":")
-    return host == socket.gethostname() and pid.isdigit() and not pid_alive(int(pid))
-
-
 def settle_lost_runs(*, memory: Memory | None = None) -> list[ConsolidationRun]:
     """Mark failed every running pass whose worker is gone; the queue it read stays pending."""
     now = timezone.now()
@@ -678,7 +653,7 @@ def settle_lost_runs(*, memory: Memory | None = None) -> list[ConsolidationRun]:
         running = running.filter(memory=memory)
     lost = []
     for run in running:
-        if not _is_lost(run, now):
+        if not leases.is_lost(run, now=now):
             continue
         why = (
             "no worker picked it up"

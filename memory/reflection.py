@@ -57,9 +57,7 @@ twice. No transaction is open while the model thinks.
 from __future__ import annotations
 
 import logging
-import os
 import re
-import socket
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import timedelta
@@ -71,9 +69,8 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from brain import llm
+from brain import leases, llm
 from brain.celery import send_on_commit
-from brain.embedded import pid_alive
 from knowledge import kinds, subjects
 from knowledge.models import Fact, Memory, Observation, Source
 from knowledge.secret_filter import secret_in
@@ -546,10 +543,6 @@ def extract(
 # Runs --------------------------------------------------------------------------------------------
 
 
-def _executor() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
 def unread_from(source: Source) -> int:
     """The first turn of ``source`` that no reflection has read yet."""
     runs = ReflectionRun.objects.for_source(source).exclude(read_to=None)
@@ -638,11 +631,7 @@ def sweep() -> None:
     """Beat, every two minutes: start again a reflection nobody picked up (its message was
     lost) and one whose worker is gone without its message coming back (its lease ran out).
     ``execute`` claims or takes over; a run already going is left alone."""
-    now = timezone.now()
-    running = ReflectionRun.objects.running()
-    unclaimed = running.filter(claimed_at__isnull=True, started_at__lt=now - RESEND_AFTER)
-    lost = running.filter(claimed_at__isnull=False, lease_expires_at__lt=now)
-    for pk in [*unclaimed.values_list("pk", flat=True), *lost.values_list("pk", flat=True)]:
+    for pk in leases.to_send_again(ReflectionRun, unclaimed_after=RESEND_AFTER):
         send_on_commit(TASK, pk)
 
 
@@ -652,7 +641,7 @@ def execute(run_id: int) -> None:
     run = ReflectionRun.objects.select_related("source", "memory").filter(pk=run_id).first()
     if run is None or not run.is_running:
         return
-    if not _claim(run) and not _take_over(run):
+    if not leases.claim(run, lease=LEASE) and not leases.take_over(run, lease=LEASE):
         return
     try:
         _reflect(run)
@@ -662,44 +651,8 @@ def execute(run_id: int) -> None:
         raise
 
 
-def _claim(run: ReflectionRun) -> bool:
-    now = timezone.now()
-    return (
-        ReflectionRun.objects.filter(
-            pk=run.pk, state=ReflectionRun.State.RUNNING, claimed_at__isnull=True
-        ).update(claimed_at=now, executor=_executor(), lease_expires_at=now + LEASE)
-        == 1
-    )
-
-
-def _is_lost(run: ReflectionRun) -> bool:
-    if run.lease_expires_at < timezone.now():
-        return True
-    host, _, pid = run.executor.rpartition(":")
-    return host == socket.gethostname() and pid.isdigit() and not pid_alive(int(pid))
-
-
-def _take_over(run: ReflectionRun) -> bool:
-    """Claim a running reflection whose worker is gone (killed mid-reflection): the message
-    came back, and this process finishes what it started."""
-    if not _is_lost(run):
-        return False
-    now = timezone.now()
-    return (
-        ReflectionRun.objects.filter(
-            pk=run.pk,
-            state=ReflectionRun.State.RUNNING,
-            claimed_at=run.claimed_at,
-            executor=run.executor,
-        ).update(claimed_at=now, executor=_executor(), lease_expires_at=now + LEASE)
-        == 1
-    )
-
-
 def _finish(run: ReflectionRun, state: str, reason: str = "", **fields) -> None:
-    ReflectionRun.objects.filter(pk=run.pk, state=ReflectionRun.State.RUNNING).update(
-        state=state, reason=reason, finished_at=timezone.now(), **fields
-    )
+    leases.finish(run, state, reason, **fields)
 
 
 def _reflect(run: ReflectionRun) -> None:

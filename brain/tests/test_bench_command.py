@@ -1,6 +1,8 @@
 """`make bench`: every benchmark's section is kept, one that fails says why, and what the
 benchmarks shared is cleaned up whatever happened."""
 
+import io
+
 import pytest
 from django.core.management import CommandError, call_command
 
@@ -28,7 +30,7 @@ def test_a_failing_benchmark_keeps_the_others_sections_and_the_cleanup_still_run
     cleaned.clear()
 
     with pytest.raises(CommandError, match="breaks"):
-        call_command("bench", output=str(output), stdout=open("/dev/null", "w"))
+        call_command("bench", output=str(output), stdout=io.StringIO())
 
     written = output.read_text()
     assert "Failed in this run: the household could not be loaded" in written

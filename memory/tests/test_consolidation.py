@@ -1,5 +1,7 @@
 """One consolidation pass, run directly (the worker only calls ``consolidator.execute``)."""
 
+import socket
+
 import pytest
 
 from memory import actions, consolidator, document, revisions
@@ -278,7 +280,7 @@ def test_a_run_whose_worker_process_died_is_marked_failed_on_the_next_request(ho
     _queue(home, "The loft is warm.")
     request = consolidator.request_consolidation(memory=home, trigger="manual", send=False)
     ConsolidationRun.objects.filter(pk=request.run.pk).update(
-        claimed_at=request.run.started_at, executor=f"{consolidator.socket.gethostname()}:999999"
+        claimed_at=request.run.started_at, executor=f"{socket.gethostname()}:999999"
     )
 
     again = consolidator.request_consolidation(memory=home, trigger="manual", send=False)

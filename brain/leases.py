@@ -1,0 +1,99 @@
+"""A job's run row is its lease: the one way every background job here (a consolidation pass,
+a reflection, a compile) knows who runs it and when nobody does any more.
+
+The row has ``state`` (``"running"`` until settled), ``started_at``, ``claimed_at``,
+``executor`` (``host:pid`` of the process that claimed it), ``lease_expires_at`` and
+``finished_at``. The rules, each a conditional UPDATE so two processes never both win:
+
+- ``claim``: a running row nobody has claimed becomes this process's, for ``lease``.
+- ``take_over``: a running row whose process is gone (``is_lost``: its lease ran out, or its
+  pid is dead on this very host, which a restarted worker sees at once instead of waiting out
+  the lease) becomes this process's — only if it is still held by the claim that was seen, so
+  of two processes taking over one, one wins.
+- ``renew``: the holder pushes its lease on while it works.
+- ``finish``: a running row is settled once; a sweep or a late writer never overwrites an
+  outcome already given.
+- ``to_send_again``: what beat's sweep starts again — runs nobody claimed within
+  ``unclaimed_after`` (their message was lost) and claimed runs whose lease ran out (their
+  worker died without the message coming back).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from datetime import timedelta
+from typing import Any
+
+from django.db import models
+from django.utils import timezone
+
+from brain.embedded import pid_alive
+
+RUNNING = "running"
+
+
+def executor() -> str:
+    """This process, as a run row names the one holding it."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def claim(run: Any, *, lease: timedelta, **fields) -> bool:
+    """Claim ``run`` (running, unclaimed) for this process; ``fields`` are set with it."""
+    now = timezone.now()
+    claimed = (
+        type(run)
+        ._default_manager.filter(pk=run.pk, state=RUNNING, claimed_at__isnull=True)
+        .update(claimed_at=now, executor=executor(), lease_expires_at=now + lease, **fields)
+    )
+    return claimed == 1
+
+
+def is_lost(run: Any, *, now=None) -> bool:
+    """Whether the process holding ``run`` is gone: its lease ran out, or it ran on this host
+    and its pid is dead."""
+    if run.lease_expires_at < (now or timezone.now()):
+        return True
+    host, _, pid = (run.executor or "").rpartition(":")
+    return host == socket.gethostname() and pid.isdigit() and not pid_alive(int(pid))
+
+
+def take_over(run: Any, *, lease: timedelta) -> bool:
+    """Claim a running ``run`` whose process is gone, as it was seen: this process finishes
+    what the other started."""
+    if run.claimed_at is None or not is_lost(run):
+        return False
+    now = timezone.now()
+    taken = (
+        type(run)
+        ._default_manager.filter(
+            pk=run.pk, state=RUNNING, claimed_at=run.claimed_at, executor=run.executor
+        )
+        .update(claimed_at=now, executor=executor(), lease_expires_at=now + lease)
+    )
+    return taken == 1
+
+
+def renew(run: Any, *, lease: timedelta) -> None:
+    type(run)._default_manager.filter(pk=run.pk, state=RUNNING).update(
+        lease_expires_at=timezone.now() + lease
+    )
+
+
+def finish(run: Any, state: str, reason: str = "", **fields) -> bool:
+    """Settle ``run`` unless something else already did (a sweep, a deleted row)."""
+    settled = (
+        type(run)
+        ._default_manager.filter(pk=run.pk, state=RUNNING)
+        .update(state=state, reason=reason, finished_at=timezone.now(), **fields)
+    )
+    return settled == 1
+
+
+def to_send_again(model: type[models.Model], *, unclaimed_after: timedelta) -> list[int]:
+    """The running rows of ``model`` whose start message should be sent again."""
+    now = timezone.now()
+    running = model._default_manager.filter(state=RUNNING)
+    unclaimed = running.filter(claimed_at__isnull=True, started_at__lt=now - unclaimed_after)
+    lost = running.filter(claimed_at__isnull=False, lease_expires_at__lt=now)
+    return [*unclaimed.values_list("pk", flat=True), *lost.values_list("pk", flat=True)]
