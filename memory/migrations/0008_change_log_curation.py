@@ -4,20 +4,29 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0007_teach_files_at_once'),
+        ("memory", "0007_teach_files_at_once"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='change',
-            name='curation',
+            model_name="change",
+            name="curation",
             field=models.JSONField(blank=True, default=dict),
         ),
         migrations.AlterField(
-            model_name='change',
-            name='source',
-            field=models.CharField(choices=[('pass', 'a consolidation pass'), ('edit', 'your edit'), ('undo', 'Undo'), ('clear', 'Clear'), ('import', 'Import'), ('curation', 'your curation')], max_length=8),
+            model_name="change",
+            name="source",
+            field=models.CharField(
+                choices=[
+                    ("pass", "a consolidation pass"),
+                    ("edit", "your edit"),
+                    ("undo", "Undo"),
+                    ("clear", "Clear"),
+                    ("import", "Import"),
+                    ("curation", "your curation"),
+                ],
+                max_length=8,
+            ),
         ),
     ]
