@@ -23,13 +23,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar
 
-from brain.llm.stub import StubRequest
+from brain.llm.loopback import Answer, LoopbackStub, StubRequest
 
 DIMENSIONS = 384  # brain's embedder's; a test of the wrong shape passes another number
 
@@ -87,7 +85,7 @@ def vector_for(text: str, dimensions: int = DIMENSIONS) -> list[float]:
     return [v / norm for v in values]
 
 
-class _LocalStub:
+class _LocalStub(LoopbackStub):
     """A model server on 127.0.0.1, an ephemeral port, in a background thread."""
 
     api: ClassVar[str]
@@ -98,28 +96,11 @@ class _LocalStub:
     def __init__(self, *, models: tuple[str, ...] = ("llama3.2",), dimensions: int = DIMENSIONS):
         self.models = models
         self.dimensions = dimensions
-        self._lock = threading.Lock()
         self._chat: list[LocalReply] = [
             local_error(400, f"{type(self).__name__}: no chat reply was scripted")
         ]
         self._embed: list[LocalReply] = [LocalReply()]
-        self._requests: list[StubRequest] = []
-        self._stopping = threading.Event()
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.stub = self
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_port}"
-
-    @property
-    def requests(self) -> list[StubRequest]:
-        with self._lock:
-            return list(self._requests)
+        super().__init__()
 
     @property
     def chats(self) -> list[StubRequest]:
@@ -143,67 +124,43 @@ class _LocalStub:
         with self._lock:
             self._embed = list(replies)
 
-    def close(self) -> None:
-        """Wake hanging replies, stop serving and join every thread. Safe to call twice."""
-        self._stopping.set()
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def _take(self, request: StubRequest, queue: list[LocalReply]) -> LocalReply:
-        with self._lock:
-            self._requests.append(request)
-            return queue.pop(0) if len(queue) > 1 else queue[0]
-
-    def _record(self, request: StubRequest) -> None:
-        with self._lock:
-            self._requests.append(request)
-
-    def answer(self, request: StubRequest) -> tuple[int, Any]:
+    def answer(self, request: StubRequest) -> Answer | None:
         """The status and body for ``request`` (a route, an unknown path, or a bad body)."""
         path = request.path.split("?")[0]
         if request.method == "GET" and path == self.list_path:
             self._record(request)
-            return 200, self.listing()
+            return Answer(200, self.listing())
         if request.method == "POST" and path == self.chat_path:
             if not {"model", "messages"} <= request.body.keys():
                 self._record(request)
-                return 400, self.error_body("model and messages are needed")
+                return Answer(400, self.error_body("model and messages are needed"))
             reply = self._take(request, self._chat)
-            return self._wait(reply) or self.reply(reply, request, kind="chat")
+            return None if self._hung_until_closed(reply.hang_s) else self.reply(reply, request)
         if request.method == "POST" and path == self.embed_path:
             if not {"model", "input"} <= request.body.keys():
                 self._record(request)
-                return 400, self.error_body("model and input are needed")
+                return Answer(400, self.error_body("model and input are needed"))
             reply = self._take(request, self._embed)
-            return self._wait(reply) or self.reply(reply, request, kind="embed")
+            if self._hung_until_closed(reply.hang_s):
+                return None
+            return self.reply(reply, request, embed=True)
         self._record(request)
-        return 404, self.error_body(f"{type(self).__name__}: no route {request.method} {path}")
+        name = type(self).__name__
+        return Answer(404, self.error_body(f"{name}: no route {request.method} {path}"))
 
-    def _wait(self, reply: LocalReply) -> tuple[int, Any] | None:
-        if reply.hang_s and self._stopping.wait(reply.hang_s):
-            return 599, None  # closing: the handler drops the connection
-        return None
-
-    def reply(self, reply: LocalReply, request: StubRequest, *, kind: str) -> tuple[int, Any]:
+    def reply(self, reply: LocalReply, request: StubRequest, *, embed: bool = False) -> Answer:
         if reply.raw is not None:
-            return reply.status, reply.raw
+            return Answer(reply.status, reply.raw)
         if reply.status != 200:
-            return reply.status, self.error_body(reply.error)
-        if kind == "embed":
+            return Answer(reply.status, self.error_body(reply.error))
+        if embed:
             texts = request.body["input"]
             texts = [texts] if isinstance(texts, str) else list(texts)
             vectors = reply.vectors
             if vectors is None:
                 vectors = [vector_for(str(text), self.dimensions) for text in texts]
-            return 200, self.embed_body(vectors, request, reply)
-        return 200, self.chat_body(reply, request)
+            return Answer(200, self.embed_body(vectors, request, reply))
+        return Answer(200, self.chat_body(reply, request))
 
     # The API's own shapes (subclasses) ----------------------------------------------------
 
@@ -306,55 +263,3 @@ class OpenAIStub(_LocalStub):
             ],
             "usage": {"prompt_tokens": reply.input_tokens, "total_tokens": reply.input_tokens},
         }
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = False  # so server_close() can join them
-    block_on_close = True
-    stub: _LocalStub
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    timeout = 10
-    server: _Server
-
-    def do_GET(self) -> None:
-        self._handle("GET")
-
-    def do_POST(self) -> None:
-        self._handle("POST")
-
-    def _handle(self, method: str) -> None:
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {"_raw": raw.decode(errors="replace")}
-        request = StubRequest(
-            method=method,
-            path=self.path,
-            headers={name.lower(): value for name, value in self.headers.items()},
-            body=body if isinstance(body, dict) else {"_body": body},
-        )
-        self.close_connection = True
-        status, payload = self.server.stub.answer(request)
-        if status == 599:
-            return  # closing while hanging: drop the connection without an answer
-        if isinstance(payload, str):
-            data, kind = payload.encode(), "text/html"
-        else:
-            data, kind = json.dumps(payload).encode(), "application/json"
-        try:
-            self.send_response(status)
-            self.send_header("content-type", kind)
-            self.send_header("content-length", str(len(data)))
-            self.send_header("connection", "close")
-            self.end_headers()
-            self.wfile.write(data)
-        except OSError:
-            pass  # the client gave up
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass

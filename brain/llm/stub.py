@@ -22,10 +22,12 @@ Test support only: nothing in the running app imports this module.
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any
+
+from brain.llm.loopback import Answer, LoopbackStub, StubRequest
+
+__all__ = ["MessagesStub", "StubReply", "StubRequest"]
 
 TEST_API_KEY = "test-key"
 
@@ -43,31 +45,6 @@ class StubReply:
     output_tokens: int = 45
     stop_reason: str = "end_turn"
     headers: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class StubRequest:
-    """One request the stub received."""
-
-    method: str
-    path: str
-    headers: dict[str, str]  # lower-cased names
-    body: dict[str, Any]
-
-    @property
-    def prompt(self) -> str:
-        """The text of the last user message (how the gateway sends its prompt)."""
-        content = self.body["messages"][-1]["content"]
-        if isinstance(content, str):
-            return content
-        return "".join(part.get("text", "") for part in content)
-
-    @property
-    def system(self) -> str:
-        system = self.body.get("system", "")
-        if isinstance(system, str):
-            return system
-        return "".join(part.get("text", "") for part in system)
 
 
 def stub_text(text: str, **overrides: Any) -> StubReply:
@@ -95,31 +72,14 @@ def stub_hang(seconds: float = 30.0) -> StubReply:
     return StubReply(text="{}", hang_s=seconds)
 
 
-class MessagesStub:
+class MessagesStub(LoopbackStub):
     """``POST /v1/messages`` on 127.0.0.1, an ephemeral port, in a background thread."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
         self._script: list[StubReply] = [
             stub_error(400, "invalid_request_error", "MessagesStub: no reply was scripted")
         ]
-        self._requests: list[StubRequest] = []
-        self._stopping = threading.Event()
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.stub = self
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_port}"
-
-    @property
-    def requests(self) -> list[StubRequest]:
-        with self._lock:
-            return list(self._requests)
+        super().__init__()
 
     def script(self, *replies: StubReply) -> None:
         """Answer the next requests with ``replies`` in order; the last one then repeats."""
@@ -137,75 +97,24 @@ class MessagesStub:
         settings.ANTHROPIC_BASE_URL = self.base_url
         settings.BRAIN_LLM_MAX_RETRIES = max_retries
 
-    def close(self) -> None:
-        """Wake hanging replies, stop serving and join every thread. Safe to call twice."""
-        self._stopping.set()
-        self._server.shutdown()
-        self._server.server_close()  # joins the request threads (block_on_close)
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def _record(self, request: StubRequest) -> None:
-        with self._lock:
-            self._requests.append(request)
-
-    def _take(self, request: StubRequest) -> StubReply:
-        """Record ``request`` and return the reply scripted for it."""
-        with self._lock:
-            self._requests.append(request)
-            return self._script.pop(0) if len(self._script) > 1 else self._script[0]
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = False  # so server_close() can join them
-    block_on_close = True
-    stub: MessagesStub
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    timeout = 10  # no request thread can block for ever on a silent socket
-    server: _Server
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {"_raw": raw.decode(errors="replace")}
-        request = StubRequest(
-            method="POST",
-            path=self.path,
-            headers={name.lower(): value for name, value in self.headers.items()},
-            body=body,
-        )
-        stub = self.server.stub
-        self.close_connection = True  # one request per connection: nothing lingers at close()
-        if self.path.split("?")[0] != "/v1/messages":
-            stub._record(request)
-            reply = stub_error(404, "not_found_error", f"MessagesStub: no route {self.path}")
-        elif not {"model", "max_tokens", "messages"} <= body.keys():
-            stub._record(request)
+    def answer(self, request: StubRequest) -> Answer | None:
+        if request.method != "POST" or request.path.split("?")[0] != "/v1/messages":
+            self._record(request)
+            reply = stub_error(404, "not_found_error", f"MessagesStub: no route {request.path}")
+        elif not {"model", "max_tokens", "messages"} <= request.body.keys():
+            self._record(request)
             reply = stub_error(400, "invalid_request_error", "model, max_tokens, messages needed")
         else:
-            reply = stub._take(request)
-        if reply.hang_s and stub._stopping.wait(reply.hang_s):
-            return  # closing: drop the connection without an answer
-        self._send(reply, model=str(body.get("model", "")), number=len(stub.requests))
-
-    def _send(self, reply: StubReply, *, model: str, number: int) -> None:
+            reply = self._take(request, self._script)
+        if self._hung_until_closed(reply.hang_s):
+            return None  # closing: drop the connection without an answer
+        number = len(self.requests)
         if reply.status == 200:
-            payload: dict[str, Any] = {
+            body: dict[str, Any] = {
                 "id": f"msg_stub_{number}",
                 "type": "message",
                 "role": "assistant",
-                "model": model,
+                "model": str(request.body.get("model", "")),
                 "content": [{"type": "text", "text": reply.text}],
                 "stop_reason": reply.stop_reason,
                 "stop_sequence": None,
@@ -215,23 +124,9 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             }
         else:
-            payload = {
+            body = {
                 "type": "error",
                 "error": {"type": reply.error_type, "message": reply.error_message},
                 "request_id": f"req_stub_{number}",
             }
-        data = json.dumps(payload).encode()
-        try:
-            self.send_response(reply.status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.send_header("connection", "close")
-            for name, value in reply.headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
-        except OSError:
-            pass  # the client gave up (a timeout test): nobody is left to answer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # keep test output clean
+        return Answer(reply.status, body, reply.headers)

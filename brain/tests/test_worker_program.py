@@ -375,7 +375,7 @@ def test_an_endpoint_that_speaks_neither_api_is_named_with_what_it_answered():
         local.detect(other.base_url)
 
     assert "speaks neither Ollama's API nor the OpenAI-compatible one" in str(failed.value)
-    assert "GET /api/tags: HTTP 501; GET /v1/models: HTTP 501" in str(failed.value)
+    assert "GET /api/tags: HTTP 404; GET /v1/models: HTTP 404" in str(failed.value)
 
 
 def test_a_local_model_that_is_not_running_is_said_in_one_line():
