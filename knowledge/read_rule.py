@@ -41,10 +41,18 @@ _SCOPE_OF_LABELS = """
 @dataclass(frozen=True)
 class Reader:
     """A reader given by labels rather than by a person: a role (Read as), or the household —
-    what every member of a memory reads (the memory document). Administers nothing."""
+    what every member of a memory reads (the memory document). Administers nothing.
+
+    ``within``: read only facts no one outside these labels reads — those citing at least one
+    passage whose labels are all among them. Whoever reads such a fact reads that passage, so
+    holds one of these labels. What a passage's statements may restate (compiling): restating
+    a fact adds the passage's words to it, which must not reach a reader of the fact who
+    cannot read the passage (a fact citing a passage labelled Sales and HR is read by HR
+    people, who must not see the words of a Sales-only note restating it)."""
 
     name: str
     label_ids: frozenset[int]
+    within: bool = False
 
 
 @dataclass(frozen=True)
@@ -162,7 +170,39 @@ def readable_facts(facts: models.QuerySet, user) -> models.QuerySet:
         return facts
     if reads_nothing(user):
         return facts.none()
-    return facts.filter(_Rule(F("memory_id"), F("label_sets"), scope_of(user)))
+    readable = facts.filter(_Rule(F("memory_id"), F("label_sets"), scope_of(user)))
+    if isinstance(user, Reader) and user.within:
+        with connection.cursor() as cursor:
+            cursor.execute(_SETS_WITHIN, [sorted(user.label_ids)])
+            sets = [pk for (pk,) in cursor.fetchall()]
+        readable = readable.filter(_Cites(F("label_sets"), sets)) if sets else readable.none()
+    return readable
+
+
+# The label sets made only of these labels (a passage with no label is in none of them).
+_SETS_WITHIN = (
+    "SELECT id FROM knowledge_labelset WHERE cardinality(labels) > 0 AND labels <@ %s::bigint[]"
+)
+
+
+class _Cites(Expression):
+    """A fact cites a passage of one of ``ids``' label sets (``Reader.within``)."""
+
+    output_field = models.BooleanField()
+
+    def __init__(self, sets, ids: list[int]):
+        super().__init__()
+        self.sets, self.ids = sets, ids
+
+    def get_source_expressions(self):
+        return [self.sets]
+
+    def set_source_expressions(self, exprs):
+        (self.sets,) = exprs
+
+    def as_sql(self, compiler, connection):
+        sets, params = compiler.compile(self.sets)
+        return f"({sets} && %s::bigint[])", [*params, self.ids]
 
 
 def readable_passages(passages: models.QuerySet, user) -> models.QuerySet:

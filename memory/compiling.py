@@ -35,11 +35,12 @@ Contract:
   label sets from its citations in the very transaction that cites or relabels, so relabelling
   while a compile runs never leaves a fact readable by a role that cannot read all its passages
   (knowledge/visibility.py, "Concurrency"). The gate judges each statement against what its
-  passage's readers read (its labels, ``learn(reader=…)``): an HR passage never strengthens,
-  replaces or opens a conflict with a Sales fact, nor adds its words and its source to a fact
-  read by people who cannot read it — it becomes a fact of its own, read as its passage is.
-  (A fact citing a passage of two labels is read by either's holders; the gate reads as the
-  passage does, so a statement of a Sales passage may still restate such a fact.)
+  passage's readers read (its labels, ``learn(reader=…)``), and only facts nobody else reads
+  (``Reader.within``: a fact citing a passage of its labels alone): an HR passage never
+  strengthens, replaces or opens a conflict with a Sales fact, nor adds its words and its
+  source to a fact read by people who cannot read it — not even to one citing a passage
+  labelled Sales and HR, which HR people read — it becomes a fact of its own, read as its
+  passage is.
 - A passage at a time, a call's worth of passages at a time (``_chunks``): what the compiler
   read of them is kept on the row, then filed, then the next are read — so the source view's
   count moves while a long document compiles, and a run taken over does not ask the model again
@@ -621,9 +622,10 @@ def _file(
 
 def _readers_of(passage: Passage | None) -> Reader:
     """Whoever reads ``passage``, as a reader of its labels (no label: administrators only, so
-    a reader who reads nothing): the gate judges its statements against what they read."""
+    a reader who reads nothing): the gate judges its statements against the facts they read
+    that nobody else does (``Reader.within``)."""
     labels = frozenset(passage.labels.values_list("pk", flat=True)) if passage else frozenset()
-    return Reader(f"readers of passage #{passage.pk if passage else '?'}", labels)
+    return Reader(f"readers of passage #{passage.pk if passage else '?'}", labels, within=True)
 
 
 def _settle_unplaced(source: Source, placed: list[Passage], unplaced: list[Passage]) -> None:

@@ -500,6 +500,57 @@ def test_a_passage_only_hr_reads_never_restates_a_fact_sales_reads(team, compile
     assert not Fact.objects.filter(pk=again.pk).readable_by(team.sales_reader).exists()
 
 
+MOVE = "Rossi Srl moves its office to Milan in May."
+
+
+def _fact_both_read(team: Team) -> Fact:
+    """A fact about Rossi Srl citing a passage labelled Sales and HR: both read it."""
+    minutes = sources.add_source(
+        memory=team.memory, by=team.admin, text=MOVE, title="Minutes", labels=[team.sales, team.hr]
+    ).source
+    passages.set_labels(list(minutes.passages.all()), [team.sales, team.hr])
+    compile_source(minutes)
+    fact = Fact.objects.get(text=MOVE)
+    assert Fact.objects.filter(pk=fact.pk).readable_by(team.hr_reader).exists()
+    assert Fact.objects.filter(pk=fact.pk).readable_by(team.sales_reader).exists()
+    return fact
+
+
+def test_a_sales_note_never_restates_a_fact_hr_people_read_too(team):
+    move = _fact_both_read(team)
+    note = sources.add_source(
+        memory=team.memory, by=team.admin, text=MOVE, title="Call with Rossi", labels=[team.sales]
+    ).source
+
+    run = compile_source(note)
+
+    assert (run.facts_filed, run.facts_known) == (1, 0)
+    move.refresh_from_db()
+    assert move.support == 1
+    assert not move.observations.filter(source=note).exists()  # HR never sees "Call with Rossi"
+    again = Fact.objects.exclude(pk=move.pk).get(text=MOVE)
+    assert Fact.objects.filter(pk=again.pk).readable_by(team.sales_reader).exists()
+    assert not Fact.objects.filter(pk=again.pk).readable_by(team.hr_reader).exists()
+
+
+def test_a_note_with_the_labels_of_the_fact_it_restates_strengthens_it(team):
+    move = _fact_both_read(team)
+    note = sources.add_source(
+        memory=team.memory,
+        by=team.admin,
+        text=MOVE,
+        title="Minutes, again",
+        labels=[team.sales, team.hr],
+    ).source
+    passages.set_labels(list(note.passages.all()), [team.sales, team.hr])
+
+    run = compile_source(note)
+
+    assert (run.facts_filed, run.facts_known) == (0, 1)
+    move.refresh_from_db()
+    assert move.support == 2 and move.observations.filter(source=note).exists()
+
+
 def test_what_a_person_writes_of_themselves_lands_on_their_page_made_if_need_be(home, alice):
     alice.first_name = "Alice"
     alice.save()
