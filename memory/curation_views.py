@@ -25,6 +25,7 @@ from brain.htmx import LEVELS, Toast, answer
 from knowledge import access, review
 from knowledge.models import Conflict, Fact, Memory, Permission, Subject
 from memory import actions, curation, fact_edits
+from memory.actions import Settled
 
 CONFLICT = "knowledge/_conflict.html"
 
@@ -32,6 +33,29 @@ CONFLICT = "knowledge/_conflict.html"
 def _next(request: HttpRequest, default: str) -> str:
     back = request.POST.get("next", "")
     return back if back.startswith("/") and not back.startswith("//") else default
+
+
+def settle_as_posted(request: HttpRequest, conflict: Conflict) -> tuple[Settled | None, Toast]:
+    """Settle ``conflict`` as a form posted it (``keep``; ``since``, a day, for dated; ``text``
+    for merged), and the toast that says how it went: every form that settles one (the page,
+    Review, the Knowledge tab) reads it this way."""
+    since = request.POST.get("since", "").strip()
+    try:
+        day = parse_date(since) if since else None
+        if since and day is None:
+            raise ValidationError(f"“{since}” is not a day: write it as 2026-03-01.")
+        settled = actions.settle_conflict(
+            conflict=conflict,
+            keep=request.POST.get("keep", ""),
+            text=request.POST.get("text"),
+            since=day,
+            by=request.user,
+        )
+    except ValidationError as why:
+        return None, Toast(" ".join(why.messages), "error")
+    except StateConflict as why:
+        return None, Toast(why.message, "error")
+    return settled, Toast(settled.message)
 
 
 def _memory_of_conflict(request: HttpRequest, pk: int) -> Memory:
@@ -46,25 +70,7 @@ def resolve_conflict(request: HttpRequest, pk: int, memory: Memory) -> HttpRespo
     conflict = get_object_or_404(
         Conflict.objects.for_memory(memory).readable_by(request.user), pk=pk
     )
-    since = request.POST.get("since", "").strip()
-    settled = None
-    try:
-        day = parse_date(since) if since else None
-        if since and day is None:
-            raise ValidationError(f"“{since}” is not a day: write it as 2026-03-01.")
-        settled = actions.settle_conflict(
-            conflict=conflict,
-            keep=request.POST.get("keep", ""),
-            text=request.POST.get("text"),
-            since=day,
-            by=request.user,
-        )
-    except ValidationError as why:
-        toast = Toast(" ".join(why.messages), "error")
-    except StateConflict as why:
-        toast = Toast(why.message, "error")
-    else:
-        toast = Toast(settled.message)
+    settled, toast = settle_as_posted(request, conflict)
     conflict = Conflict.objects.select_related("old", "new").get(pk=pk)
     review.with_sides([conflict])
     context = {

@@ -24,6 +24,7 @@ from memory import (
     ask_views,
     brief,
     consolidator,
+    curation_views,
     measurements,
     revisions,
     study_views,
@@ -415,16 +416,8 @@ def settle(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     conflict = get_object_or_404(
         Conflict.objects.for_memory(memory).readable_by(request.user), pk=pk
     )
-    try:
-        settled = actions.settle_conflict(
-            conflict=conflict, keep=request.POST.get("keep", ""), by=request.user
-        )
-    except ValidationError as why:
-        event, toast = None, Toast(" ".join(why.messages), "error")
-    except actions.AlreadySettled as why:
-        event, toast = None, Toast(why.message, "error")
-    else:
-        event, toast = CHANGED, Toast(settled.message)
+    settled, toast = curation_views.settle_as_posted(request, conflict)
+    event = CHANGED if settled is not None else None
     return _answer(
         request,
         "to-settle",

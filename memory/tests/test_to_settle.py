@@ -7,12 +7,14 @@ from __future__ import annotations
 import io
 import os
 import subprocess
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from brain.testing import database_url
@@ -180,6 +182,54 @@ def test_the_knowledge_tab_settles_a_conflict_without_javascript(client, admin_u
     assert live_texts(home) == {NEW}
     page = client.get(response.url).content.decode()
     assert "To settle" not in page
+
+
+def test_the_knowledge_tab_merges_a_conflict_into_one_statement_without_javascript(
+    client, admin_user, home
+):
+    conflict = open_conflict(home)
+    client.force_login(admin_user)
+    page = client.get("/knowledge/").content.decode()
+    assert "Keep both with dates" in page and "Merge them into one statement" in page
+
+    response = client.post(
+        f"/knowledge/conflicts/{conflict.pk}/settle",
+        {"keep": "merged", "text": "The spare key is in the blue bowl by the door."},
+    )
+
+    assert response.status_code == 302
+    assert live_texts(home) == {"The spare key is in the blue bowl by the door."}
+
+
+def test_the_knowledge_tab_keeps_both_with_their_dates_and_refuses_a_day_that_is_not_one(
+    client, admin_user, home
+):
+    conflict = open_conflict(home)
+    client.force_login(admin_user)
+    headers = {"HX-Request": "true"}
+
+    refused = client.post(
+        f"/knowledge/conflicts/{conflict.pk}/settle",
+        {"keep": "dated", "since": "the third of March"},
+        headers=headers,
+    )
+    assert "is not a day: write it as 2026-03-01" in refused.headers["HX-Trigger"]
+    assert live_texts(home) == {OLD, NEW}
+
+    month_ago = timezone.now() - timedelta(days=30)
+    Fact.objects.filter(pk=conflict.old_id).update(valid_from=month_ago)
+    since = (timezone.now() - timedelta(days=7)).date()
+    kept = client.post(
+        f"/knowledge/conflicts/{conflict.pk}/settle",
+        {"keep": "dated", "since": since.isoformat()},
+        headers=headers,
+    )
+    assert kept.status_code == 200
+    conflict.refresh_from_db()
+    assert conflict.state == "settled" and conflict.resolution == "dated"
+    assert live_texts(home) == {NEW}
+    old = Fact.objects.get(pk=conflict.old_id)
+    assert timezone.localtime(old.valid_to).date() == since  # true until then, and kept
 
 
 @pytest.mark.browser
