@@ -2,6 +2,8 @@
 benchmarks shared is cleaned up whatever happened."""
 
 import io
+import os
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -11,6 +13,12 @@ cleaned: list[str] = []
 
 def measures_fine() -> str:
     return "## Fine\n\nIt measured 3 ms.\n"
+
+
+def carries_over() -> str:
+    """As recall does with the 1M section: what the file held before the run began."""
+    before = Path(os.environ["BRAIN_BENCH_PREVIOUS"]).read_text()
+    return "## Carried\n\n" + before.split("## Kept", 1)[1].split("\n## ", 1)[0]
 
 
 def breaks() -> str:
@@ -36,3 +44,18 @@ def test_a_failing_benchmark_keeps_the_others_sections_and_the_cleanup_still_run
     assert "Failed in this run: the household could not be loaded" in written
     assert "It measured 3 ms." in written
     assert cleaned == ["shared households"]
+
+
+def test_a_section_of_an_earlier_run_can_be_carried_over_though_the_file_is_rewritten(
+    settings, tmp_path
+):
+    settings.BRAIN_BENCHMARKS = [f"{__name__}.measures_fine", f"{__name__}.carries_over"]
+    settings.BRAIN_BENCHMARK_CLEANUPS = []
+    output = tmp_path / "BENCHMARKS.md"
+    output.write_text("# Benchmarks\n\n## Kept\n\n1M: measured on its own, 50 min.\n")
+
+    call_command("bench", output=str(output), stdout=io.StringIO())
+
+    written = output.read_text()
+    assert "It measured 3 ms." in written
+    assert "1M: measured on its own, 50 min." in written

@@ -9,6 +9,7 @@ import logging
 import os
 import platform
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -49,28 +50,39 @@ class Command(BaseCommand):
 
     def handle(self, *args, output: str, **options) -> None:
         started = time.monotonic()
-        sections, failed = [], []
+        sections: list[str] = []
+        failed: list[str] = []
         header = (
             "# Benchmarks\n\n"
             f"Measured {timezone.now():%Y-%m-%d %H:%M} UTC with `make bench` on: {machine()}.\n"
             "Every figure is compared with a baseline measured in the same run, as a ratio.\n"
         )
-        try:
-            for path in settings.BRAIN_BENCHMARKS:
-                self.stdout.write(f"running {path} …")
-                began = time.monotonic()
-                try:
-                    sections.append(import_string(path)())
-                except Exception as error:  # one benchmark's failure loses no other's figures
-                    logger.exception("benchmark %s failed", path)
-                    failed.append(path)
-                    sections.append(f"## {path}\n\nFailed in this run: {error}\n")
-                self.stdout.write(f"  {time.monotonic() - began:.0f} s")
-                # Written after each one, so what was measured is kept whatever comes next.
-                Path(output).write_text(header + "\n" + "\n".join(sections))
-        finally:
-            for cleanup in getattr(settings, "BRAIN_BENCHMARK_CLEANUPS", []):
-                import_string(cleanup)()
+        # The file as it was, for a benchmark that carries a section of an earlier run over
+        # (`make bench SIZES=1m`'s): the loop below rewrites the file after each benchmark.
+        before = Path(output).read_text() if Path(output).exists() else ""
+        with tempfile.NamedTemporaryFile("w", suffix=".md", prefix="benchmarks-") as kept:
+            kept.write(before)
+            kept.flush()
+            os.environ["BRAIN_BENCH_PREVIOUS"] = kept.name
+            try:
+                for path in settings.BRAIN_BENCHMARKS:
+                    self._run(path, sections, failed)
+                    # Written after each one, so what was measured is kept whatever comes next.
+                    Path(output).write_text(header + "\n" + "\n".join(sections))
+            finally:
+                for cleanup in getattr(settings, "BRAIN_BENCHMARK_CLEANUPS", []):
+                    import_string(cleanup)()
         self.stdout.write(f"wrote {output} in {time.monotonic() - started:.0f} s")
         if failed:
             raise CommandError(f"these benchmarks failed (their sections say why): {failed}")
+
+    def _run(self, path: str, sections: list[str], failed: list[str]) -> None:
+        self.stdout.write(f"running {path} …")
+        began = time.monotonic()
+        try:
+            sections.append(import_string(path)())
+        except Exception as error:  # one benchmark's failure loses no other's figures
+            logger.exception("benchmark %s failed", path)
+            failed.append(path)
+            sections.append(f"## {path}\n\nFailed in this run: {error}\n")
+        self.stdout.write(f"  {time.monotonic() - began:.0f} s")
