@@ -99,12 +99,14 @@ def add_many(
 
 
 def _add_many(pieces, sources, labels) -> list[Passage]:
-    # One statement: each source locked, with its last ordinal and its labels. Two writers
-    # adding to one source (a conversation's reflection and its next turn) take their places
-    # in turn; NO KEY so rows citing the source are not held up.
+    # Two writers adding to one source (a conversation's reflection and its next turn) take
+    # their places in turn; NO KEY so rows citing the source are not held up. The sources are
+    # locked first and read after, in a statement of their own: a statement that waited for a
+    # lock still reads with the snapshot it began with, so reading the last place in the
+    # locking statement could miss the passages the other writer just added.
+    list(Source.objects.select_for_update(no_key=True).filter(pk__in=sorted(sources)))
     locked = (
-        Source.objects.select_for_update(no_key=True, of=("self",))
-        .filter(pk__in=sorted(sources))
+        Source.objects.filter(pk__in=sources)
         .annotate(
             last=Subquery(
                 Passage.objects.filter(source=OuterRef("pk"))
