@@ -222,7 +222,8 @@ def context(
     in_play = [subject.pk for subject in resolve(memory, list(subjects))]
     mentioned, own_page = mentioned_ids_and_page(memory, question, reader)
     in_play += [pk for pk in [*mentioned, own_page] if pk is not None and pk not in in_play]
-    rule = search.readable_where(Fact.objects.for_memory(memory).live().readable_by(reader))
+    live = Fact.objects.for_memory(memory).live()
+    rule = search.readable_where(live.readable_by(reader))
     found = search.candidates(
         memory,
         rule,
@@ -230,6 +231,7 @@ def context(
         question=question if asked else "",
         limit=PER_SOURCE,
         hydrate=True,
+        live=search.readable_where(live) if asked else None,
     )
     embedding = soon.result() if soon is not None else None
     if found is None:  # nothing readable: only the core and procedures, as the plain path

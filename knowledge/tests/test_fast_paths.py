@@ -353,3 +353,62 @@ def test_the_diversity_reranking_places_lines_as_the_plain_greedy_loop_does():
         expected, expected_near = _plain_greedy(facts, redundancy)
         assert [fact.pk for fact in placed] == [fact.pk for fact in expected]
         assert near == expected_near
+
+
+@pytest.fixture
+def crowded(db):
+    """A memory where one question's words match 700 facts, some of which a reader may not
+    read: what the full-text tiers filter by the read rule after the sort (``_tier_ctes``)."""
+    from knowledge import passages
+    from knowledge.models import Label, Membership, Memory, Permission, Role, Source
+
+    memory = Memory.objects.create(slug="crowded", name="Crowded")
+    household = passages.add(
+        Source.objects.create(memory=memory, kind=Source.Kind.NOTE, title="Shared"), ["shared"]
+    )[0]
+    private = Label.objects.create(memory=memory, name="Private", meaning="Sarah's own.")
+    Role.objects.create(memory=memory, name="Sarah").labels.add(private)
+    secret = passages.add(
+        Source.objects.create(memory=memory, kind=Source.Kind.NOTE, title="Sarah's"),
+        ["private"],
+        labels=[private],
+    )[0]
+    tom = get_user_model().objects.create(username="tom")
+    Membership.objects.create(memory=memory, user=tom, permission=Permission.READ)
+
+    def add(n: int, passage) -> None:
+        text = f"Descale the kettle with citric acid, round {n}."
+        fact = Fact.objects.create(
+            memory=memory,
+            text=text,
+            normalized=statements.normalise(text),
+            channel=Fact.Channel.TYPED,
+            status=Fact.Status.FILED,
+        )
+        passages.cite(fact, [passage])
+
+    return memory, tom, household, secret, add
+
+
+@pytest.mark.parametrize(
+    "unreadable_newest",
+    [
+        pytest.param(150, id="the newest matches mostly readable"),
+        pytest.param(390, id="too few readable among the newest, older ones read too"),
+    ],
+)
+def test_a_reader_gets_the_plain_paths_block_when_most_matches_are_not_theirs(
+    crowded, unreadable_newest
+):
+    memory, tom, household, secret, add = crowded
+    for n in range(700 - unreadable_newest):  # older: readable by Tom
+        add(n, household)
+    for n in range(700 - unreadable_newest, 700):  # newest: Sarah's alone
+        add(n, secret)
+    assert not Fact.objects.for_memory(memory).readable_by(tom).filter(text__endswith="699.")
+
+    for question in ("descale the kettle", "citric acid kettle", "kettle round 12"):
+        asked = {"memory": memory, "question": question, "reader": tom, "token_budget": 2_000}
+        fast, plain = retrieval.context(**asked), retrieval.plain_context(**asked)
+        assert _seen(fast) == _seen(plain), question
+        assert "699." not in fast.text and fast.fact_ids
