@@ -222,8 +222,7 @@ def context(
     in_play = [subject.pk for subject in resolve(memory, list(subjects))]
     mentioned, own_page = mentioned_ids_and_page(memory, question, reader)
     in_play += [pk for pk in [*mentioned, own_page] if pk is not None and pk not in in_play]
-    live = Fact.objects.for_memory(memory).live()
-    rule = search.readable_where(live.readable_by(reader))
+    rule = search.readable_where(Fact.objects.for_memory(memory).live().readable_by(reader))
     found = search.candidates(
         memory,
         rule,
@@ -231,7 +230,6 @@ def context(
         question=question if asked else "",
         limit=PER_SOURCE,
         hydrate=True,
-        live=search.readable_where(live) if asked else None,
     )
     embedding = soon.result() if soon is not None else None
     if found is None:  # nothing readable: only the core and procedures, as the plain path

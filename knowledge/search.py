@@ -279,24 +279,20 @@ def candidates(
     question: str,
     limit: int,
     hydrate: bool = False,
-    live: tuple[str, list] | None = None,
 ):
     """``Found`` for ``retrieval.context``, in one statement, or None when nothing is
     readable. The same as a slice per subject (``limit`` each, by confidence) and
     ``text_matches(readable, question, limit)``, which the tests check. ``readable``: the
     queryset, or its ``readable_where``. ``hydrate``: with the rows of what it found, read
     while the question is still being embedded, so the statement that waits for the
-    question's vector reads only its neighbours. ``live``: the ``readable_where`` of the
-    memory's live facts with no reader, when ``readable`` adds a reader's rule to it: the
-    full-text tiers apply that rule after the sort (``_tier_ctes``)."""
+    question's vector reads only its neighbours."""
     rule = readable_where(readable)
     if rule is None:
         return None
     where, where_params = rule
     words = _words(question)
     tiers = _tiers(words) if words else []
-    prefilter = live if live is not None and live[0] != where else None  # a reader's rule
-    ctes, params = _tier_ctes(tiers, where, where_params, limit, prefilter)
+    ctes, params = _tier_ctes(tiers, where, where_params, limit)
     parts = [
         (f"{index + 1}, 0::bigint, id, rank::float8", f"FROM t{index}")
         for index in range(len(tiers))
@@ -362,24 +358,10 @@ def candidates(
     return Found(about, _widened(tiered, limit), procedures, hydrated)
 
 
-def _tier_ctes(
-    tiers: list[str],
-    where: str,
-    where_params: list,
-    limit: int,
-    live: tuple[str, list] | None = None,
-):
+def _tier_ctes(tiers: list[str], where: str, where_params: list, limit: int):
     """The CTEs t0, t1 … ranking each tier's newest matches (id, rank): a looser tier runs
     only while the stricter ones found fewer than ENOUGH, decided inside the statement. The
-    SQL of ``text_matches`` for one statement; returns the CTEs and their parameters.
-
-    ``live``: the rule without the reader's part (``for_memory().live()``), when ``where``
-    adds one. A tier then takes its newest 2 × TEXT_CANDIDATES matches by the live rule alone
-    and applies the read rule to those only: a question of common words matches thousands of
-    facts, and evaluating the read rule on each before the sort was measured at a fifth of
-    the statement (22.9 ms against 18.7 ms for 13,936 matches). The newest TEXT_CANDIDATES
-    readable matches are among them unless fewer than that many of them are readable; only
-    then are the older readable matches read as before, so the tier is the same either way."""
+    SQL of ``text_matches`` for one statement; returns the CTEs and their parameters."""
     ctes, params = [], []
     enough = min(limit, ENOUGH)
     for index, tier in enumerate(tiers):
@@ -391,50 +373,17 @@ def _tier_ctes(
                 f" AND knowledge_fact.id NOT IN ({union})"
                 f" AND (SELECT count(*) FROM ({union}) AS found) < {enough}"
             )
-        query = "to_tsquery('english'::regconfig, %s)"
-        if live is None:
-            ctes.append(f"""t{index} AS (
-            SELECT c.id, ts_rank(c.search_vector, {query}) AS rank
+        ctes.append(f"""t{index} AS (
+            SELECT c.id, ts_rank(c.search_vector, to_tsquery('english'::regconfig, %s)) AS rank
             FROM (
                 SELECT knowledge_fact.id, knowledge_fact.search_vector FROM knowledge_fact
                 WHERE {where}
-                  AND knowledge_fact.search_vector @@ {query}
+                  AND knowledge_fact.search_vector @@ to_tsquery('english'::regconfig, %s)
                   {earlier}
                 ORDER BY knowledge_fact.id DESC LIMIT {TEXT_CANDIDATES}
             ) AS c
             ORDER BY rank DESC, c.id DESC LIMIT {int(limit)})""")
-            params += [tier, *where_params, tier]
-            continue
-        live_where, live_params = live
-        ctes.append(f"""r{index} AS MATERIALIZED (
-            SELECT knowledge_fact.id FROM knowledge_fact
-            WHERE {live_where}
-              AND knowledge_fact.search_vector @@ {query}
-              {earlier}
-            ORDER BY knowledge_fact.id DESC LIMIT {2 * TEXT_CANDIDATES}),
-        k{index} AS MATERIALIZED (
-            SELECT knowledge_fact.id, knowledge_fact.search_vector FROM knowledge_fact
-            WHERE knowledge_fact.id IN (SELECT id FROM r{index}) AND {where}
-            ORDER BY knowledge_fact.id DESC LIMIT {TEXT_CANDIDATES}),
-        t{index} AS (
-            SELECT c.id, ts_rank(c.search_vector, {query}) AS rank
-            FROM (
-                SELECT id, search_vector FROM k{index}
-                UNION ALL
-                SELECT * FROM (
-                    SELECT knowledge_fact.id, knowledge_fact.search_vector FROM knowledge_fact
-                    WHERE {where}
-                      AND knowledge_fact.search_vector @@ {query}
-                      AND knowledge_fact.id < (SELECT min(id) FROM r{index})
-                      AND (SELECT count(*) FROM r{index}) = {2 * TEXT_CANDIDATES}
-                      AND (SELECT count(*) FROM k{index}) < {TEXT_CANDIDATES}
-                      {earlier}
-                    ORDER BY knowledge_fact.id DESC
-                    LIMIT ({TEXT_CANDIDATES} - (SELECT count(*) FROM k{index}))
-                ) AS older
-            ) AS c
-            ORDER BY rank DESC, c.id DESC LIMIT {int(limit)})""")
-        params += [*live_params, tier, *where_params, tier, *where_params, tier]
+        params += [tier, *where_params, tier]
     return ctes, params
 
 
