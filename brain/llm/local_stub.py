@@ -24,6 +24,7 @@ import hashlib
 import json
 import math
 import time
+from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -164,19 +165,23 @@ class _LocalStub(LoopbackStub):
 
     # The API's own shapes (subclasses) ----------------------------------------------------
 
+    @abstractmethod
     def listing(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """The answer to the API's list of models."""
 
+    @abstractmethod
     def error_body(self, message: str) -> dict[str, Any]:
-        raise NotImplementedError
+        """An error in the API's own shape."""
 
+    @abstractmethod
     def chat_body(self, reply: LocalReply, request: StubRequest) -> dict[str, Any]:
-        raise NotImplementedError
+        """A chat answer in the API's own shape."""
 
+    @abstractmethod
     def embed_body(
         self, vectors: list[list[float]], request: StubRequest, reply: LocalReply
     ) -> dict[str, Any]:
-        raise NotImplementedError
+        """An embedding answer in the API's own shape."""
 
 
 class OllamaStub(_LocalStub):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
@@ -49,7 +50,7 @@ class Answer:
     headers: dict[str, str] | None = None
 
 
-class LoopbackStub:
+class LoopbackStub(ABC):
     """A stub's server, its requests and its closing; subclasses give ``answer``."""
 
     def __init__(self) -> None:
@@ -63,8 +64,9 @@ class LoopbackStub:
         )
         self._thread.start()
 
+    @abstractmethod
     def answer(self, request: StubRequest) -> Answer | None:
-        raise NotImplementedError
+        """The status and body for ``request``, or None to drop the connection unanswered."""
 
     @property
     def base_url(self) -> str:
