@@ -1,9 +1,10 @@
 """A job's run row is its lease: the one way every background job here (a consolidation pass,
 a reflection, a compile) knows who runs it and when nobody does any more.
 
-The row has ``state`` (``"running"`` until settled), ``started_at``, ``claimed_at``,
-``executor`` (``host:pid`` of the process that claimed it), ``lease_expires_at`` and
-``finished_at``. The rules, each a conditional UPDATE so two processes never both win:
+The row has ``state`` (``"running"`` until settled) and ``reason`` of its own, and the lease's
+fields from ``Lease``: ``started_at``, ``claimed_at``, ``executor`` (``host:pid`` of the process
+that claimed it), ``lease_expires_at`` and ``finished_at``. The rules, each a conditional
+UPDATE so two processes never both win:
 
 - ``claim``: a running row nobody has claimed becomes this process's, for ``lease``.
 - ``take_over``: a running row whose process is gone (``is_lost``: its lease ran out, or its
@@ -31,6 +32,19 @@ from django.utils import timezone
 from brain.embedded import pid_alive
 
 RUNNING = "running"
+
+
+class Lease(models.Model):
+    """The fields every run row holds as a lease (see the module docstring)."""
+
+    started_at = models.DateTimeField(default=timezone.now)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    executor = models.CharField(max_length=255, blank=True)  # host:pid of the worker process
+    lease_expires_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
 
 
 def executor() -> str:

@@ -13,6 +13,7 @@ from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
+from brain import leases
 from knowledge import read_rule
 
 MEMORY_MAX_KB_RANGE = (1, 64)
@@ -580,7 +581,7 @@ class CompileRunQuerySet(models.QuerySet):
         return self.filter(source=source)
 
 
-class CompileRun(models.Model):
+class CompileRun(leases.Lease):
     """One compile of a note, document or email into facts on pages (memory/compiling.py):
     asked for when the source is added or by "Compile again", claimed by a worker, and settled
     with what it filed or why it filed nothing.
@@ -617,11 +618,6 @@ class CompileRun(models.Model):
     )
     unplaced = models.PositiveIntegerField(default=0, help_text="Passages placed on no page.")
     notes = models.JSONField(default=list, blank=True)
-    started_at = models.DateTimeField(default=timezone.now)
-    claimed_at = models.DateTimeField(null=True, blank=True)
-    executor = models.CharField(max_length=255, blank=True)  # host:pid of the worker process
-    lease_expires_at = models.DateTimeField()
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     objects = CompileRunQuerySet.as_manager()
 

@@ -8,6 +8,7 @@ from django.db.models import Func
 from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 
+from brain import leases
 from knowledge.models import Fact, Memory
 from memory import document
 from memory.composers.base import VOICE_MAX_BYTES
@@ -194,7 +195,7 @@ class RunQuerySet(models.QuerySet):
         return self.filter(memory=memory).order_by("-started_at", "-pk").first()
 
 
-class ConsolidationRun(models.Model):
+class ConsolidationRun(leases.Lease):
     """One consolidation pass: requested, claimed by a worker, and settled with a named reason.
 
     At most one runs per memory (a partial unique index): the row itself is the lease.
@@ -226,11 +227,6 @@ class ConsolidationRun(models.Model):
     )
     reason = models.TextField(blank=True)
     composer = models.CharField(max_length=32, blank=True)
-    started_at = models.DateTimeField(default=timezone.now)
-    claimed_at = models.DateTimeField(null=True, blank=True)
-    executor = models.CharField(max_length=255, blank=True)  # host:pid of the worker process
-    lease_expires_at = models.DateTimeField()
-    finished_at = models.DateTimeField(null=True, blank=True)
     generation_read = models.PositiveIntegerField(null=True, blank=True)
     items_read = models.PositiveIntegerField(default=0)
     lines_added = models.PositiveIntegerField(default=0)
@@ -373,7 +369,7 @@ class ReflectionRunQuerySet(models.QuerySet):
         return self.filter(source=source)
 
 
-class ReflectionRun(models.Model):
+class ReflectionRun(leases.Lease):
     """One reflection over a conversation (memory/reflection.py): the turns it read, what it
     filed through ``learn``, and why it filed nothing when it did.
 
@@ -407,11 +403,6 @@ class ReflectionRun(models.Model):
     statements = models.JSONField(default=list, blank=True)
     filed = models.JSONField(default=list, blank=True)
     notes = models.JSONField(default=list, blank=True)
-    started_at = models.DateTimeField(default=timezone.now)
-    claimed_at = models.DateTimeField(null=True, blank=True)
-    executor = models.CharField(max_length=255, blank=True)  # host:pid of the worker process
-    lease_expires_at = models.DateTimeField()
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     objects = ReflectionRunQuerySet.as_manager()
 
