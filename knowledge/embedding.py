@@ -16,6 +16,34 @@ not comparable, and a changed algorithm gets a new name.
 :func:`get_embedder` picks one from ``settings.BRAIN_EMBEDDER``; it is the only function here
 that reads Django settings, so the module imports without them.
 
+A memory's own embedder (:func:`embedder_for`): a memory that routes its task "embed" to a
+worker (``brain.llm.routing``; the route of its own, never the memory's default "*") has its
+facts' and questions' vectors from the worker's model (:class:`WorkerEmbedder`, named
+``worker:<model>``), every other memory from :func:`get_embedder`. Vectors are compared only
+under one name, so a changed route is a changed embedder: the memory's vectors are stale and
+re-embedded in the background (``knowledge.reembedding``). The route is read through
+``routing.cached_route`` (no query on most recalls; a change made in another process is seen
+at most ``routing.CACHE_S``, 5 s, later: vectors written meanwhile under the old name are
+stale and re-embedded like any other).
+
+A worker may be away (the laptop closed), and nothing may be lost for it:
+
+- A write waits at most WRITE_TIMEOUT_S (5 s) for its vector. A worker long-polling takes a
+  call within one ``workers.POLL_S`` (0.2 s) of its writing, and a small local model embeds a
+  sentence in tens of milliseconds (the worker round trip measured about 30 ms in `make
+  bench`), so 5 s is a hundred times what an answer takes and still short for a person waiting
+  at the box. Without an answer the fact is stored with no vector (:func:`vectors_or_none`):
+  it is found by its words and subjects, the gate judges it by its words, and the background
+  re-embedding gives it its vector once the worker is back.
+- A question waits at most QUESTION_TIMEOUT_S (2 s): recall runs on every prompt, and without
+  the vector it still answers from the subjects and full text.
+- After a call for vectors fails, writes and questions of that memory do not ask again for
+  UNANSWERED_PAUSE_S (30 s, per process): with no worker online each would otherwise wait its
+  whole deadline. The background re-embedding asks anyway (it is how the vectors come back),
+  with BACKGROUND_TIMEOUT_S (60 s) for a batch of 256 texts, and an answer ends the pause.
+- A call written inside a transaction is invisible to the worker until the commit: asked there
+  (an import, a caller's own transaction), a worker embedder gives up at once.
+
 Questions (:func:`question_vector`, :func:`question_vector_soon`): recall embeds the question
 on every call, and with MiniLM that is the largest fixed cost of a ``context()`` (6.1 ms a
 question in the last quiet `make bench`, 16% of the plain path at 100k). So the vector of a
@@ -34,6 +62,7 @@ import math
 import os
 import re
 import threading
+import time
 import unicodedata
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -328,9 +357,15 @@ _questions_lock = threading.Lock()
 _executor: tuple[int, ThreadPoolExecutor] | None = None
 
 
+def _cache_key(embedder: Embedder) -> str:
+    """A worker embedder's vectors are kept per memory: "worker:default" is whatever model
+    each memory's workers serve."""
+    return getattr(embedder, "cache_key", embedder.name)
+
+
 def question_vector(embedder: Embedder, text: str) -> list[float]:
     """``embedder.embed_one(text)``, kept for the next time the same question is asked."""
-    key = (embedder.name, text)
+    key = (_cache_key(embedder), text)
     with _questions_lock:
         kept = _questions.get(key)
         if kept is not None:
@@ -357,9 +392,11 @@ def _thread() -> ThreadPoolExecutor:
 def question_vector_soon(embedder: Embedder, text: str) -> Future:
     """A future of :func:`question_vector`: already done when the question is kept or the
     embedder holds the GIL (hash), else running on the embedding thread (MiniLM) while the
-    caller does something else. ``.result()`` re-raises what the embedder raised."""
+    caller does something else. ``.result()`` re-raises what the embedder raised. A worker
+    embedder runs in the caller's thread too: the gateway writes rows, on the caller's
+    connection, before the caller's SQL."""
     with _questions_lock:
-        kept = _questions.get((embedder.name, text))
+        kept = _questions.get((_cache_key(embedder), text))
     if kept is not None or not isinstance(embedder, MiniLMEmbedder):
         done: Future = Future()
         try:
@@ -368,3 +405,124 @@ def question_vector_soon(embedder: Embedder, text: str) -> Future:
             done.set_exception(error)
         return done
     return _thread().submit(question_vector, embedder, text)
+
+
+# --- A memory's own embedder: a worker's model, when the memory routes "embed" to one ------
+
+#: Seconds a write (learn, an edit, a settled conflict, a guess, an episode) waits for a
+#: worker's vector before it is stored without one (see the module docstring).
+WRITE_TIMEOUT_S = 5.0
+#: Seconds recall waits for a worker's vector of the question before it goes on without.
+QUESTION_TIMEOUT_S = 2.0
+#: Seconds the background re-embedding waits for a worker's batch of vectors.
+BACKGROUND_TIMEOUT_S = 60.0
+#: Seconds after a failed call for vectors in which writes and questions do not ask again.
+UNANSWERED_PAUSE_S = 30.0
+
+#: The stored name's length (``Fact.embedder``).
+NAME_MAX = 40
+#: The task name a memory routes its vectors by (``brain.llm.routing``).
+EMBED_TASK = "embed"
+
+_unanswered: dict[int, float] = {}  # memory id -> until when writes and questions do not ask
+
+
+def worker_name(model: str) -> str:
+    """The name stored beside a worker's vectors: its model, or "default" for any model."""
+    return f"worker:{model or 'default'}"[:NAME_MAX]
+
+
+class WorkerEmbedder:
+    """Vectors from the model a memory's workers serve (``brain.llm.embed``), L2-normalised.
+
+    Raises the gateway's ``LLMError`` (``LLMTimeout`` when no worker answered in time) when no
+    vector comes: callers that must not lose what they write use :func:`vectors_or_none`.
+    ``background``: the re-embedding, which asks even while writes pause."""
+
+    def __init__(self, memory, model: str, *, timeout: float, background: bool = False) -> None:
+        self.memory_id: int = getattr(memory, "pk", memory)
+        self.model = model
+        self.name = worker_name(model)
+        self.cache_key = f"{self.name}@{self.memory_id}"
+        self.timeout = timeout
+        self.background = background
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        from django.db import connection
+
+        from brain import llm
+
+        if connection.in_atomic_block:
+            raise llm.LLMError(
+                "A worker cannot see a call written inside a transaction: no vectors asked for."
+            )
+        paused = _unanswered.get(self.memory_id, 0.0) - time.monotonic()
+        if paused > 0 and not self.background:
+            raise llm.LLMError(
+                f"This memory's worker did not answer its last call for vectors: asked again "
+                f"in {paused:.0f} s."
+            )
+        try:
+            vectors = llm.embed(
+                memory=self.memory_id, texts=texts, timeout=self.timeout, dimensions=DIMENSIONS
+            )
+            units = [_unit(vector) for vector in vectors]
+        except llm.LLMError:
+            _unanswered[self.memory_id] = time.monotonic() + UNANSWERED_PAUSE_S
+            raise
+        _unanswered.pop(self.memory_id, None)
+        return units
+
+    def embed_one(self, text: str) -> list[float]:
+        return self.embed([text])[0]
+
+
+def _unit(vector: list[float]) -> list[float]:
+    from brain.llm.errors import LLMInvalidOutput
+
+    norm = math.hypot(*vector)
+    if norm == 0.0 or not math.isfinite(norm):
+        raise LLMInvalidOutput("The worker's model gave a vector of zeros, which means nothing.")
+    return [value / norm for value in vector]
+
+
+def embedder_for(memory, *, timeout: float = WRITE_TIMEOUT_S, background: bool = False) -> Embedder:
+    """The embedder of ``memory`` (a Memory or its id; None: the settings' one): a
+    :class:`WorkerEmbedder` waiting ``timeout`` seconds for its vectors when the memory routes
+    "embed" to a worker, else :func:`get_embedder`. No query when the route was read in the
+    last ``routing.CACHE_S``."""
+    if memory is None:
+        return get_embedder()
+    from brain.llm import routing
+
+    route = routing.cached_route(memory, EMBED_TASK)
+    if route.provider == routing.WORKER:
+        return WorkerEmbedder(memory, route.model, timeout=timeout, background=background)
+    return get_embedder()
+
+
+def vectors_or_none(embedder: Embedder, texts: list[str]) -> list[list[float]] | None:
+    """``embedder.embed(texts)``, or None when a worker gave none: what a write stores without
+    its vectors (the background re-embedding gives them later) rather than losing."""
+    if not isinstance(embedder, WorkerEmbedder):
+        return embedder.embed(texts)
+    from brain.llm.errors import LLMError
+
+    try:
+        return embedder.embed(texts)
+    except LLMError as error:
+        logger.info("Stored without vectors (%s): %s", embedder.name, error)
+        return None
+
+
+def vector_or_none(embedder: Embedder, text: str) -> list[float] | None:
+    """:func:`vectors_or_none` for one text."""
+    vectors = vectors_or_none(embedder, [text])
+    return vectors[0] if vectors is not None else None
+
+
+def forget_unanswered() -> None:
+    """Ask every memory's worker again at the next write or question."""
+    _unanswered.clear()

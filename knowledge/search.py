@@ -46,7 +46,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from knowledge import statements
-from knowledge.embedding import get_embedder
+from knowledge.embedding import embedder_for
 from knowledge.models import Fact, Memory
 
 ENOUGH = 10  # full-text matches that stop the search widening to looser tiers
@@ -131,14 +131,14 @@ def nearest(
     memory: Memory, embedding: list[float], *, limit: int, subject_id: int | None = None
 ) -> list[tuple[int, float]]:
     """The ids of the live facts nearest ``embedding`` (cosine distance), nearest first. Only
-    vectors made by the current embedder are compared (see reembedding.py)."""
+    vectors made by the memory's embedder are compared (see reembedding.py)."""
     params = {
         "memory": memory.pk,
         "now": timezone.now(),
         "q": _vector_literal(embedding),
         "limit": limit,
         "subject": subject_id,
-        "embedder": get_embedder().name,
+        "embedder": embedder_for(memory).name,
     }
     if subject_id is not None and _subject_size(subject_id) <= EXACT_SCAN_LIMIT:
         sql = f"""
@@ -332,7 +332,7 @@ def candidates(
             f"SELECT -2, 0::bigint, knowledge_fact.id, NULL::float8, {_ROW_SQL} "
             "FROM knowledge_fact WHERE knowledge_fact.id IN (SELECT id FROM found)"
         )
-        params.append(get_embedder().name)
+        params.append(embedder_for(memory).name)
     sql = ("WITH " + ",\n".join(ctes) + "\n" if ctes else "") + "\nUNION ALL\n".join(selects)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -414,7 +414,7 @@ def nearest_rows(
     if embedding is None or rule is None:
         return [], dict(known)
     where, where_params = rule
-    name = get_embedder().name
+    name = embedder_for(memory).name
     vector = _vector_literal(embedding)
     sql = f"""
         {_HNSW_SETTINGS}
@@ -471,7 +471,7 @@ def neighbours(
     ]
     found = ["SELECT id FROM exact", *(f"SELECT id FROM t{index}" for index in range(len(tiers)))]
     settings_sql = ""
-    name = get_embedder().name
+    name = embedder_for(memory).name
     if embedding is not None:
         vector = _vector_literal(embedding)
         settings_sql = _HNSW_SETTINGS

@@ -7,12 +7,25 @@ default.
 
 ``TASKS`` names every task the project calls a model for, as the settings page lists them;
 a route may name another (a task added later) and is used all the same.
+
+"embed" (the memory's own vectors, ``knowledge.embedding.embedder_for``) takes only a route of
+its own, never the memory's default: a worker serving "*" runs a chat model, and a memory's
+vectors need a model giving 384 numbers; without its own route they are computed here, where
+nothing leaves the server.
+
+``cached_route``: the route as this process read it at most ``CACHE_S`` ago, for the lookups
+made on every recall (whose vectors a memory's facts and questions take). A route saved or
+deleted in this process is seen at once (a signal clears the cache); one changed in another
+process at most ``CACHE_S`` later.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
+
+from django.db.models.signals import post_delete, post_save
 
 from brain.models import ModelRoute
 
@@ -34,7 +47,19 @@ TASKS: tuple[tuple[str, str], ...] = (
     ("deep_review", "suggest guesses in the weekly deep review"),
     ("distil_episodes", "distil an agent's episodes into beliefs"),
     ("distil_failures", "distil an agent's failures into lessons"),
+    (
+        "embed",
+        "turn facts and questions into vectors (a model giving 384 numbers, e.g. all-minilm)",
+    ),
 )
+
+#: Tasks that follow only their own route, never the memory's default "*" (see above).
+OWN_ROUTE_ONLY = frozenset({"embed"})
+
+#: Seconds a process trusts a route it read (``cached_route``): a route changed in another
+#: process is taken up this much later at most. Vectors written meanwhile under the old
+#: embedder's name are stale under the new one, and re-embedded in the background.
+CACHE_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -51,7 +76,10 @@ def route_for(memory: Any, task: str | None) -> Route:
     """The route ``memory``'s calls for ``task`` take (one query; none without a memory)."""
     if memory is None:
         return DEFAULT
-    names = [ModelRoute.DEFAULT_TASK, *([task] if task else [])]
+    if task in OWN_ROUTE_ONLY:
+        names = [task]
+    else:
+        names = [ModelRoute.DEFAULT_TASK, *([task] if task else [])]
     rows = {
         row.task: row
         for row in ModelRoute.objects.filter(
@@ -68,3 +96,29 @@ def routes_of(memory: Any) -> dict[str, Route]:
         row.task: Route(row.provider, row.model, row.task)
         for row in ModelRoute.objects.filter(memory_id=getattr(memory, "pk", memory))
     }
+
+
+_cached: dict[tuple[int, str | None], tuple[float, Route]] = {}
+
+
+def cached_route(memory: Any, task: str | None) -> Route:
+    """``route_for``, as this process read it at most ``CACHE_S`` ago (no query then)."""
+    if memory is None:
+        return DEFAULT
+    key = (getattr(memory, "pk", memory), task)
+    now = time.monotonic()
+    kept = _cached.get(key)
+    if kept is not None and kept[0] > now:
+        return kept[1]
+    route = route_for(memory, task)
+    _cached[key] = (now + CACHE_S, route)
+    return route
+
+
+def forget_cached(**_signal: Any) -> None:
+    """Read every route afresh next time (a route was saved or deleted in this process)."""
+    _cached.clear()
+
+
+post_save.connect(forget_cached, sender=ModelRoute, dispatch_uid="routing-forget-saved")
+post_delete.connect(forget_cached, sender=ModelRoute, dispatch_uid="routing-forget-deleted")
