@@ -52,7 +52,7 @@ from brain.db.retry import retry_transaction
 from knowledge import actions as knowledge_actions
 from knowledge import episodes as knowledge_episodes
 from knowledge import gate, retrieval, statements
-from knowledge.embedding import get_embedder
+from knowledge.embedding import embedder_for, vector_or_none
 from knowledge.models import CORE_MAX_CHARS, Episode, Fact, Memory, Procedure, Source, name_of
 from knowledge.secret_filter import secret_in
 from memory import actions as memory_actions
@@ -290,8 +290,8 @@ def encode(
     outcome = parse_outcome(outcome)
     text = knowledge_episodes.clean(text)
     as_bool = Episode.as_bool(outcome)
-    embedder = get_embedder()
-    embedding = embedder.embed_one(text)
+    embedder = embedder_for(memory)
+    embedding = vector_or_none(embedder, text)  # none from an absent worker: judged by words
     speaker = name_of(by)
     recording = {
         "memory": memory,

@@ -23,6 +23,10 @@ Episodes still waiting for the sleep pass are compared too (``pending_twins``): 
 the same, with the same class of outcome, is the same observation made earlier, so a duplicate
 is caught before any sleep pass has run.
 
+A statement may come without a vector (its memory's worker did not answer: stored without,
+re-embedded later): it is judged on its words alone — the same words, the full-text tiers, the
+subject and slot — and meaning decides nothing for it.
+
 Statements that differ by a "not" are never "same" (``statements.compare`` guarantees it, and
 meaning is consulted only when nothing in the words tells them apart). The offline judge is the
 default; the caller (an agent) may pass its own verdict and target; with
@@ -43,7 +47,7 @@ from pgvector.django import CosineDistance
 
 from brain import llm
 from knowledge import search, statements
-from knowledge.embedding import get_embedder
+from knowledge.embedding import embedder_for
 from knowledge.models import Episode, Fact, Memory
 
 logger = logging.getLogger(__name__)
@@ -247,7 +251,7 @@ def pending_twins(
     wanted = Q(pk__in=same_words)
     if embedding is not None:
         closest = (
-            waiting.filter(embedder=get_embedder().name)
+            waiting.filter(embedder=embedder_for(memory).name)
             .exclude(embedding=None)
             .order_by(CosineDistance("embedding", embedding))
             .values("pk")[:NEIGHBOURS]

@@ -74,7 +74,7 @@ from brain.portable import (
     when,
 )
 from knowledge import passages, statements, visibility
-from knowledge.embedding import get_embedder
+from knowledge.embedding import embedder_for, vectors_or_none
 from knowledge.episodes import MAX_EPISODE_CHARS
 from knowledge.models import (
     Citation,
@@ -324,13 +324,18 @@ def _cited(entry: dict, sources: dict[tuple, Source]) -> Source | None:
     return sources[_source_key(entry["source"])] if entry.get("source") else None
 
 
-def _embedded(rows: list) -> None:
-    """Vectors from the current embedder for rows with a ``text``, a batch at a time."""
+def _embedded(memory: Memory, rows: list) -> None:
+    """Vectors from the memory's embedder for rows with a ``text``, a batch at a time; none
+    when its worker gives none (an import is one transaction, which a worker cannot see
+    into): such rows are compared by their words."""
     if not rows:
         return
-    embedder = get_embedder()
+    embedder = embedder_for(memory)
     for batch in in_batches(rows, EMBED_BATCH):
-        for row, vector in zip(batch, embedder.embed([r.text for r in batch]), strict=True):
+        vectors = vectors_or_none(embedder, [r.text for r in batch])
+        if vectors is None:
+            return
+        for row, vector in zip(batch, vectors, strict=True):
             row.embedding, row.embedder = vector, embedder.name
 
 
@@ -616,7 +621,7 @@ class EpisodesSection(Section):
                     ),
                 )
         new = [episode for _, episode in fresh.values()]
-        _embedded(new)
+        _embedded(memory, new)
         Episode.objects.bulk_create(new, batch_size=WRITE_BATCH)
         here.update((key, episode.pk) for key, (_, episode) in fresh.items())
         # What each new episode restates: new too, or already here.

@@ -36,7 +36,10 @@ the MiniLM question embedding, parsing 80 vectors from text for diversity, three
 procedure searches and a dozen round trips. So ``context``:
 
 - embeds the question on a thread of its own while its first statements run, and keeps the
-  vectors of recent questions (``embedding.question_vector_soon``);
+  vectors of recent questions (``embedding.question_vector_soon``); a memory whose vectors
+  come from a worker asks it first, in the caller's thread (the gateway writes rows on the
+  caller's connection), for at most ``embedding.QUESTION_TIMEOUT_S``, and without an answer
+  recalls by subjects and words only, as over facts that have no vectors;
 - finds the subjects' slices, the full-text tiers, whether there are procedures and the row,
   subjects and vector (binary) of every fact they found in one statement, sent while the
   question is still being embedded (``search.candidates``), and in a second, which needs the
@@ -55,8 +58,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from brain import llm
 from knowledge import envelope, search
-from knowledge.embedding import get_embedder, question_vector_soon
+from knowledge.embedding import (
+    QUESTION_TIMEOUT_S,
+    embedder_for,
+    question_vector_soon,
+)
 from knowledge.models import Fact, Memory, Procedure, Subject
 from knowledge.subjects import (
     mentioned_ids_and_page,
@@ -167,8 +175,12 @@ def ranked_facts(memory: Memory, *, question: str, subjects: list[Subject], read
             seen.add(fact.pk)
     if question.strip():
         text = [fact.pk for fact in search.text_matches(readable.only("pk"), question, PER_SOURCE)]
-        embedding = get_embedder().embed_one(question)
-        near = [pk for pk, _distance in search.nearest(memory, embedding, limit=PER_SOURCE)]
+        embedding = _question_vector(memory, question)
+        near = (
+            [pk for pk, _distance in search.nearest(memory, embedding, limit=PER_SOURCE)]
+            if embedding is not None
+            else []
+        )
         scores = _fused(text, near)
         wanted = [pk for pk in scores if pk not in seen]
         # The read rule applies to the vector hits here, through the one queryset method.
@@ -192,6 +204,25 @@ def _by_score(facts, scores: dict[int, float]) -> list:
         key=lambda fact: (scores[fact.pk] + UTILITY_WEIGHT * utility(fact), fact.pk),
         reverse=True,
     )
+
+
+def _question_vector(memory: Memory, question: str) -> list[float] | None:
+    """The question's vector from the memory's embedder, or None when its worker gave none
+    (recall then goes on by subjects and words, as over facts with no vectors)."""
+    try:
+        return embedder_for(memory, timeout=QUESTION_TIMEOUT_S).embed_one(question)
+    except llm.LLMError:
+        return None
+
+
+def _vector_of(soon) -> list[float] | None:
+    """What ``question_vector_soon`` computed; None for a worker that gave nothing."""
+    if soon is None:
+        return None
+    try:
+        return soon.result()
+    except llm.LLMError:
+        return None
 
 
 def subject_ids(facts: list[Fact]) -> dict[int, list[int]]:
@@ -218,7 +249,8 @@ def context(
     if not memory.memory_injection:
         return Context("")
     asked = bool(question.strip())
-    soon = question_vector_soon(get_embedder(), question) if asked else None
+    embedder = embedder_for(memory, timeout=QUESTION_TIMEOUT_S)
+    soon = question_vector_soon(embedder, question) if asked else None
     in_play = [subject.pk for subject in resolve(memory, list(subjects))]
     mentioned, own_page = mentioned_ids_and_page(memory, question, reader)
     in_play += [pk for pk in [*mentioned, own_page] if pk is not None and pk not in in_play]
@@ -231,7 +263,7 @@ def context(
         limit=PER_SOURCE,
         hydrate=True,
     )
-    embedding = soon.result() if soon is not None else None
+    embedding = _vector_of(soon)
     if found is None:  # nothing readable: only the core and procedures, as the plain path
         found = search.Found([], [], Procedure.objects.for_memory(memory).exists())
     near, rows = search.nearest_rows(
@@ -375,8 +407,9 @@ def diversify(facts: list[Fact]) -> tuple[list[Fact], set[int]]:
     window = facts[:MMR_WINDOW]
     if len(window) < 2:
         return facts, set()
+    name = embedder_for(window[0].memory_id).name
     vectors = dict(
-        Fact.objects.filter(pk__in=[fact.pk for fact in window], embedder=get_embedder().name)
+        Fact.objects.filter(pk__in=[fact.pk for fact in window], embedder=name)
         .exclude(embedding=None)
         .values_list("pk", "embedding")
     )

@@ -28,5 +28,7 @@ def sync_home_assistant() -> None:
 
 @shared_task(ignore_result=True)
 def reembed_facts() -> None:
-    """After BRAIN_EMBEDDER changes, bring every vector to the new embedder, a batch at a time."""
+    """Bring every fact's vector to its memory's embedder, a batch at a time: after
+    BRAIN_EMBEDDER or a memory's "embed" route changes, and for facts stored without one (a
+    bulk add, an import, a write its memory's worker did not answer)."""
     reembedding.reembed_stale()

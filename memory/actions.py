@@ -27,7 +27,7 @@ from brain.errors import StateConflict
 from knowledge import actions as knowledge_actions
 from knowledge import episodes as knowledge_episodes
 from knowledge import gate, kinds, statements
-from knowledge.embedding import get_embedder
+from knowledge.embedding import embedder_for, vector_or_none
 from knowledge.models import (
     Conflict,
     Episode,
@@ -205,7 +205,10 @@ def learn(
     it says to a fact read by people who cannot read the passage.
 
     Raises ValidationError (empty, too long, a secret), UnknownSubject, or gate.BadVerdict.
-    Two identical statements taught at the same moment make one fact with support 2.
+    Two identical statements taught at the same moment make one fact with support 2. A memory
+    whose vectors come from a worker waits for it at most ``embedding.WRITE_TIMEOUT_S``: with
+    no answer the fact is judged by its words and stored without a vector, which the
+    background re-embedding gives it later — nothing taught is lost for an absent worker.
     """
     text = clean_fact_text(text)
     _check_origin_and_confidence(origin, confidence)
@@ -217,8 +220,8 @@ def learn(
         )
     about = resolve_subjects(memory, list(subjects))
     about += [s for s in mentioned_in(memory, text) if s not in about]
-    embedder = get_embedder()
-    embedding = embedder.embed_one(text)
+    embedder = embedder_for(memory)
+    embedding = vector_or_none(embedder, text)  # none from an absent worker: given later
     speaker = name_of(by)
     judged_for = by if reader is TEACHER else reader
     if verdict:
@@ -555,8 +558,8 @@ def settle_conflict(
         secret = secret_in(words)
         if secret:
             raise ValidationError(f"That looks like {secret}. brain does not keep secrets.")
-        embedder = get_embedder()
-        embedding = embedder.embed_one(words)
+        embedder = embedder_for(conflict.memory_id)
+        embedding = vector_or_none(embedder, words)
     with transaction.atomic():
         now = timezone.now()
         settled = Conflict.objects.filter(pk=conflict.pk, state=Conflict.State.OPEN).update(

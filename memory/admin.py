@@ -31,7 +31,7 @@ from knowledge.admin import (
     ReadOnlyInline,
     link_to,
 )
-from knowledge.embedding import get_embedder
+from knowledge.embedding import embedder_for
 from knowledge.models import Conflict, Fact, Subject
 from memory import actions, fact_edits, revisions
 from memory.models import (
@@ -213,7 +213,9 @@ class FactAdmin(MemoryScopedAdmin):
     def reembed(self, request, queryset) -> None:
         def reembed(facts: list[Fact]) -> str:
             done = reembedding.reembed(facts=Fact.objects.filter(pk__in=[f.pk for f in facts]))
-            return f"Re-embedded {done} with the {get_embedder().name} embedder."
+            names = sorted({embedder_for(fact.memory_id).name for fact in facts})
+            embedders = "embedder" if len(names) == 1 else "embedders"
+            return f"Re-embedded {done} with the {' and '.join(names)} {embedders}."
 
         self.act_once(request, queryset, Permission.CURATE, reembed)
 

@@ -20,7 +20,7 @@ from django.utils import timezone
 from brain.db.retry import retry_transaction
 from brain.errors import StateConflict
 from knowledge import statements
-from knowledge.embedding import cosine, get_embedder
+from knowledge.embedding import cosine, embedder_for, vector_or_none
 from knowledge.models import Memory, Subject
 from memory import actions as memory_actions
 from memory.models import Origin
@@ -52,7 +52,7 @@ class Proposed:
 
 
 def _same_question(
-    a: Guess, text: str, vector: list[float], embedder: str, subject: Subject | None
+    a: Guess, text: str, vector: list[float] | None, embedder: str, subject: Subject | None
 ) -> bool:
     verdict = statements.compare(a.text, text).verdict
     if verdict in {"same", "refinement", "contradiction"}:  # "X?" and "not X?" ask one thing
@@ -61,6 +61,7 @@ def _same_question(
         return False  # close in meaning, but about another thing: the kitchen fridge, not ours
     return (
         a.embedding is not None
+        and vector is not None
         and a.embedder == embedder
         and cosine(list(a.embedding), vector) >= PARAPHRASE_COSINE
     )
@@ -74,8 +75,8 @@ def propose_guess(
     second copy of one pending; with three open it waits for a free slot, and costs nothing
     more to offer then."""
     text = _question(text)
-    embedder = get_embedder()
-    vector = embedder.embed_one(text)
+    embedder = embedder_for(memory)
+    vector = vector_or_none(embedder, text)  # none from an absent worker: compared by words
     with transaction.atomic():
         Memory.objects.select_for_update(no_key=True).filter(pk=memory.pk).first()
         earlier = _earlier(memory, text, vector, embedder.name, subject)
@@ -86,7 +87,7 @@ def propose_guess(
             text=text,
             normalized=statements.normalise(text),
             embedding=vector,
-            embedder=embedder.name,
+            embedder=embedder.name if vector is not None else "",
             why=why[:300],
             subject=subject,
         )
@@ -100,7 +101,7 @@ def propose_guess(
 
 
 def _earlier(
-    memory: Memory, text: str, vector: list[float], embedder: str, subject: Subject | None
+    memory: Memory, text: str, vector: list[float] | None, embedder: str, subject: Subject | None
 ) -> Guess | None:
     """The guess, pending or answered, that already asks ``text`` in some wording."""
     for earlier in Guess.objects.for_memory(memory).exclude(state=Guess.State.EXPIRED):
@@ -120,8 +121,8 @@ def already_asked(*, memory: Memory, text: str, subject: Subject | None = None) 
     would be: a caller checks this before spending anything on working a guess out.
     ``propose_guess`` checks again under the lock, so this is advice, not a promise."""
     text = _question(text)
-    embedder = get_embedder()
-    earlier = _earlier(memory, text, embedder.embed_one(text), embedder.name, subject)
+    embedder = embedder_for(memory)
+    earlier = _earlier(memory, text, vector_or_none(embedder, text), embedder.name, subject)
     return _not_asked(earlier) if earlier is not None else ""
 
 

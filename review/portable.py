@@ -38,7 +38,7 @@ from brain.portable import (
     when,
 )
 from knowledge import statements
-from knowledge.embedding import get_embedder
+from knowledge.embedding import embedder_for, vectors_or_none
 from knowledge.models import Fact, Memory, Subject
 from review.models import MAX_TEXT, Event, Finding, Guess, Judgement, Rule
 
@@ -214,9 +214,12 @@ class AnsweredGuessesSection(Section):
         if not data:  # the file carries none: nothing to say
             return
         fresh = placed(Guess, memory, data)
-        # Vectors from this install's embedder, so a rewording is recognised here too.
-        embedder = get_embedder()
-        vectors = embedder.embed([entry["text"] for entry, _ in fresh]) if fresh else []
+        # Vectors from this memory's embedder, so a rewording is recognised here too; none when
+        # its worker gives none (an import is one transaction, which a worker cannot see into):
+        # such a guess is recognised by its words.
+        embedder = embedder_for(memory)
+        texts = [entry["text"] for entry, _ in fresh]
+        vectors = (vectors_or_none(embedder, texts) if fresh else []) or [None] * len(fresh)
         new = []
         for (entry, uid), vector in zip(fresh, vectors, strict=True):
             values = self.values(entry)
@@ -229,7 +232,7 @@ class AnsweredGuessesSection(Section):
                     memory=memory,
                     normalized=statements.normalise(entry["text"]),
                     embedding=vector,
-                    embedder=embedder.name,
+                    embedder=embedder.name if vector is not None else "",
                     **values,
                 )
             )

@@ -1,5 +1,6 @@
-"""`brain reembed`: bring every fact's vector to the current embedder now, counting facts as it
-goes (the worker does the same in the background after BRAIN_EMBEDDER changes)."""
+"""`brain reembed`: bring every fact's vector to its memory's embedder now, counting facts as it
+goes (the worker does the same in the background after BRAIN_EMBEDDER or a memory's "embed"
+route changes)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from django.core.management.base import BaseCommand
 
 from brain.progress import Progress
 from knowledge import reembedding
-from knowledge.embedding import get_embedder
 
 
 class Command(BaseCommand):
@@ -22,15 +22,22 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, seconds: float, **options) -> None:
-        name = get_embedder().name
+        name = " and ".join(reembedding.names()) or "the embedder"
         stale = reembedding.stale_facts().count()
         if not stale:
             self.stdout.write(f"Every fact already has a vector from {name}.")
             return
+        skipped: list[str] = []
         progress = Progress(self.stdout, stale, "facts", label=f"Re-embedding with {name}")
-        done = reembedding.reembed_stale(seconds=seconds, on_batch=progress.advance)
+        done = reembedding.reembed_stale(
+            seconds=seconds,
+            on_batch=progress.advance,
+            on_skip=lambda memory, why: skipped.append(f"{memory.name}: {why}"),
+        )
         left = reembedding.stale_facts().count()
         summary = f"Re-embedded {done:,} facts with {name}."
         if left:
             summary += f" {left:,} are still to do: run it again to carry on."
         progress.finish(summary)
+        for line in skipped:
+            self.stdout.write(f"Left for later, its worker gave no vectors — {line}")
