@@ -783,6 +783,23 @@ class Fact(models.Model):
     # passage with no label), kept by the database in the transaction that cites or relabels
     # (migration 0012). Empty only while it cites nothing: then administrators alone read it.
     label_sets = ArrayField(models.BigIntegerField(), default=list, blank=True, editable=False)
+    # Two numbers the read rule tests before it looks at the array (knowledge/read_rule.py):
+    # each set's bit (its id modulo 64) and the newest set; worked out by the database from
+    # ``label_sets`` whenever it changes (migration 0020).
+    set_mask = models.GeneratedField(
+        expression=models.Func(
+            "label_sets", function="knowledge_set_mask", output_field=models.BigIntegerField()
+        ),
+        output_field=models.BigIntegerField(),
+        db_persist=True,
+    )
+    newest_set = models.GeneratedField(
+        expression=models.Func(
+            "label_sets", function="knowledge_newest_set", output_field=models.BigIntegerField()
+        ),
+        output_field=models.BigIntegerField(),
+        db_persist=True,
+    )
     confidence = models.FloatField(default=0.6)
     prior = models.FloatField(default=0.6, help_text="The confidence it was taught with.")
     support = models.PositiveIntegerField(default=1)
@@ -835,10 +852,11 @@ class Fact(models.Model):
             # The newest full-text matches of one memory, without walking other memories' rows
             # (knowledge/search.py).
             models.Index(fields=["memory", "-id"], name="fact_memory_id"),
-            # How many facts a memory knows, and whether any vector is stale, counted from
-            # indexes alone (migration 0015 says why).
+            # How many facts a memory knows, and how many a reader may read, and whether any
+            # vector is stale, counted from indexes alone (migrations 0015 and 0020 say why).
             models.Index(
                 fields=["memory", "expires_at"],
+                include=["newest_set", "set_mask", "label_sets"],
                 name="fact_live",
                 condition=models.Q(
                     status__in=["queued", "filed"], valid_to__isnull=True, subject_removed=False

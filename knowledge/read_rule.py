@@ -14,6 +14,14 @@ when that is shorter (a reader who reads most things has few sets they may not r
 with ``label_sets[last] <= newest``: the sets are interned and never change, so a set made after
 the scope was read (a relabel a moment ago) is one the scope cannot vouch for, and the row is
 read by administrators only until the next request. The rule fails closed, never open.
+
+Most rows never reach an array. Each fact also carries ``newest_set`` and ``set_mask`` (one bit
+per set, bit ``id % 64``; migration 0020), and the scope a mask of U made the same way: a fact
+whose mask shares no bit with U's cites no unreadable set, so it is readable with two integer
+operations. Two sets can share a bit, so a fact whose mask does share one is compared on its
+array as before: the mask lets a row skip the array only where the array would agree.
+Counting what a reader may read of 100k facts took 36 ms with the arrays alone (25 ms without
+any rule, before the count read an index only); the mask is what brings it under 20.
 """
 
 from __future__ import annotations
@@ -63,6 +71,19 @@ class Scope:
     unreadable: list[int]
     newest: int
     administered: list[int]
+
+    @property
+    def unreadable_mask(self) -> int:
+        return set_mask(self.unreadable)
+
+
+def set_mask(ids) -> int:
+    """The bits of these label set ids as a signed 64-bit integer: ``knowledge_set_mask``
+    (migration 0020) in Python."""
+    mask = 0
+    for pk in ids:
+        mask |= 1 << (pk % 64)
+    return mask - (1 << 64) if mask >= 1 << 63 else mask
 
 
 def reads_everything(user) -> bool:
@@ -124,39 +145,49 @@ def scope_of(user) -> Scope:
 
 class _Rule(Expression):
     """The rule on one row, as one piece of SQL with its arrays as single parameters: the
-    memories the reader administers, else a non-empty ``label_sets`` that is within R, or that
-    shares nothing with U and holds no set newer than the scope (see the module docstring).
-    Written out here because the ORM's lookups cost a millisecond to build it (one expression
-    per id of each array) in a call that takes four."""
+    memories the reader administers, else a fact that cites something, no set newer than the
+    scope, and whose mask shares no bit with U's or whose ``label_sets`` is within R (shares
+    nothing with U, when U is the shorter): see the module docstring. A passage: its one set
+    is one R grants. Written out here because the ORM's lookups cost a millisecond to build it
+    (one expression per id of each array) in a call that takes four."""
 
     output_field = models.BooleanField()
 
-    def __init__(self, memory, sets, scope: Scope, *, passages: bool = False):
+    def __init__(self, memory, sets, scope: Scope, *, mask=None, newest=None):
         super().__init__()
-        self.memory, self.sets, self.scope, self.passages = memory, sets, scope, passages
+        self.memory, self.sets, self.scope = memory, sets, scope
+        self.mask, self.newest = mask, newest  # None for passages
 
     def get_source_expressions(self):
-        return [self.memory, self.sets]
+        if self.mask is None:
+            return [self.memory, self.sets]
+        return [self.memory, self.sets, self.mask, self.newest]
 
     def set_source_expressions(self, exprs):
-        self.memory, self.sets = exprs
+        if self.mask is None:
+            self.memory, self.sets = exprs
+        else:
+            self.memory, self.sets, self.mask, self.newest = exprs
 
     def as_sql(self, compiler, connection):
         memory, memory_params = compiler.compile(self.memory)
         sets, sets_params = compiler.compile(self.sets)
         scope = self.scope
-        if self.passages:  # one set a row: its id is one R grants
+        if self.mask is None:  # a passage: one set a row, its id one R grants
             rule, params = f"{sets} = ANY(%s::bigint[])", [*sets_params, scope.readable]
-        elif len(scope.readable) <= len(scope.unreadable):
-            rule = f"cardinality({sets}) > 0 AND {sets} <@ %s::bigint[]"
-            params = [*sets_params, *sets_params, scope.readable]
         else:
-            rule = (
-                f"cardinality({sets}) > 0 AND NOT {sets} && %s::bigint[] "
-                f"AND {sets}[cardinality({sets})] <= %s"
-            )
-            params = [*sets_params, *sets_params, scope.unreadable]
-            params += [*sets_params, *sets_params, scope.newest]
+            mask, mask_params = compiler.compile(self.mask)
+            newest, newest_params = compiler.compile(self.newest)
+            if len(scope.readable) <= len(scope.unreadable):
+                exact, exact_params = f"{sets} <@ %s::bigint[]", [*sets_params, scope.readable]
+            else:
+                exact, exact_params = (
+                    f"NOT {sets} && %s::bigint[]",
+                    [*sets_params, scope.unreadable],
+                )
+            rule = f"{newest} > 0 AND {newest} <= %s AND (({mask} & %s::bigint) = 0 OR {exact})"
+            params = [*newest_params, *newest_params, scope.newest]
+            params += [*mask_params, scope.unreadable_mask, *exact_params]
         if scope.administered:
             rule = f"{memory} = ANY(%s::bigint[]) OR ({rule})"
             params = [*memory_params, scope.administered, *params]
@@ -170,7 +201,14 @@ def readable_facts(facts: models.QuerySet, user) -> models.QuerySet:
         return facts
     if reads_nothing(user):
         return facts.none()
-    readable = facts.filter(_Rule(F("memory_id"), F("label_sets"), scope_of(user)))
+    rule = _Rule(
+        F("memory_id"),
+        F("label_sets"),
+        scope_of(user),
+        mask=F("set_mask"),
+        newest=F("newest_set"),
+    )
+    readable = facts.filter(rule)
     if isinstance(user, Reader) and user.within:
         with connection.cursor() as cursor:
             cursor.execute(_SETS_WITHIN, [sorted(user.label_ids)])
@@ -214,4 +252,4 @@ def readable_passages(passages: models.QuerySet, user) -> models.QuerySet:
     if reads_nothing(user):
         return passages.none()
     scope = scope_of(user)
-    return passages.filter(_Rule(F("memory_id"), F("label_set_id"), scope, passages=True))
+    return passages.filter(_Rule(F("memory_id"), F("label_set_id"), scope))

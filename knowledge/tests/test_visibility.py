@@ -191,3 +191,35 @@ def test_the_page_view_shows_a_reader_their_facts_with_citations_and_links(clien
         "Rossi Srl"
         not in client.get(reverse("knowledge:pages"), {"memory": "team"}).content.decode()
     )
+
+
+def test_a_readable_set_sharing_its_mask_bit_with_an_unreadable_one_is_still_read(team):
+    """The rule's mask (migration 0020) is a shortcut only: two sets 64 ids apart share a bit,
+    and the fact is then judged on its array."""
+    from knowledge import read_rule
+    from knowledge.models import Label
+
+    hr_set = LabelSet.objects.get(labels=[team.hr.pk]).pk
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT setval(pg_get_serial_sequence('knowledge_labelset', 'id'), %s)", [hr_set + 63]
+        )
+    ops = Label.objects.create(memory=team.memory, name="Ops", meaning="Deliveries.")
+    passages.set_labels([team.passages[0]], [team.sales, ops])
+    order = Fact.objects.get(pk=team.order.pk)
+    assert order.label_sets == [hr_set + 64]
+    scope = read_rule.scope_of(team.sales_reader)
+    assert order.set_mask & scope.unreadable_mask  # the bit of HR's set, which Sales cannot read
+
+    assert "Order of €50,000 confirmed, delivery in June." in _facts(team, team.sales_reader)
+    assert "Order of €50,000 confirmed, delivery in June." not in _facts(team, team.hr_reader)
+    assert Fact.objects.for_memory(team.memory).readable_by(team.sales_reader).count() == 3
+
+
+def test_the_databases_mask_of_label_sets_is_the_one_the_scope_makes(db):
+    from knowledge import read_rule
+
+    for ids in ([], [0], [1, 2, 3], [0, 63], [63, 64, 127, 128], [5, 69, 1000]):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT knowledge_set_mask(%s::bigint[])", [ids])
+            assert cursor.fetchone()[0] == read_rule.set_mask(ids), ids
