@@ -49,8 +49,9 @@ way). With the mask and ``fact_live`` carrying it (migration 0020), on the same 
 in its database: the count 18 ms against 14 ms, context() 5.0–5.3 ms against 4.0–4.1 ms. U
 holds the unreadable sets of every memory, so where many memories hold sets this reader cannot
 read, more of the 64 bits are U's and more rows go on to the array: never a wrong answer, only
-back towards the cost of the array alone. What was tried and left: the scope as subqueries in the statement (always fresh, but
-planning them in each of the five places context() applies the rule cost a millisecond a call),
+back towards the cost of the array alone. What was tried and left: the scope as subqueries in
+the statement (always fresh, but planning them in each of the five places context() applies the
+rule cost a millisecond a call),
 the ORM's array lookups (they build one expression per id: a millisecond for 75 ids), a GIN
 index on ``label_sets`` (it serves only a reader who reads a small share; for everyone else the
 planner does better walking the index the query uses anyway, newest first or a subject's slice,
