@@ -102,12 +102,14 @@ class FakeBrain:
         return [r for r in self.received if r.path.endswith("/heartbeat")]
 
     def wait_for(self, condition, timeout: float = 15) -> None:
+        """Until ``condition()``: woken by each request this server receives, and looking again
+        every 20 ms for a condition on something else (a stub's requests)."""
         deadline = time.monotonic() + timeout
         with self.changed:
             while not condition():
                 left = deadline - time.monotonic()
                 assert left > 0, f"not reached in {timeout} s; received {self.received}"
-                self.changed.wait(left)
+                self.changed.wait(min(left, 0.02))
 
     def handle(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, Any]:
         with self.changed:
