@@ -45,8 +45,10 @@ shared with other work, so figures moved by a third from run to run): the facts 
 page 2.1–2.4 ms (1.0–1.2 ms without), context() 5.3–10 ms against 4.1–6.7 ms (1.3× for one
 question measured alone, 1.5–1.7× over three in the benchmark: the scope's own query is 0.4 ms
 of it), and a count of every readable fact 34–50 ms (23–35 ms: a count reads every row either
-way). With the mask and ``fact_live`` carrying it (migration 0020), on the same memory alone
-in its database: the count 18 ms against 14 ms, context() 5.0–5.3 ms against 4.0–4.1 ms. U
+way). With the mask and ``fact_live`` carrying it (migration 0020), the planner costs of
+``brain.embedded`` and the benchmark taking turns at going first: the first page 1.9 ms
+(1.0 ms), the count 11.7 ms (7.6 ms: from the index alone), context() 5.5 ms against 4.5 ms
+(1.22×). U
 holds the unreadable sets of every memory, so where many memories hold sets this reader cannot
 read, more of the 64 bits are U's and more rows go on to the array: never a wrong answer, only
 back towards the cost of the array alone. What was tried and left: the scope as subqueries in
