@@ -202,19 +202,26 @@ def lines_source(memory: Memory) -> Source:
     return source
 
 
-def cite_lines(facts: Sequence[Fact]) -> None:
-    """Each of ``facts`` (new rows of one memory, citing nothing yet) cites its own line as a
-    passage of its source (or of ``lines_source``): an unchanged line already there is reused,
-    the rest are added with their source's labels. A few statements whatever the number of
-    facts (imports)."""
+def lines_for(facts: Sequence[Fact]) -> list[Passage]:
+    """The passage each of ``facts`` (rows of one memory not written yet) is to cite, its own
+    line as a passage of its source (or of ``lines_source``): an unchanged line already there
+    is reused, the rest are added now with their source's labels. A few statements whatever the
+    number of facts (imports). Each fact takes its passage's label set, so citing it
+    (``cite_lines``, once the rows are written) leaves the row as it is: the database's
+    trigger finds the sets it works out already there, where it rewrote every imported row
+    (and each of its indexes) before. The trigger still decides: a set given wrong here is
+    put right by it."""
     if not facts:
-        return
+        return []
     memory = facts[0].memory
     spare = lines_source(memory) if any(f.source_id is None for f in facts) else None
+
+    def key(fact: Fact) -> tuple[int, str]:
+        return fact.source_id or spare.pk, text_hash(" ".join(fact.text.split()))
+
     wanted: dict[tuple[int, str], str] = {}
     for fact in facts:
-        line = " ".join(fact.text.split())
-        wanted.setdefault((fact.source_id or spare.pk, text_hash(line)), line)
+        wanted.setdefault(key(fact), " ".join(fact.text.split()))
     found = {
         (p.source_id, p.text_hash): p
         for p in Passage.objects.filter(
@@ -223,17 +230,25 @@ def cite_lines(facts: Sequence[Fact]) -> None:
         ).order_by("-ordinal")
     }
     sources = Source.objects.select_related("memory").in_bulk({s for s, _ in wanted})
-    pieces = [(sources[key[0]], line) for key, line in wanted.items() if key not in found]
-    for passage in add_many(pieces):
+    pieces = [(sources[k[0]], line) for k, line in wanted.items() if k not in found]
+    added = add_many(pieces)
+    # Their label sets were worked out by the database as their labels were written.
+    sets = dict(
+        Passage.objects.filter(pk__in=[p.pk for p in added]).values_list("pk", "label_set_id")
+    )
+    for passage in added:
+        passage.label_set_id = sets[passage.pk]
         found[(passage.source_id, passage.text_hash)] = passage
+    cited = [found[key(fact)] for fact in facts]
+    for fact, passage in zip(facts, cited, strict=True):
+        fact.label_sets = [passage.label_set_id or 0]
+    return cited
+
+
+def cite_lines(facts: Sequence[Fact], cited: Sequence[Passage]) -> None:
+    """Each of ``facts``, now written, cites its passage of ``lines_for``."""
     Citation.objects.bulk_create(
-        [
-            Citation(
-                fact=fact,
-                passage=found[(fact.source_id or spare.pk, text_hash(" ".join(fact.text.split())))],
-            )
-            for fact in facts
-        ],
+        [Citation(fact=fact, passage=passage) for fact, passage in zip(facts, cited, strict=True)],
         ignore_conflicts=True,
     )
 

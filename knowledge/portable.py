@@ -440,8 +440,10 @@ class FactsSection(Section):
         facts = [
             self._fact(memory, entry, uid, about[number], sources) for number, entry, uid in fresh
         ]
+        # Every fact cites a passage: who reads it follows them.
+        cited = passages.lines_for(facts)
         Fact.objects.bulk_create(facts, batch_size=WRITE_BATCH)
-        passages.cite_lines(facts)  # every fact cites a passage: who reads it follows them
+        passages.cite_lines(facts, cited)
         Link = Fact.subjects.through
         Link.objects.bulk_create(
             [

@@ -408,3 +408,26 @@ def test_the_cli_round_trip_carries_the_facts_and_a_waiting_candidate_still_file
     waiting.fact.refresh_from_db()
     assert waiting.fact.status == "filed"
     assert Fact.objects.for_memory(other).count() == 8
+
+
+def test_imported_facts_arrive_with_their_label_sets_so_citing_them_rewrites_no_row(
+    taught_home, other
+):
+    """Each fact takes its passage's label set as it is written (passages.lines_for): the
+    database's trigger, which works the sets out when the citations are written, finds them
+    already there. Updates counted in this transaction: successors are linked after, one each."""
+    from django.db import connection
+
+    def updated() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_stat_get_xact_tuples_updated('knowledge_fact'::regclass)")
+            return cursor.fetchone()[0]
+
+    data = _round_trip(taught_home)
+    before = updated()
+    portable.import_memory(other, data)
+
+    successors = Fact.objects.for_memory(other).exclude(superseded_by=None).count()
+    assert updated() - before == successors
+    for fact in Fact.objects.for_memory(other):
+        assert fact.label_sets == sorted({p.label_set_id or 0 for p in fact.passages.all()})
