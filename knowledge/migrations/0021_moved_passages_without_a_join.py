@@ -11,17 +11,12 @@ its set changed) and is never a nested loop.
 
 from django.db import migrations
 
-FORWARD = r"""
+# The trigger as migration 0016 wrote it, but for how it finds the moved passages (MOVED).
+TRIGGER = r"""
 CREATE OR REPLACE FUNCTION knowledge_facts_follow_passages() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
-    moved bigint[] := ARRAY(
-        SELECT id FROM (
-            SELECT id, label_set_id FROM new_rows
-            EXCEPT
-            SELECT id, label_set_id FROM old_rows
-        ) AS changed
-    );
+    moved bigint[] := ARRAY(MOVED);
 BEGIN
     IF cardinality(moved) > 0 THEN
         PERFORM knowledge_fact_label_sets(ARRAY(
@@ -32,26 +27,23 @@ BEGIN
 END $$;
 """
 
-BACKWARD = r"""
-CREATE OR REPLACE FUNCTION knowledge_facts_follow_passages() RETURNS trigger
-LANGUAGE plpgsql AS $$
-DECLARE
-    moved bigint[] := ARRAY(
+EXCEPT = """
+        SELECT id FROM (
+            SELECT id, label_set_id FROM new_rows
+            EXCEPT
+            SELECT id, label_set_id FROM old_rows
+        ) AS changed
+"""
+
+JOIN = """
         SELECT new_rows.id FROM new_rows JOIN old_rows ON old_rows.id = new_rows.id
         WHERE new_rows.label_set_id IS DISTINCT FROM old_rows.label_set_id
-    );
-BEGIN
-    IF cardinality(moved) > 0 THEN
-        PERFORM knowledge_fact_label_sets(ARRAY(
-            SELECT DISTINCT fact_id FROM knowledge_citation WHERE passage_id = ANY(moved)
-        )::bigint[]);
-    END IF;
-    RETURN NULL;
-END $$;
 """
 
 
 class Migration(migrations.Migration):
     dependencies = [("knowledge", "0020_fact_set_mask")]
 
-    operations = [migrations.RunSQL(FORWARD, BACKWARD)]
+    operations = [
+        migrations.RunSQL(TRIGGER.replace("MOVED", EXCEPT), TRIGGER.replace("MOVED", JOIN))
+    ]
