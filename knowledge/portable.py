@@ -53,6 +53,7 @@ from django.db import models
 from django.db.models import F, Prefetch
 
 from brain.celery import send_on_commit
+from brain.db.copying import copy_create
 from brain.portable import (
     UID,
     Column,
@@ -442,7 +443,7 @@ class FactsSection(Section):
         ]
         # Every fact cites a passage: who reads it follows them.
         cited = passages.lines_for(facts)
-        Fact.objects.bulk_create(facts, batch_size=WRITE_BATCH)
+        copy_create(facts)
         passages.cite_lines(facts, cited)
         Link = Fact.subjects.through
         Link.objects.bulk_create(
