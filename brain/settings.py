@@ -420,7 +420,8 @@ CELERY_BEAT_SCHEDULE["review-deep-review"] = {
     "task": "review.tasks.deep_review_every_memory",
     "schedule": crontab(hour=5, minute=30, day_of_week="mon"),
 }
-# After a change of BRAIN_EMBEDDER, stale vectors are re-embedded in the background.
+# Stale vectors are re-embedded in the background: after a change of BRAIN_EMBEDDER or of a
+# memory's embed route, and facts stored without one while its worker was away.
 CELERY_BEAT_SCHEDULE["knowledge-reembed"] = {
     "task": "knowledge.tasks.reembed_facts",
     "schedule": 600.0,
