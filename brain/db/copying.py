@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from django.db import connection, models
-from psycopg import sql
 
 
 def copy_create[M: models.Model](objs: Sequence[M]) -> Sequence[M]:
@@ -37,10 +36,9 @@ def copy_create[M: models.Model](objs: Sequence[M]) -> Sequence[M]:
         ids = [row[0] for row in cursor.fetchall()]
         for obj, pk_value in zip(objs, ids, strict=True):
             setattr(obj, pk.attname, pk_value)
-        statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
-            sql.Identifier(meta.db_table),
-            sql.SQL(", ").join(sql.Identifier(field.column) for field in fields),
-        )
+        quote = connection.ops.quote_name
+        columns = ", ".join(quote(str(field.column)) for field in fields)
+        statement = f"COPY {quote(meta.db_table)} ({columns}) FROM STDIN"
         with cursor.cursor.copy(statement) as copy:
             for obj in objs:
                 copy.write_row(
