@@ -862,6 +862,26 @@ class Fact(models.Model):
                     status__in=["queued", "filed"], valid_to__isnull=True, subject_removed=False
                 ),
             ),
+            # A memory's newest live facts with their words and what the read rule reads, for
+            # a full-text tier of common words to walk without reading the table
+            # (knowledge/search.py, migration 0022).
+            models.Index(
+                fields=["memory", "-id"],
+                include=[
+                    "search_vector",
+                    "expires_at",
+                    "status",
+                    "valid_to",
+                    "subject_removed",
+                    "newest_set",
+                    "set_mask",
+                    "label_sets",
+                ],
+                name="fact_words",
+                condition=models.Q(
+                    status__in=["queued", "filed"], valid_to__isnull=True, subject_removed=False
+                ),
+            ),
             models.Index(fields=["memory", "embedder"], name="fact_memory_embedder"),
             models.Index(
                 fields=["memory"], name="fact_without_vector", condition=models.Q(embedding=None)

@@ -128,6 +128,77 @@ def test_the_fast_full_text_ranks_as_text_matches_does(household):
         assert found.text == [fact.pk for fact in plain]
 
 
+@pytest.fixture(
+    params=[(20, 100), (20, 1_000), (200, 3_500)],
+    ids=["walks that come back short", "walks that find enough", "walks of the whole memory"],
+)
+def walking(request, monkeypatch):
+    """Every full-text tier walks the memory's newest facts before it asks the index, with
+    ``(TEXT_CANDIDATES, WALK)`` of these sizes. A tier of the household's template words
+    matches about 7% of its facts: 20 of them are within its newest 1,000 facts, not within
+    100, so both halves of a walking tier (``search._tier_ctes``) are compared."""
+    candidates, walk = request.param
+    monkeypatch.setattr(search, "TEXT_CANDIDATES", candidates)
+    monkeypatch.setattr(search, "WALK", walk)
+    monkeypatch.setattr(search, "_walks", lambda words: [bool(words)] * len(search._tiers(words)))
+
+
+def test_a_walking_full_text_ranks_as_text_matches_does(household, walking):
+    memory = household.memory
+    readable = Fact.objects.for_memory(memory).live()
+    for question, _ in _questions(household, 100, seed=4):
+        found = search.candidates(memory, readable, subject_ids=[], question=question, limit=40)
+        plain = search.text_matches(readable.only("pk"), question, 40)
+
+        assert found.text == [fact.pk for fact in plain]
+
+
+def test_the_fast_path_gives_the_plain_paths_block_when_tiers_walk(household, walking):
+    memory = household.memory
+    differ = []
+    for n, (question, subjects) in enumerate(_questions(household, 100, seed=6)):
+        asked = {"memory": memory, "question": question, "subjects": subjects}
+        asked["token_budget"] = BUDGETS[n % len(BUDGETS)]
+        fast, plain = retrieval.context(**asked), retrieval.plain_context(**asked)
+        if _seen(fast) != _seen(plain):
+            differ.append(question)
+
+    assert differ == []
+
+
+def test_the_gates_neighbours_are_the_same_whether_tiers_walk_or_not(household, walking):
+    memory = household.memory
+    live = Fact.objects.for_memory(memory).live()
+    walks = search._walks
+    for text, _ in _questions(household, 60, seed=8):
+        walked = search.neighbours(memory, live, text=text, embedding=None, limit=gate.NEIGHBOURS)
+        search._walks = lambda words: [False] * len(search._tiers(words))
+        try:
+            indexed = search.neighbours(
+                memory, live, text=text, embedding=None, limit=gate.NEIGHBOURS
+            )
+        finally:
+            search._walks = walks
+
+        assert walked == indexed
+
+
+def test_only_a_tier_of_words_most_facts_hold_walks_and_only_in_a_large_table(monkeypatch):
+    shares = {"kettle": 0.07, "descaling": 0.07, "zebra": 0.0, "between": None}
+    rows = 400_000
+    monkeypatch.setattr(search.word_stats, "shares", lambda words: (rows, shares))
+
+    # Every word; any one (two words make no pair tier).
+    assert search._walks(["descaling", "kettle"]) == [True, True]
+    # Every word: the rare zebra bounds it. Any two: descaling and kettle. Any one.
+    assert search._walks(["descaling", "kettle", "zebra"]) == [False, True, True]
+    # A stop word is left out of the query, and of the estimate.
+    assert search._walks(["between", "kettle"]) == [True, True]
+    assert search._walks(["zebra"]) == [False]
+    rows = 10_000  # a small table: the index reads a few hundred rows, cheaper than a walk
+    assert search._walks(["descaling", "kettle"]) == [False, False]
+
+
 def test_each_subjects_slice_is_its_most_certain_facts_newest_first_on_a_tie(household):
     memory = household.memory
     readable = Fact.objects.for_memory(memory).live()

@@ -4,7 +4,7 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.urls import reverse
 
-from knowledge import actions, pages, passages, visibility
+from knowledge import actions, pages, passages, search, visibility
 from knowledge.models import Citation, Conflict, Fact, LabelSet, Memory, Passage, Source
 from knowledge.tests import examples
 
@@ -223,3 +223,25 @@ def test_the_databases_mask_of_label_sets_is_the_one_the_scope_makes(db):
         with connection.cursor() as cursor:
             cursor.execute("SELECT knowledge_set_mask(%s::bigint[])", [ids])
             assert cursor.fetchone()[0] == read_rule.set_mask(ids), ids
+
+
+@pytest.mark.parametrize("walk", [1, 10_000], ids=["a walk of one fact", "a walk of all"])
+def test_a_full_text_tier_that_walks_reads_only_what_the_reader_may_read(team, monkeypatch, walk):
+    """A tier of common words walks the memory's newest facts in the index ``fact_words``
+    before it asks the full-text index (knowledge/search.py): the read rule applies there too."""
+    monkeypatch.setattr(search, "WALK", walk)
+    monkeypatch.setattr(search, "_walks", lambda words: [bool(words)] * len(search._tiers(words)))
+    memory = team.memory
+    found = {}
+    for reader in (team.sales_reader, team.hr_reader, team.admin, None):
+        readable = Fact.objects.for_memory(memory).live().readable_by(reader)
+        for question in ("Who follows the Rossi account?", "What is the salary?", "June order"):
+            text = search.candidates(memory, readable, subject_ids=[], question=question, limit=40)
+            plain = search.text_matches(readable.only("pk"), question, 40)
+            assert text.text == [fact.pk for fact in plain]
+            found[reader, question] = _texts(Fact.objects.filter(pk__in=text.text))
+
+    assert found[team.sales_reader, "What is the salary?"] == []
+    assert found[team.hr_reader, "What is the salary?"] == ["Salary: €45,000."]
+    assert found[team.hr_reader, "June order"] == []
+    assert "Order of €50,000 confirmed, delivery in June." in found[None, "June order"]
