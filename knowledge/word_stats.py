@@ -71,8 +71,7 @@ def shares(words: list[str]) -> tuple[float, dict[str, float | None]]:
                 _lexemes.clear()
             _lexemes.update(found)
     return rows, {
-        word: None if not _lexemes.get(word) else common.get(_lexemes[word], 0.0)
-        for word in words
+        word: None if not _lexemes.get(word) else common.get(_lexemes[word], 0.0) for word in words
     }
 
 
