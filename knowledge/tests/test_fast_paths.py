@@ -183,18 +183,18 @@ def test_the_gates_neighbours_are_the_same_whether_tiers_walk_or_not(household, 
         assert walked == indexed
 
 
-def test_only_a_tier_of_words_most_facts_hold_walks_and_only_in_a_large_table(monkeypatch):
+def test_only_every_word_of_words_most_facts_hold_walks_and_only_in_a_large_table(monkeypatch):
     shares = {"kettle": 0.07, "descaling": 0.07, "zebra": 0.0, "between": None}
     rows = 400_000
     monkeypatch.setattr(search.word_stats, "shares", lambda words: (rows, shares))
 
-    # Every word; any one (two words make no pair tier).
-    assert search._walks(["descaling", "kettle"]) == [True, True]
-    # Every word: the rare zebra bounds it. Any two: descaling and kettle. Any one.
-    assert search._walks(["descaling", "kettle", "zebra"]) == [False, True, True]
+    # Every word walks; any one does not (two words make no pair tier).
+    assert search._walks(["descaling", "kettle"]) == [True, False]
+    # Every word: the rare zebra bounds it. Any two, any one: the planner's.
+    assert search._walks(["descaling", "kettle", "zebra"]) == [False, False, False]
     # A stop word is left out of the query, and of the estimate.
-    assert search._walks(["between", "kettle"]) == [True, True]
-    assert search._walks(["zebra"]) == [False]
+    assert search._walks(["between", "kettle"]) == [True, False]
+    assert search._walks(["kettle"]) == [False]
     rows = 10_000  # a small table: the index reads a few hundred rows, cheaper than a walk
     assert search._walks(["descaling", "kettle"]) == [False, False]
 
