@@ -24,21 +24,22 @@ benchmark household the planner's choice was as fast at the median and faster in
 
 Where a tier's words match thousands of facts (templated lines: 7,406 of 100k for one question
 of the benchmark household), its time is the table, not the index: the full-text index gives
-every match in 1.7 ms, and each is then read to be filtered and sorted, 1.3 µs a match (8.5
-ms), ten times that at 1M. The planner cannot see this coming (it estimates an AND of words at one row), so the statement
-decides (``_walks``): where the column's statistics (``word_stats``: the share of facts holding
-each word; the least common word bounds an AND of them) call every word of the question common,
-the first tier first walks the memory's newest WALK live facts in the index ``fact_words``,
-which holds their words and everything the read rule tests, and stops at TEXT_CANDIDATES
-matches; only when it found fewer there does it ask the full-text index for older ones. Any
-walk gives the same matches: those among the newest facts are all newer than any below them.
-The estimate is only an upper bound, so a walk can come back short and cost its 2.5 ms on top
-of the index's. Measured over 100 questions of the benchmark household at 100k, interleaved
-with the index alone: the candidates statement p50 2.9 ms against 3.0, p95 9.5 against 14.5;
-``context()`` p50 13.6 against 14.4, p95 19.4 against 26.5. With every tier allowed to walk
-and 410k facts in the table it was p95 18.7 against 53.7, but planning a walk into every tier,
-run or not, took 1.66 ms a statement against 0.82. Windows of ids back from the newest fact, left to the
-planner, were tried first: it read every match anyway and applied the range after.
+every match in 1.7 ms, and each is then read to be filtered and sorted, 1.3 µs a match (8.5 ms),
+ten times that at 1M. The planner cannot see this coming (it estimates an AND of words at one
+row), so the statement decides (``_walks``): where the column's statistics (``word_stats``: the
+share of facts holding each word; the least common word bounds an AND of them) call every word
+of the question common, the first tier first walks the memory's newest WALK live facts in the
+index ``fact_words``, which holds their words and everything the read rule tests, and stops at
+TEXT_CANDIDATES matches; only when it found fewer there does it ask the full-text index for
+older ones. Any walk gives the same matches: those among the newest facts are all newer than any
+below them. The estimate is only an upper bound, so a walk can come back short and cost its 2.5
+ms on top of the index's. Measured over 100 questions of the benchmark household at 100k,
+interleaved with the index alone: the candidates statement p50 2.9 ms against 3.0, p95 9.5
+against 14.5; ``context()`` p50 13.6 against 14.4, p95 19.4 against 26.5. With every tier
+allowed to walk and 410k facts in the table it was p95 18.7 against 53.7, but planning a walk
+into every tier, run or not, took 1.66 ms a statement against 0.82. Windows of ids back from the
+newest fact, left to the planner, were tried first: it read every match anyway and applied the
+range after.
 
 ``candidates`` and ``nearest_rows`` are the same searches for ``retrieval.context``, in two
 round trips where the plain path takes one per subject, per tier, per search and per
