@@ -475,8 +475,10 @@ def _tier_ctes(
     return ctes, params
 
 
-# The memory's newest WALK live facts, with every column the read rule reads, from the
-# index ``fact_words`` alone (migration 0022).
+# The memory's newest WALK live facts, from the index ``fact_words`` alone (migration 0022),
+# with every column ``live()`` and the read rule (knowledge/read_rule.py) test: the tier's own
+# WHERE clause runs on these rows. A rule that tests another column needs it here and in the
+# index (the tests that make every tier walk fail without it).
 _WALK_SQL = """SELECT id, memory_id, status, valid_to, subject_removed, expires_at,
     label_sets, set_mask, newest_set, search_vector FROM knowledge_fact
     WHERE memory_id = %s AND status IN ('queued', 'filed') AND valid_to IS NULL
