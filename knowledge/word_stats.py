@@ -76,7 +76,9 @@ def shares(words: list[str]) -> tuple[float, dict[str, float | None]]:
 
 
 def forget() -> None:
-    """Read the statistics again on the next call (tests, after an ANALYZE)."""
+    """Read the statistics and the words' lexemes again on the next call (tests, after an
+    ANALYZE)."""
     global _statistics
     with _lock:
         _statistics = None
+        _lexemes.clear()

@@ -35,8 +35,8 @@ def test_a_word_most_facts_hold_has_a_large_share_a_rare_one_little_and_a_stop_w
 
 def test_the_statistics_are_read_again_only_after_a_while(home, django_assert_num_queries):
     word_stats.forget()
-    word_stats.shares(["kettle"])
-
+    with django_assert_num_queries(2):  # the statistics, and the kettle's lexeme
+        word_stats.shares(["kettle"])
     with django_assert_num_queries(0):  # both kept: the statistics, and the kettle's lexeme
         word_stats.shares(["kettle"])
     with django_assert_num_queries(1):  # only the new word's lexeme
