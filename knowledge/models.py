@@ -664,6 +664,12 @@ class CompileRun(leases.Lease):
 # Facts --------------------------------------------------------------------------------------
 
 
+# A fact's row may be used: queued or filed, still valid, not about an entity the house no
+# longer has. ``live()`` adds expiry (it moves with the clock); the partial indexes of live
+# facts (``fact_live``, ``fact_words``) are over these rows.
+LIVE_ROWS = models.Q(status__in=["queued", "filed"], valid_to__isnull=True, subject_removed=False)
+
+
 class FactQuerySet(models.QuerySet):
     def for_memory(self, memory: Memory) -> FactQuerySet:
         return self.filter(memory=memory)
@@ -672,11 +678,9 @@ class FactQuerySet(models.QuerySet):
         """What a run may be told: queued or filed, still valid, not expired, not about an
         entity the house no longer has."""
         now = now or timezone.now()
-        return self.filter(
-            status__in=[Fact.Status.QUEUED, Fact.Status.FILED],
-            valid_to__isnull=True,
-            subject_removed=False,
-        ).filter(models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now))
+        return self.filter(LIVE_ROWS).filter(
+            models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now)
+        )
 
     def without_vectors(self) -> FactQuerySet:
         """Rows to read and show: the embedding and the search vector stay in the database."""
@@ -858,9 +862,7 @@ class Fact(models.Model):
                 fields=["memory", "expires_at"],
                 include=["newest_set", "set_mask", "label_sets"],
                 name="fact_live",
-                condition=models.Q(
-                    status__in=["queued", "filed"], valid_to__isnull=True, subject_removed=False
-                ),
+                condition=LIVE_ROWS,
             ),
             # A memory's newest live facts with their words and what the read rule reads, for
             # a full-text tier of common words to walk without reading the table
@@ -878,9 +880,7 @@ class Fact(models.Model):
                     "label_sets",
                 ],
                 name="fact_words",
-                condition=models.Q(
-                    status__in=["queued", "filed"], valid_to__isnull=True, subject_removed=False
-                ),
+                condition=LIVE_ROWS,
             ),
             models.Index(fields=["memory", "embedder"], name="fact_memory_embedder"),
             models.Index(

@@ -26,20 +26,20 @@ Where a tier's words match thousands of facts (templated lines: 7,406 of 100k fo
 of the benchmark household), its time is the table, not the index: the full-text index gives
 every match in 1.7 ms, and each is then read to be filtered and sorted, 1.3 µs a match (8.5 ms),
 ten times that at 1M. The planner cannot see this coming (it estimates an AND of words at one
-row), so the statement decides (``_walks``): where the column's statistics (``word_stats``: the
-share of facts holding each word; the least common word bounds an AND of them) call every word
-of the question common, the first tier first walks the memory's newest WALK live facts in the
-index ``fact_words``, which holds their words and everything the read rule tests, and stops at
-TEXT_CANDIDATES matches; only when it found fewer there does it ask the full-text index for
-older ones. Any walk gives the same matches: those among the newest facts are all newer than any
-below them. The estimate is only an upper bound, so a walk can come back short and cost its 2.5
-ms on top of the index's. Measured over 100 questions of the benchmark household at 100k,
-interleaved with the index alone: the candidates statement p50 2.9 ms against 3.0, p95 9.5
-against 14.5; ``context()`` p50 13.6 against 14.4, p95 19.4 against 26.5. With every tier
-allowed to walk and 410k facts in the table it was p95 18.7 against 53.7, but planning a walk
-into every tier, run or not, took 1.66 ms a statement against 0.82. Windows of ids back from the
-newest fact, left to the planner, were tried first: it read every match anyway and applied the
-range after.
+row), so the statement decides (``_walks_first``): where the column's statistics
+(``word_stats``: the share of facts holding each word; the least common word bounds an AND of
+them) call every word of the question common, the first tier first walks the memory's newest
+WALK live facts in the index ``fact_words``, which holds their words and everything the read
+rule tests, and stops at TEXT_CANDIDATES matches; only when it found fewer there does it ask the
+full-text index for older ones. Any walk gives the same matches: those among the newest facts
+are all newer than any below them. The estimate is only an upper bound, so a walk can come back
+short and cost its 2.5 ms on top of the index's. Measured over 100 questions of the benchmark
+household at 100k, interleaved with the index alone: the candidates statement p50 2.9 ms against
+3.0, p95 9.5 against 14.5; ``context()`` p50 13.6 against 14.4, p95 19.4 against 26.5. With
+every tier allowed to walk and 410k facts in the table it was p95 18.7 against 53.7, but
+planning a walk into every tier, run or not, took 1.66 ms a statement against 0.82. Windows of
+ids back from the newest fact, left to the planner, were tried first: it read every match anyway
+and applied the range after.
 
 ``candidates`` and ``nearest_rows`` are the same searches for ``retrieval.context``, in two
 round trips where the plain path takes one per subject, per tier, per search and per
@@ -73,7 +73,7 @@ PAIRED_WORDS = 6  # the longest words of a question tried two at a time
 EXACT_SCAN_LIMIT = 20_000  # live facts about one subject below which the scan is exact
 HNSW_EF_SEARCH = 100  # candidates HNSW keeps per query: recall against speed
 TEXT_CANDIDATES = 200  # matches of one tier ranked, newest first (see the module docstring)
-# When a tier walks the memory's newest facts rather than asking the index (``_walks``).
+# When the first tier walks the memory's newest facts before it asks the index (``_walks_first``).
 WALK = 10_000  # the newest live facts a tier walks (2.5 ms at 300k)
 WALK_MARGIN = 1.5  # the walk holds this many times the matches the tier needs, by its estimate
 WALK_ROW_US = 0.25  # measured at 300k: a fact read and tested in a walk of ``fact_words``
@@ -100,60 +100,41 @@ def _words(text: str) -> list[str]:
     )
 
 
-def _groups(words: list[str]) -> list[list[tuple[str, ...]]]:
-    """Each tier from the most to the least demanding as the groups of words it ORs, each
-    group's words ANDed: every word, any two, any one.
+def _tiers(words: list[str]) -> list[str]:
+    """Raw tsqueries from the most to the least demanding: every word, any two, any one.
 
     Matching any one word of a question matches a large share of a big memory, and ranking
     every match is what costs; the stricter tiers find the best matches among far fewer rows.
     """
-    tiers: list[list[tuple[str, ...]]] = []
+    tiers = []
     if len(words) >= 2:
-        tiers.append([tuple(words)])
+        tiers.append(" & ".join(words))
     pairing = sorted(words, key=len, reverse=True)[:PAIRED_WORDS]
     if len(pairing) >= 3:
-        tiers.append(list(combinations(pairing, 2)))
-    tiers.append([(word,) for word in words])
+        tiers.append(" | ".join(f"({a} & {b})" for a, b in combinations(pairing, 2)))
+    tiers.append(" | ".join(words))
     return tiers
 
 
-def _tiers(words: list[str]) -> list[str]:
-    """Raw tsqueries of the tiers (``_groups``): "a & b & c", "(a & b) | (a & c) …", "a | b"."""
-    return [
-        " & ".join(groups[0])
-        if len(groups) == 1
-        else " | ".join(
-            f"({' & '.join(group)})" if len(group) > 1 else group[0] for group in groups
-        )
-        for groups in _groups(words)
-    ]
+def _walks_first(words: list[str]) -> bool:
+    """Whether the first tier, every word, walks the memory's newest live facts for its
+    matches before it asks the full-text index (see the module docstring): where its estimated
+    share of matching facts should find its matches within WALK facts with WALK_MARGIN to
+    spare, and the walk would cost under half of what reading every match the index gives
+    would. The least common word bounds that share (a stop word is left out of the query, so
+    of the estimate too).
 
-
-def _walks(words: list[str]) -> list[bool]:
-    """For each tier, whether it walks the memory's newest live facts for its matches before
-    it asks the full-text index (see the module docstring): where its estimated share of
-    matching facts should find its matches within WALK facts with WALK_MARGIN to spare, and
-    the walk would cost under half of what reading every match the index gives would.
-
-    Only the first tier, every word, may walk. It always runs, and its AND of words is what the
-    planner cannot estimate (at one row, whatever the words). The looser tiers run only when it
-    found fewer than ENOUGH, and a walk costs its planning in every statement, run or not
-    (walks planned into every tier: 1.66 ms of planning a statement, against 0.82)."""
-    walks = [False] * len(_groups(words))
+    Only the first tier walks. It always runs, and its AND of words is what the planner cannot
+    estimate (at one row, whatever the words). The looser tiers run only when it found fewer
+    than ENOUGH, and a walk costs its planning in every statement, run or not (walks planned
+    into every tier: 1.66 ms of planning a statement, against 0.82)."""
     if len(words) < 2:
-        return walks
+        return False
     rows, share = word_stats.shares(words)
-    matching = _group_share(tuple(words), share)
+    known = [share[word] for word in words if share[word] is not None]
+    matching = min(known) if known else 0.0
     enough_within = matching * WALK >= WALK_MARGIN * TEXT_CANDIDATES
-    walks[0] = enough_within and rows * matching * INDEX_MATCH_US / 2 > WALK * WALK_ROW_US
-    return walks
-
-
-def _group_share(group: tuple[str, ...], share: dict) -> float:
-    """At most the share of facts holding every word of ``group``: its least common word's.
-    A stop word is left out of the query, so of the estimate too."""
-    known = [share[word] for word in group if share[word] is not None]
-    return min(known) if known else 0.0
+    return enough_within and rows * matching * INDEX_MATCH_US / 2 > WALK * WALK_ROW_US
 
 
 def text_matches(facts, text: str, limit: int) -> list[Fact]:
@@ -355,8 +336,8 @@ def candidates(
         return None
     where, where_params = rule
     words = _words(question)
-    tiers, walks = (_tiers(words), _walks(words)) if words else ([], [])
-    ctes, params = _tier_ctes(tiers, where, where_params, limit, memory.pk, walks)
+    tiers = _tiers(words) if words else []
+    ctes, params = _tier_ctes(tiers, where, where_params, limit, memory.pk, _walks_first(words))
     parts = [
         (f"{index + 1}, 0::bigint, id, rank::float8", f"FROM t{index}")
         for index in range(len(tiers))
@@ -423,19 +404,20 @@ def candidates(
 
 
 def _tier_ctes(
-    tiers: list[str], where: str, where_params: list, limit: int, memory: int, walks: list
+    tiers: list[str], where: str, where_params: list, limit: int, memory: int, walk_first: bool
 ):
     """The CTEs t0, t1 … ranking each tier's newest matches (id, rank): a looser tier runs
     only while the stricter ones found fewer than ENOUGH, decided inside the statement. The
     SQL of ``text_matches`` for one statement; returns the CTEs and their parameters.
 
-    A tier that walks (``_walks``) looks for its newest matches among the memory's newest
-    WALK live facts first, read from the index that holds their words (``fact_words``),
-    and through the full-text index below them only when it found fewer there: the matches
-    among those facts are all newer than any below, so the matches are the same."""
+    With ``walk_first`` (``_walks_first``), the first tier looks for its newest matches among the
+    memory's newest WALK live facts first, read from the index that holds their words
+    (``fact_words``), and through the full-text index below them only when it found fewer
+    there: the matches among those facts are all newer than any below, so the matches are the
+    same."""
     ctes, params = [], []
     enough = min(limit, ENOUGH)
-    for index, (tier, walk) in enumerate(zip(tiers, walks, strict=True)):
+    for index, tier in enumerate(tiers):
         before = [f"SELECT id FROM t{j}" for j in range(index)]
         earlier = ""
         if before:
@@ -449,7 +431,7 @@ def _tier_ctes(
                   {earlier}"""
         newest = f"ORDER BY knowledge_fact.id DESC LIMIT {TEXT_CANDIDATES}"
         columns = "knowledge_fact.id, knowledge_fact.search_vector"
-        if not walk:
+        if not (walk_first and index == 0):
             source = f"SELECT {columns} FROM knowledge_fact {matching} {newest}"
             source_params = [*where_params, tier]
         else:
@@ -558,7 +540,7 @@ def neighbours(
     where, where_params = rule
     words = _words(text)
     tiers = _tiers(words)
-    ctes, params = _tier_ctes(tiers, where, where_params, limit, memory.pk, _walks(words))
+    ctes, params = _tier_ctes(tiers, where, where_params, limit, memory.pk, _walks_first(words))
     ctes.append(f"""exact AS (
         SELECT knowledge_fact.id FROM knowledge_fact
         WHERE {where} AND knowledge_fact.normalized = %s

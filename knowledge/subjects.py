@@ -86,8 +86,7 @@ def mentions(memory: Memory) -> Callable[[str], list[Subject]]:
 
 def mentioned_ids(memory: Memory, text: str) -> list[int]:
     """The pks of ``mentioned_in``, reading only the labels (recall needs no more)."""
-    labelled = Subject.objects.for_memory(memory).order_by("pk")
-    return _mentioned(labelled.values_list("pk", "name", "aliases", "entity_id"), text)
+    return mentioned_ids_and_page(memory, text, None)[0]
 
 
 # People --------------------------------------------------------------------------------------
@@ -127,8 +126,8 @@ def person_of(memory: Memory, user) -> Subject | None:
     return people.get(pk=pk) if pk is not None else None
 
 
-# What ``mentioned_ids_and_page`` reads: Subject.objects.for_memory(memory).order_by("pk")'s
-# labels, written out (the ORM spent 0.4 ms of a 0.5 ms call building and reading it).
+# What ``mentioned_ids`` and ``mentioned_ids_and_page`` read: the memory's subjects' labels
+# in pk order, written out (the ORM spent 0.4 ms of a 0.5 ms call building and reading them).
 _LABELS_SQL = """SELECT id, kind, name, aliases, entity_id FROM knowledge_subject
     WHERE memory_id = %s ORDER BY id"""
 

@@ -46,19 +46,17 @@ page 2.1–2.4 ms (1.0–1.2 ms without), context() 5.3–10 ms against 4.1–6.
 question measured alone, 1.5–1.7× over three in the benchmark: the scope's own query is 0.4 ms
 of it), and a count of every readable fact 34–50 ms (23–35 ms: a count reads every row either
 way). With the mask and ``fact_live`` carrying it (migration 0020), the planner costs of
-``brain.embedded`` and the benchmark taking turns at going first: the first page 1.9 ms
-(1.0 ms), the count 11.7 ms (7.6 ms: from the index alone), context() 5.5 ms against 4.5 ms
-(1.22×). U
-holds the unreadable sets of every memory, so where many memories hold sets this reader cannot
+``brain.embedded`` and the benchmark taking turns at going first: the first page 1.9 ms (1.0
+ms), the count 11.7 ms (7.6 ms: from the index alone), context() 5.5 ms against 4.5 ms (1.22×).
+U holds the unreadable sets of every memory, so where many memories hold sets this reader cannot
 read, more of the 64 bits are U's and more rows go on to the array: never a wrong answer, only
 back towards the cost of the array alone. What was tried and left: the scope as subqueries in
 the statement (always fresh, but planning them in each of the five places context() applies the
-rule cost a millisecond a call),
-the ORM's array lookups (they build one expression per id: a millisecond for 75 ids), a GIN
-index on ``label_sets`` (it serves only a reader who reads a small share; for everyone else the
-planner does better walking the index the query uses anyway, newest first or a subject's slice,
-and checking the array on each row), and ``label_sets <@ R`` alone (with 75 readable sets
-against 3 unreadable ones each row costs 25 times the comparisons).
+rule cost a millisecond a call), the ORM's array lookups (they build one expression per id: a
+millisecond for 75 ids), a GIN index on ``label_sets`` (it serves only a reader who reads a
+small share; for everyone else the planner does better walking the index the query uses anyway,
+newest first or a subject's slice, and checking the array on each row), and ``label_sets <@ R``
+alone (with 75 readable sets against 3 unreadable ones each row costs 25 times the comparisons).
 
 Concurrency: citing takes a share lock on the cited passages before it reads their label sets,
 and relabelling updates the passage rows, so the two never interleave: a fact cited while its

@@ -138,14 +138,14 @@ def test_the_fast_full_text_ranks_as_text_matches_does(household):
     ids=["walks that come back short", "walks that find enough", "walks of the whole memory"],
 )
 def walking(request, monkeypatch):
-    """Every full-text tier walks the memory's newest facts before it asks the index, with
-    ``(TEXT_CANDIDATES, WALK)`` of these sizes. A tier of the household's template words
-    matches about 7% of its facts: 20 of them are within its newest 1,000 facts, not within
-    100, so both halves of a walking tier (``search._tier_ctes``) are compared."""
+    """The first full-text tier of every question walks the memory's newest facts before it asks the
+    index, with ``(TEXT_CANDIDATES, WALK)`` of these sizes. A tier of the household's template
+    words matches about 7% of its facts: 20 of them are within its newest 1,000 facts, not
+    within 100, so both halves of a walking tier (``search._tier_ctes``) are compared."""
     candidates, walk = request.param
     monkeypatch.setattr(search, "TEXT_CANDIDATES", candidates)
     monkeypatch.setattr(search, "WALK", walk)
-    monkeypatch.setattr(search, "_walks", lambda words: [bool(words)] * len(search._tiers(words)))
+    monkeypatch.setattr(search, "_walks_first", lambda words: bool(words))
 
 
 def test_a_walking_full_text_ranks_as_text_matches_does(household, walking):
@@ -168,16 +168,16 @@ def test_the_fast_path_gives_the_plain_paths_block_when_tiers_walk(household, wa
 def test_the_gates_neighbours_are_the_same_whether_tiers_walk_or_not(household, walking):
     memory = household.memory
     live = Fact.objects.for_memory(memory).live()
-    walks = search._walks
+    walks = search._walks_first
     for text, _ in _questions(household, 60, seed=8):
         walked = search.neighbours(memory, live, text=text, embedding=None, limit=gate.NEIGHBOURS)
-        search._walks = lambda words: [False] * len(search._tiers(words))
+        search._walks_first = lambda words: False
         try:
             indexed = search.neighbours(
                 memory, live, text=text, embedding=None, limit=gate.NEIGHBOURS
             )
         finally:
-            search._walks = walks
+            search._walks_first = walks
 
         assert walked == indexed
 
@@ -187,15 +187,13 @@ def test_only_every_word_of_words_most_facts_hold_walks_and_only_in_a_large_tabl
     rows = 400_000
     monkeypatch.setattr(search.word_stats, "shares", lambda words: (rows, shares))
 
-    # Every word walks; any one does not (two words make no pair tier).
-    assert search._walks(["descaling", "kettle"]) == [True, False]
-    # Every word: the rare zebra bounds it. Any two, any one: the planner's.
-    assert search._walks(["descaling", "kettle", "zebra"]) == [False, False, False]
+    assert search._walks_first(["descaling", "kettle"]) is True
+    assert search._walks_first(["descaling", "kettle", "zebra"]) is False  # the rare zebra
     # A stop word is left out of the query, and of the estimate.
-    assert search._walks(["between", "kettle"]) == [True, False]
-    assert search._walks(["kettle"]) == [False]
+    assert search._walks_first(["between", "kettle"]) is True
+    assert search._walks_first(["kettle"]) is False  # one word: no every-word tier
     rows = 10_000  # a small table: the index reads a few hundred rows, cheaper than a walk
-    assert search._walks(["descaling", "kettle"]) == [False, False]
+    assert search._walks_first(["descaling", "kettle"]) is False
 
 
 def test_each_subjects_slice_is_its_most_certain_facts_newest_first_on_a_tie(household):
