@@ -230,7 +230,7 @@ def test_a_full_text_tier_that_walks_reads_only_what_the_reader_may_read(team, m
     """A tier of common words walks the memory's newest facts in the index ``fact_words``
     before it asks the full-text index (knowledge/search.py): the read rule applies there too."""
     monkeypatch.setattr(search, "WALK", walk)
-    monkeypatch.setattr(search, "_walks_first", lambda words: bool(words))
+    monkeypatch.setattr(search, "_walking", lambda words: [True] * len(search._tiers(words)))
     memory = team.memory
     found = {}
     for reader in (team.sales_reader, team.hr_reader, team.admin, None):
