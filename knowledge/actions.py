@@ -75,7 +75,10 @@ def file_fact(
     now = timezone.now()
     prior = CONFIDENCE[confidence]
     seen = _observed(evidence, stated=not evidence if stated is None else stated, now=now)
+    if not cites:
+        cites = [passages.of_line(source or passages.lines_source(memory), text)]
     fact = Fact.objects.create(
+        label_sets=passages.label_sets_of(cites),
         memory=memory,
         text=text,
         normalized=statements.normalise(text),
@@ -100,8 +103,6 @@ def file_fact(
         Fact.subjects.through.objects.bulk_create(
             [Fact.subjects.through(fact=fact, subject=subject) for subject in set(subjects)]
         )
-    if not cites:
-        cites = [passages.of_line(source or passages.lines_source(memory), text)]
     passages.cite(fact, cites)
     for index, (when, episode) in enumerate(seen):
         kind = Observation.Kind.TAUGHT if index == 0 else Observation.Kind.RESTATED

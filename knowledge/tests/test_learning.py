@@ -6,8 +6,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import connection
 
+from knowledge import search
 from knowledge.gate import BadVerdict
-from knowledge.models import Fact
+from knowledge.models import Citation, Fact, Label, Source
 from knowledge.subjects import UnknownSubject
 from memory.actions import learn
 from memory.models import InboxItem
@@ -29,6 +30,33 @@ def test_a_new_statement_is_filed_as_a_queued_fact_with_its_inbox_item(home, ali
     assert len(fact.embedding) == 384
     assert learned.item.fact == fact
     assert learned.message == f"Queued #{learned.item.pk}: The garage freezer is off in winter."
+
+
+def _fact_rows_rewritten() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT n_tup_upd + n_tup_hot_upd FROM pg_stat_xact_user_tables "
+            "WHERE relname = 'knowledge_fact'"
+        )
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.parametrize("labelled", [False, True], ids=["default labels", "the source's labels"])
+def test_a_new_fact_is_written_once_with_the_label_sets_its_citation_gives_it(home, labelled):
+    """Its row and each of its indexes are written once: the citation's trigger finds the label
+    sets already there (knowledge.passages.label_sets_of)."""
+    source = None
+    if labelled:
+        source = Source.objects.create(memory=home, kind=Source.Kind.TYPED, title="HR notes")
+        source.labels.add(Label.objects.create(memory=home, name="HR"))
+    before = _fact_rows_rewritten()
+
+    fact = _learn(home, "The garage freezer is off in winter.", source=source).fact
+
+    assert _fact_rows_rewritten() == before
+    passage = Citation.objects.get(fact=fact).passage
+    assert passage.label_set_id
+    assert Fact.objects.get(pk=fact.pk).label_sets == [passage.label_set_id]
 
 
 def test_the_same_fact_said_another_way_only_raises_support(home):
@@ -171,3 +199,17 @@ def test_two_identical_statements_at_the_same_moment_make_one_fact_with_support_
 )
 def test_ordinary_sentences_that_mention_pins_or_codes_are_not_mistaken_for_secrets(home, text):
     assert _learn(home, text).verdict == "novel"
+
+
+def test_teaching_a_new_statement_takes_a_fixed_number_of_queries(home, django_assert_num_queries):
+    """The gate's neighbours in one statement, no search for waiting episodes when none wait,
+    the fact written once with its passage, citation, observation and inbox item."""
+    _learn(home, "The hall light is on a timer.")  # the memory's labels and lines exist now
+    text = "The garage freezer is off in winter."
+    search.word_stats.shares(search._words(text))  # its words' statistics, read once a process
+
+    with django_assert_num_queries(20) as captured:
+        assert _learn(home, text).verdict == "novel"
+
+    episodes = [query["sql"] for query in captured if '"knowledge_episode"' in query["sql"]]
+    assert len(episodes) == 1 and episodes[0].startswith("SELECT 1 AS")  # whether any wait
