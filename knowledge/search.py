@@ -147,9 +147,9 @@ def _walking(words: list[str]) -> list[bool]:
     only while the stricter ones found fewer than ENOUGH. So a looser tier walks only where the
     stricter ones are expected to find fewer (by the same estimates, a word too rare to be
     among the most common counting as none): a new statement's rare word leaves its every-word
-    tier empty and its tier of pairs is what runs. Measured at 100k over 150 statements the
-    benchmark teaches: the gate's neighbours statement p50 16.4 → 5.2 ms, mean 12.4 → 5.0;
-    ``context()`` over 190 benchmark questions unchanged (no question's walks differed)."""
+    tier empty and its tier of pairs is what runs. Measured at 100k over 150 statements of the
+    kind the benchmark teaches: the gate's neighbours statement p50 16.4 → 5.2 ms, mean 12.4 →
+    5.0; ``context()`` over 190 benchmark questions unchanged (no question's walks differed)."""
     groups = _groups(words)
     rows, share = word_stats.shares(words)
 

@@ -5,7 +5,7 @@ import pytest
 from django.db import connection
 
 from bench import knowledge as bench
-from knowledge.models import Fact, Subject
+from knowledge.models import Fact, Memory, Subject
 
 
 @pytest.fixture
@@ -55,3 +55,21 @@ def test_deleting_the_household_leaves_no_fact_behind(household):
     bench.delete_household("bench-test")
 
     assert not Fact.objects.filter(memory_id=memory_pk).exists()
+
+
+def test_the_runs_first_household_deletes_those_an_earlier_run_left(transactional_db, monkeypatch):
+    """They would share the facts' table and its indexes with the run's own households."""
+    monkeypatch.setattr(bench, "_SHARED", {})
+    left = bench.generate_household(slug="bench-real-1k", count=200).memory
+    kept = Memory.objects.create(slug="bench-tab-empty", name="Not a household")
+    try:
+        made = bench.shared_household(300).memory
+
+        assert not Memory.objects.filter(pk=left.pk).exists()
+        assert not Fact.objects.filter(memory_id=left.pk).exists()
+        assert Memory.objects.filter(pk=kept.pk).exists()
+        assert Fact.objects.for_memory(made).live().count() == 300
+    finally:
+        bench.release_shared()
+        bench.delete_household("bench-real-1k")
+        kept.delete()
