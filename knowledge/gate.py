@@ -248,7 +248,7 @@ def pending_twins(
         .defer("embedding")
     )
     # Most memories have none waiting most of the time (an index of them alone answers): the
-    # search below costs 1.8 ms of building alone, a tenth of teaching a statement.
+    # search below costs 1.8 ms of building alone, of about 27 to teach a statement at 100k.
     if not waiting.exists():
         return []
     normalized = statements.normalise(text)
