@@ -28,6 +28,7 @@ from unittest import mock
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 
+from brain.db.copying import copy_create
 from knowledge import retrieval, statements
 from knowledge.models import (
     Citation,
@@ -74,8 +75,8 @@ def generate(count: int = FACTS, seed: int = 3):
             Source(memory=memory, kind=Source.Kind.DOCUMENT, title=f"Document {n}")
             for n in range(count // 100 + 1)
         )
-        passages = Passage.objects.bulk_create(
-            (
+        passages = copy_create(
+            [
                 Passage(
                     memory=memory,
                     source=sources[n // 300],
@@ -84,20 +85,18 @@ def generate(count: int = FACTS, seed: int = 3):
                     text_hash=str(n),
                 )
                 for n in range(count * CITED)
-            ),
-            batch_size=5000,
+            ]
         )
         # Statistics first: labelling moves each passage to its label set by id, which a
         # planner that still thinks the table empty does by walking all 300k of them.
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE knowledge_passage")
-        PassageLabel.objects.bulk_create(
-            (
+        copy_create(
+            [
                 PassageLabel(passage=passage, label=label)
                 for passage in passages
                 for label in {rng.choice(labels), rng.choice(labels)}
-            ),
-            batch_size=10000,
+            ]
         )
         facts = []
         for n in range(count):
@@ -111,19 +110,18 @@ def generate(count: int = FACTS, seed: int = 3):
                     status=Fact.Status.FILED,
                 )
             )
-        Fact.objects.bulk_create(facts, batch_size=5000)
+        copy_create(facts)
     # Statistics before citing: the triggers that keep each fact's label sets look passages
     # and citations up by their indexes, which a planner that thinks the tables empty skips.
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE knowledge_fact, knowledge_passage, knowledge_citation")
     with transaction.atomic():
-        Citation.objects.bulk_create(
-            (
+        copy_create(
+            [
                 Citation(fact=fact, passage=passage)
                 for fact in facts
                 for passage in rng.sample(passages, CITED)
-            ),
-            batch_size=10000,
+            ]
         )
     # Citing rewrote every fact once (the trigger sets its label sets): 100k dead rows and a
     # visibility map to rebuild, which autovacuum does within a minute or two on a running
