@@ -592,6 +592,7 @@ def delete_household(slug: str) -> None:
 # Households several benchmarks read, made once per run -------------------------------------
 
 _SHARED: dict[int, Household] = {}
+LEFT_OVER = r"^bench-([a-z]+-)?[0-9]+[km]$"  # the synthetic households' slugs: bench-100k, …
 
 
 def shared_household(count: int) -> Household:
@@ -611,9 +612,6 @@ def shared_household(count: int) -> Household:
         delete_household(slug)
         _SHARED[count] = generate_household(slug=slug, count=count)
     return _SHARED[count]
-
-
-LEFT_OVER = r"^bench-([a-z]+-)?[0-9]+[km]$"  # the synthetic households' slugs: bench-100k, …
 
 
 def release_shared(*counts: int) -> None:
