@@ -20,8 +20,9 @@ import re
 from collections.abc import Iterable, Sequence
 
 from django.contrib.postgres.expressions import ArraySubquery
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Case, OuterRef, Q, Subquery, When
+from django.utils import timezone
 
 from knowledge import visibility
 from knowledge.models import Citation, Fact, Label, Memory, Passage, PassageLabel, Source
@@ -196,6 +197,70 @@ def of_line(source: Source, line: str) -> Passage:
         .first()
     )
     return holding or add(source, [line])[0]
+
+
+# The one passage of a source made a moment ago, with the memory's default labels, in one
+# statement. The label set is interned first (``knowledge_label_set_of``, as the labels'
+# trigger does), so the trigger finds it already right and leaves the row as it is.
+_FIRST_LINE_SQL = """
+WITH defaults AS MATERIALIZED (
+    SELECT ids, knowledge_label_set_of(ids) AS label_set FROM (
+        SELECT coalesce(array_agg(id ORDER BY id), '{}')::bigint[] AS ids
+        FROM knowledge_label WHERE memory_id = %(memory)s AND "default"
+    ) AS chosen
+), passage AS (
+    INSERT INTO knowledge_passage
+        (memory_id, source_id, ordinal, text, text_hash, unsure, decided, created_at, label_set_id)
+    SELECT %(memory)s, %(source)s, 0, %(text)s, %(hash)s, false, false, %(now)s, label_set
+    FROM defaults
+    RETURNING id, label_set_id
+), labelled AS (
+    INSERT INTO knowledge_passagelabel (passage_id, label_id)
+    SELECT passage.id, unnest(defaults.ids) FROM passage, defaults
+)
+SELECT passage.id, passage.label_set_id, cardinality(defaults.ids) FROM passage, defaults
+"""
+
+
+def line_of_new_source(source: Source, line: str) -> Passage:
+    """What ``of_line`` gives for a source made a moment ago, in this transaction (the moment a
+    statement was said, ``memory.actions``): its first passage, the line itself, with the
+    memory's default labels. One statement where ``of_line`` takes six: a source no other
+    transaction sees yet holds no passage to find, has no labels of its own, and has no other
+    writer to wait for. The memory's very first passage makes its default labels, as ``add``
+    does."""
+    line = " ".join(line.split())
+    digest, now = text_hash(line), timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _FIRST_LINE_SQL,
+            {
+                "memory": source.memory_id,
+                "source": source.pk,
+                "text": line,
+                "hash": digest,
+                "now": now,
+            },
+        )
+        pk, label_set_id, labelled = cursor.fetchone()
+    passage = Passage(
+        pk=pk,
+        memory_id=source.memory_id,
+        source=source,
+        ordinal=0,
+        text=line,
+        text_hash=digest,
+        label_set_id=label_set_id,
+        created_at=now,
+    )
+    passage._state.adding = False
+    passage._state.db = connection.alias
+    if not labelled:
+        first = visibility.default_labels(source.memory)  # none when the memory has labels
+        if first:
+            set_labels([passage], first)
+            passage.refresh_from_db(fields=["label_set"])
+    return passage
 
 
 LINES_REFERENCE = "lines"

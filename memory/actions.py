@@ -26,7 +26,7 @@ from brain.db.retry import retry_transaction
 from brain.errors import StateConflict
 from knowledge import actions as knowledge_actions
 from knowledge import episodes as knowledge_episodes
-from knowledge import gate, kinds, statements
+from knowledge import gate, kinds, passages, statements
 from knowledge.embedding import embedder_for, vector_or_none
 from knowledge.models import (
     Conflict,
@@ -251,7 +251,8 @@ def learn(
             twin = _twin(memory, normalized, text, speaker, judged_for)
             if twin is not None:  # taught a moment ago by someone else
                 judgement = gate.Judgement("same", twin, "said at the same moment")
-        if source is None:
+        made = source is None
+        if made:
             source = _source_for(memory, text, origin, by)
         if judgement.verdict == "same":
             fact = knowledge_actions.strengthen(
@@ -281,7 +282,8 @@ def learn(
             evidence=cited,
             stated=not evidence,
             turn=turn,
-            cites=cites,
+            # The line said now is the first passage of the source made for it.
+            cites=cites or ([passages.line_of_new_source(source, text)] if made else ()),
         )
         superseded = conflict = earlier = None
         if (

@@ -6,9 +6,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import connection
 
-from knowledge import search
+from knowledge import passages, search
 from knowledge.gate import BadVerdict
-from knowledge.models import Citation, Fact, Label, Source
+from knowledge.models import Citation, Fact, Label, Passage, Source
 from knowledge.subjects import UnknownSubject
 from memory.actions import learn
 from memory.models import InboxItem
@@ -57,6 +57,44 @@ def test_a_new_fact_is_written_once_with_the_label_sets_its_citation_gives_it(ho
     passage = Citation.objects.get(fact=fact).passage
     assert passage.label_set_id
     assert Fact.objects.get(pk=fact.pk).label_sets == [passage.label_set_id]
+
+
+def _passage_row(passage) -> dict:
+    passage = Passage.objects.get(pk=passage.pk)
+    return {
+        "ordinal": passage.ordinal,
+        "text": passage.text,
+        "text_hash": passage.text_hash,
+        "label_set_id": passage.label_set_id,
+        "labels": sorted(passage.labels.values_list("name", flat=True)),
+        "unsure": passage.unsure,
+        "decided": passage.decided,
+    }
+
+
+@pytest.mark.parametrize("labels", ["none yet", "a default", "none default"])
+def test_the_line_of_a_source_made_for_it_is_the_passage_the_general_path_makes(home, labels):
+    """``line_of_new_source`` (one statement) against ``of_line`` (six), on two sources made a
+    moment ago: the same row, labels and label set, and the instance it returns is the row."""
+    if labels == "a default":
+        Label.objects.create(memory=home, name="Family", default=True)
+        Label.objects.create(memory=home, name="Kids", default=True)
+    elif labels == "none default":
+        Label.objects.create(memory=home, name="HR")
+    line = "  The spare fuses are in   the hall cupboard. "
+
+    def fresh() -> Source:
+        return Source.objects.create(memory=home, kind=Source.Kind.TYPED, title="Typed now")
+
+    made = passages.line_of_new_source(fresh(), line)
+    general = passages.of_line(fresh(), line)
+
+    assert _passage_row(made) == _passage_row(general)
+    fields = ("source_id", "ordinal", "text", "text_hash", "label_set_id", "created_at")
+    row = Passage.objects.get(pk=made.pk)
+    assert [getattr(made, name) for name in fields] == [getattr(row, name) for name in fields]
+    expected = {"none yet": ["Household"], "a default": ["Family", "Kids"], "none default": []}
+    assert _passage_row(made)["labels"] == expected[labels]
 
 
 def test_the_same_fact_said_another_way_only_raises_support(home):
@@ -203,12 +241,13 @@ def test_ordinary_sentences_that_mention_pins_or_codes_are_not_mistaken_for_secr
 
 def test_teaching_a_new_statement_takes_a_fixed_number_of_queries(home, django_assert_num_queries):
     """The gate's neighbours in one statement, no search for waiting episodes when none wait,
-    the fact written once with its passage, citation, observation and inbox item."""
+    the fact written once with its passage (one statement, with its labels: the source was made
+    for it), citation, observation and inbox item."""
     _learn(home, "The hall light is on a timer.")  # the memory's labels and lines exist now
     text = "The garage freezer is off in winter."
     search.word_stats.shares(search._words(text))  # its words' statistics, read once a process
 
-    with django_assert_num_queries(20) as captured:
+    with django_assert_num_queries(15) as captured:
         assert _learn(home, text).verdict == "novel"
 
     episodes = [query["sql"] for query in captured if '"knowledge_episode"' in query["sql"]]
