@@ -76,10 +76,7 @@ def neighbours(
     comparable). A statement is judged only against what its teacher reads: the gate never
     retires, strengthens or names a fact they may not see."""
     live = Fact.objects.for_memory(memory).live().readable_by(reader)
-    found = search.neighbours(memory, live, text=text, embedding=embedding, limit=NEIGHBOURS)
-    # Each found under the read rule already: read as they are, without compiling it again.
-    facts = Fact.objects.without_vectors().in_bulk([pk for pk, _ in found])
-    return {facts[pk]: closeness for pk, closeness in found if pk in facts}
+    return dict(search.neighbours(memory, live, text=text, embedding=embedding, limit=NEIGHBOURS))
 
 
 #: When the gate is unsure, keep both and ask: the strongest relation wins, a conflict only

@@ -562,15 +562,25 @@ def nearest_rows(
 
 # The write gate's neighbours, in one round trip ----------------------------------------------
 
+# A fact's row as the gate reads it (all but its vectors, as ``without_vectors``), in one
+# branch of the neighbours' UNION ALL; the other branches leave those columns NULL, typed by
+# this branch, which comes first.
+_GATE_FIELDS = [
+    f for f in Fact._meta.concrete_fields if f.attname not in ("embedding", "search_vector")
+]
+_GATE_ROW_SQL = ", ".join(f'knowledge_fact."{f.column}"' for f in _GATE_FIELDS)
+_NO_GATE_ROW_SQL = ", ".join("NULL" for _ in _GATE_FIELDS)
+
 
 def neighbours(
     memory: Memory, live, *, text: str, embedding: list[float] | None, limit: int
-) -> list[tuple[int, float | None]]:
+) -> list[tuple[Fact, float | None]]:
     """The facts of ``live`` (a queryset or its ``readable_where``) near ``text``, in one
     statement: those written the same (``normalized``, oldest first), those sharing the most
     words (``text_matches``) and the vector neighbours (``nearest``, nearest first), each
     once in that order, with the cosine of its vector to ``embedding`` (None without one, or
-    for a vector of another embedder). What the gate read in eight round trips."""
+    for a vector of another embedder: not comparable). Each comes as a model instance without
+    its vectors, read in the same statement. What the gate read in nine round trips."""
     rule = readable_where(live)
     if rule is None:
         return []
@@ -583,49 +593,60 @@ def neighbours(
         WHERE {where} AND knowledge_fact.normalized = %s
         ORDER BY knowledge_fact.id LIMIT {int(limit)})""")
     params += [*where_params, statements.normalise(text)]
-    selects = ["SELECT 0, 0::bigint, id, NULL::float8 FROM exact"]
-    selects += [
-        f"SELECT {index + 1}, 0::bigint, id, rank::float8 FROM t{index}"
-        for index in range(len(tiers))
-    ]
     found = ["SELECT id FROM exact", *(f"SELECT id FROM t{index}" for index in range(len(tiers)))]
-    settings_sql = ""
-    name = embedder_for(memory).name
+    selects = [
+        f"SELECT 0, 0::bigint, id, NULL, {_NO_GATE_ROW_SQL} FROM exact",
+        *(
+            f"SELECT {index + 1}, 0::bigint, id, rank::float8, {_NO_GATE_ROW_SQL} FROM t{index}"
+            for index in range(len(tiers))
+        ),
+    ]
+    settings_sql, closeness, closeness_params, near_params = "", "NULL::float8", [], []
     if embedding is not None:
+        name = embedder_for(memory).name
         vector = _vector_literal(embedding)
         settings_sql = _HNSW_SETTINGS
         ctes.append(f"""near AS (
             SELECT f.id, f.embedding <=> %s::vector AS distance FROM knowledge_fact f
             WHERE {_LIVE_POSITIONAL} ORDER BY f.embedding <=> %s::vector LIMIT {int(limit)})""")
         params += [vector, memory.pk, timezone.now(), name, vector]
+        found.append("SELECT id FROM near")
         # The neighbours the read rule (expiry included) still reads, as ``live`` filters them.
         selects.append(
-            f"SELECT -1, 0::bigint, knowledge_fact.id, near.distance FROM near "
-            f"JOIN knowledge_fact ON knowledge_fact.id = near.id WHERE {where}"
+            f"SELECT -1, 0::bigint, knowledge_fact.id, near.distance, {_NO_GATE_ROW_SQL} "
+            f"FROM near JOIN knowledge_fact ON knowledge_fact.id = near.id WHERE {where}"
         )
-        params += where_params
-        found.append("SELECT id FROM near")
-        ctes.append(f"found AS ({' UNION '.join(found)})")
-        selects.append(
-            "SELECT -2, 0::bigint, knowledge_fact.id, "
-            "1 - (knowledge_fact.embedding <=> %s::vector) FROM knowledge_fact "
-            "WHERE knowledge_fact.id IN (SELECT id FROM found) AND knowledge_fact.embedder = %s "
-            "AND knowledge_fact.embedding IS NOT NULL"
+        near_params = where_params
+        closeness = (
+            "CASE WHEN knowledge_fact.embedder = %s AND knowledge_fact.embedding IS NOT NULL "
+            "THEN 1 - (knowledge_fact.embedding <=> %s::vector) END"
         )
-        params += [vector, name]
-    sql = settings_sql + "WITH " + ",\n".join(ctes) + "\n" + "\nUNION ALL\n".join(selects)
-    rows = _rows_after_settings(sql, params)
-    exact, near, tiered, closeness = [], [], {}, {}
-    for source, _, pk, value in rows:
-        if source == 0:
+        closeness_params = [name, vector]
+    ctes.append(f"found AS ({' UNION '.join(found)})")
+    rows_sql = (
+        f"SELECT -2, 0::bigint, knowledge_fact.id, {closeness}, {_GATE_ROW_SQL} "
+        "FROM knowledge_fact WHERE knowledge_fact.id IN (SELECT id FROM found)"
+    )
+    sql = (
+        settings_sql
+        + "WITH "
+        + ",\n".join(ctes)
+        + "\n"
+        + "\nUNION ALL\n".join([rows_sql, *selects])
+    )
+    rows = _rows_after_settings(sql, [*params, *closeness_params, *near_params])
+    exact, near, tiered, read = [], [], {}, {}
+    names = [f.attname for f in _GATE_FIELDS]
+    for source, _, pk, value, *columns in rows:
+        if source == -2:
+            read[pk] = (Fact.from_db(connection.alias, names, columns), value)
+        elif source == 0:
             exact.append(pk)
         elif source == -1:
             near.append((value, pk))
-        elif source == -2:
-            closeness[pk] = float(value)
         else:
             tiered.setdefault(source, []).append((value, pk))
     ordered = dict.fromkeys(
         [*sorted(exact), *_widened(tiered, limit), *(pk for _, pk in sorted(near))]
     )
-    return [(pk, closeness.get(pk)) for pk in ordered]
+    return [read[pk] for pk in ordered]

@@ -384,6 +384,32 @@ def test_the_gate_reads_the_plain_queries_neighbours_and_judges_the_labelled_pai
     assert {"novel", "same", "contradiction"} <= verdicts  # the comparison judged every kind
 
 
+def test_the_gates_neighbours_come_as_the_rows_the_orm_reads(db, home, alice):
+    """Each neighbour is built from the gate's own statement: every field but the vectors as
+    ``Fact.objects.without_vectors()`` reads it, the vectors left deferred as there."""
+    from memory.actions import learn
+
+    Subject.objects.create(memory=home, kind=Subject.Kind.ROOM, name="Kitchen")
+    learn(memory=home, text="The kettle in the kitchen is descaled monthly.", origin="typed")
+    learn(memory=home, text="The kettle descaling failed.", origin="voice", by=alice, outcome=False)
+    learn(memory=home, text="The kitchen kettle is red.", origin="typed", subjects=["kitchen"])
+    vector = get_embedder().embed_one("The kettle in the kitchen is descaled weekly.")
+
+    near = gate.neighbours(home, "The kettle in the kitchen is descaled weekly.", vector)
+
+    assert len(near) == 3
+    orm = Fact.objects.without_vectors().in_bulk([fact.pk for fact in near])
+    names = [
+        f.attname
+        for f in Fact._meta.concrete_fields
+        if f.attname not in ("embedding", "search_vector")
+    ]
+    for fact in near:
+        assert {n: getattr(fact, n) for n in names} == {n: getattr(orm[fact.pk], n) for n in names}
+        assert fact.get_deferred_fields() == orm[fact.pk].get_deferred_fields()
+        assert fact.taught_by_name == orm[fact.pk].taught_by_name
+
+
 def _judged_over(memory, pair, vector, plain):
     """``gate.judge``'s verdict and target over the plain neighbours."""
     from unittest import mock
