@@ -124,6 +124,8 @@ def claim(episodes: Iterable[Episode]) -> list[Episode]:
 def with_restatements(episodes: Iterable[Episode]) -> list[Episode]:
     """``episodes`` and every episode recorded as restating one of them, in time order."""
     episodes = list(episodes)
+    if not episodes:  # most statements: no query to build
+        return []
     found = {episode.pk: episode for episode in episodes}
     for episode in Episode.objects.filter(restates__in=[e.pk for e in episodes]):
         found.setdefault(episode.pk, episode)

@@ -245,3 +245,15 @@ def test_a_full_text_tier_that_walks_reads_only_what_the_reader_may_read(team, m
     assert found[team.hr_reader, "What is the salary?"] == ["Salary: €45,000."]
     assert found[team.hr_reader, "June order"] == []
     assert "Order of €50,000 confirmed, delivery in June." in found[None, "June order"]
+
+
+def test_the_observations_admin_lists_only_those_of_facts_the_reader_may_read(client, team):
+    team.sales_reader.is_staff = True
+    team.sales_reader.save()
+    client.force_login(team.sales_reader)
+
+    page = client.get("/admin/knowledge/observation/").content.decode()
+
+    assert "Order of €50,000 confirmed" in page
+    assert "Follows the Rossi Srl account." in page
+    assert "Salary" not in page
