@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
+from django.db.models import Count, Window
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -37,6 +38,11 @@ PAGE = "memory/knowledge.html"
 FACTS_PER_PAGE = 50
 MAX_PAGE = 1_000_000  # past every fact a page is empty; the cap keeps its offset a bigint
 CHANGES_SHOWN = 20
+#: The queue card lists the next items to be filed, not every one: a bulk add of thousands would
+#: put each into the page (110 items took a third of the tab's first paint at 100k facts). Its
+#: count is of all of them, and all are listed by the API (``/api/memory/inbox``) and
+#: ``brain memory inbox``.
+WAITING_SHOWN = 50
 CHIPS = [
     ("", "Everything"),
     ("house", "The house"),
@@ -80,8 +86,12 @@ def _document_context(memory: Memory) -> dict:
 
 def _waiting_context(request: HttpRequest, memory: Memory) -> dict:
     waiting = InboxItem.objects.for_memory(memory).pending().readable_by(request.user)
-    items = list(waiting.in_filing_order())
-    return {"waiting": items, "memory": memory}
+    # The count of all of them comes with each row (a window over the whole queue), so a long
+    # queue costs no query more than a short one.
+    shown = waiting.annotate(all_waiting=Window(Count("pk"))).in_filing_order()
+    items = list(shown[:WAITING_SHOWN])
+    count = items[0].all_waiting if items else 0
+    return {"waiting": items, "waiting_count": count, "memory": memory}
 
 
 def _banner_context(run: ConsolidationRun | None) -> dict:

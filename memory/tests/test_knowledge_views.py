@@ -55,6 +55,32 @@ def test_the_tab_costs_the_same_number_of_queries_for_30_or_90_facts(
         signed_in.get(reverse("memory:knowledge"))
 
 
+def test_a_long_queue_lists_the_next_to_be_filed_and_counts_them_all(signed_in, home, monkeypatch):
+    from memory import views
+
+    monkeypatch.setattr(views, "WAITING_SHOWN", 2)
+    for text in ("The loft is warm.", "The cellar is damp.", "The porch light is broken."):
+        actions.learn(memory=home, text=text, origin="typed")
+
+    for url, headers in ((reverse("memory:knowledge"), {}), (reverse("memory:waiting"), HTMX)):
+        page = signed_in.get(url, headers=headers).content.decode()
+        queue = page[page.index('<div id="waiting"') :].split("</section>")[0]
+
+        assert "<strong data-waiting-count>3</strong> waiting" in queue
+        assert "The loft is warm." in queue and "The cellar is damp." in queue
+        assert "The porch light is broken." not in queue
+        assert "The next 2 to be filed are shown; 3 wait in all." in queue
+
+
+def test_a_short_queue_lists_every_item_and_no_more_line(signed_in, home):
+    actions.learn(memory=home, text="The loft is warm.", origin="typed")
+
+    page = signed_in.get(reverse("memory:waiting"), headers=HTMX).content.decode()
+
+    assert "<strong data-waiting-count>1</strong> waiting" in page
+    assert "The loft is warm." in page and "data-waiting-more" not in page
+
+
 def test_a_filter_answers_with_the_list_and_moves_the_address_bar(signed_in, home):
     Subject.objects.create(
         memory=home,
