@@ -36,7 +36,10 @@ PRIOR_WEIGHT = 2  # the taught confidence counts as this many observed outcomes
 REMOVED_SUBJECT_GRACE = timedelta(days=30)
 LINE_GONE = "its line is no longer in the memory document"
 
-# Sent once for every new fact row, after its transaction commits: kwargs fact, memory.
+# Sent once for every new fact row, in the transaction that writes it: kwargs fact, memory. A
+# receiver's rows commit or roll back with the fact, and what leaves the process goes on commit
+# (``send_on_commit``). Sent after the commit, the timeline's event was a transaction of its
+# own, with a commit to wait for on every statement taught.
 brain_learned = Signal()
 
 
@@ -107,7 +110,7 @@ def file_fact(
     for index, (when, episode) in enumerate(seen):
         kind = Observation.Kind.TAUGHT if index == 0 else Observation.Kind.RESTATED
         _observe_one(fact, kind, when, episode, text, by, channel, source, outcome, turn)
-    transaction.on_commit(lambda: brain_learned.send(sender=Fact, fact=fact, memory=memory))
+    brain_learned.send(sender=Fact, fact=fact, memory=memory)
     return fact
 
 
