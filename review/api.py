@@ -374,7 +374,8 @@ def timeline(request: Request, memory: Memory) -> Response:
     """brain_learned and brain_finding events, newest first (cursor pagination: follow
     ``next``)."""
     pages = TimelinePages()
-    page = pages.paginate_queryset(Event.objects.for_memory(memory), request)
+    events = Event.objects.for_memory(memory).readable_by(request.user)
+    page = pages.paginate_queryset(events, request)
     return pages.get_paginated_response(EventSerializer(page, many=True).data)
 
 

@@ -7,9 +7,11 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
+from django.db.models.fields.json import KT
 from django.utils import timezone
 from pgvector.django import VectorField
 
+from knowledge import read_rule
 from knowledge.models import Fact, Memory, Subject
 
 SUPPRESSION_LAPSES_AFTER = timedelta(days=90)
@@ -268,6 +270,20 @@ class Guess(models.Model):
 class EventQuerySet(models.QuerySet):
     def for_memory(self, memory: Memory) -> EventQuerySet:
         return self.filter(memory=memory)
+
+    def readable_by(self, user) -> EventQuerySet:
+        """The timeline as ``user`` may read it: an event of what brain learned carries the
+        fact's words, so it is theirs when the fact is (the one read rule,
+        ``Fact.objects.readable_by``); findings and guesses are the house's, read by every
+        reader of the memory. Whoever reads everything (the system, a superuser) reads every
+        event, those naming no fact (made before events named theirs) included."""
+        if read_rule.reads_everything(read_rule.as_read(user)):
+            return self
+        named = models.functions.Cast(KT("data__fact"), models.BigIntegerField())
+        readable = Fact.objects.readable_by(user).filter(pk=models.OuterRef("named_fact"))
+        return self.annotate(named_fact=named).filter(
+            ~models.Q(kind=Event.Kind.LEARNED) | models.Exists(readable)
+        )
 
 
 class Event(models.Model):

@@ -29,6 +29,7 @@ from brain.portable import (
     ImportOptions,
     Section,
     col,
+    export_reader,
     in_batches,
     is_uuid,
     placed,
@@ -333,7 +334,8 @@ class EventsSection(Section):
     rows_named = {"finding": Finding, "fact": Fact}
 
     def rows(self, memory: Memory):
-        return Event.objects.for_memory(memory).order_by("created_at", "pk")
+        events = Event.objects.for_memory(memory).readable_by(export_reader())
+        return events.order_by("created_at", "pk")
 
     def dump(self, memory: Memory) -> list[dict]:
         events = list(self.rows(memory))

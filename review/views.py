@@ -234,7 +234,8 @@ def rules(request: HttpRequest, memory: Memory) -> HttpResponse:
 @require_GET
 @access.requires(Permission.READ)
 def timeline(request: HttpRequest, memory: Memory) -> HttpResponse:
-    events = Event.objects.for_memory(memory).order_by("-created_at", "-pk")
+    events = Event.objects.for_memory(memory).readable_by(request.user)
+    events = events.order_by("-created_at", "-pk")
     page = Paginator(events, EVENTS_PER_PAGE).get_page(request.GET.get("page"))
     return render(request, "review/timeline.html", {"page": page})
 

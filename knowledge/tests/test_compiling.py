@@ -438,6 +438,14 @@ def test_sarahs_private_note_compiled_is_hers_and_never_reaches_tom_anywhere(
     listed = client.get(reverse("knowledge:sources"), {"q": "metformin"}).content.decode()
     assert 'data-passages-count="0"' in listed
     assert "breakfast" not in listed and "Health" not in listed
+    timeline = str(client.get(reverse("review-api:timeline")).json())
+    assert "walks the dog" in timeline and "metformin" not in timeline
+    logbook = client.get(reverse("review:timeline")).content.decode()
+    assert "walks the dog" in logbook and "metformin" not in logbook
+
+    client.force_login(sarah)
+    assert "metformin" in str(client.get(reverse("review-api:timeline")).json())
+    assert "metformin" in client.get(reverse("review:timeline")).content.decode()
 
 
 def test_a_first_person_note_is_filed_as_said_by_whoever_added_it(household):

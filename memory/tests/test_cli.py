@@ -400,10 +400,11 @@ def test_import_into_a_fresh_memory_brings_everything_and_twice_changes_nothing(
 ):
     out = brain("--memory", "other", "import", str(exported))
 
-    assert out.splitlines()[-3:] == [
+    assert out.splitlines()[-4:] == [
         "Change log: 1 added, 0 already here.",
         "Document: imported.",
         "Inbox: 2 added, 0 already here.",
+        "Timeline: 2 added, 0 already here.",  # what brain learned, one event a fact
     ]
     assert _document(other) == _document(home)
     assert brain("--memory", "other", "inbox").splitlines()[-1] == "1 waiting to be filed."
@@ -411,10 +412,11 @@ def test_import_into_a_fresh_memory_brings_everything_and_twice_changes_nothing(
 
     out = brain("--memory", "other", "import", str(exported))
 
-    assert out.splitlines()[-3:] == [
+    assert out.splitlines()[-4:] == [
         "Change log: 0 added, 1 already here.",
         "Document: unchanged.",
         "Inbox: 0 added, 2 already here.",
+        "Timeline: 0 added, 2 already here.",
     ]
     assert "Facts: 0 added," in out
     assert _counts(other) == after_first

@@ -28,7 +28,7 @@ def test_a_taught_line_is_in_the_document_at_once_and_nothing_else_is_filed_with
     consolidator.execute(run.pk)  # what the worker does with the message sent
 
     body = response.content.decode()
-    assert len(sent) == 2  # the fact's announcement, and the pass's start message
+    assert len(sent) == 1  # the pass's start message (the fact's event is in its transaction)
     assert "Filing it into the document now." in body
     assert f'hx-get="{reverse("memory:banner", args=[run.pk])}"' in body  # the banner shows it
     assert run.trigger == ConsolidationRun.Trigger.TEACH
