@@ -16,9 +16,11 @@ from django.db.models.functions import Greatest
 from django.dispatch import Signal
 from django.utils import timezone
 
+from brain.db import inserting
 from brain.errors import StateConflict
 from knowledge import kinds, passages, statements
 from knowledge.models import (
+    Citation,
     Conflict,
     Episode,
     Fact,
@@ -102,14 +104,28 @@ def file_fact(
         embedder=embedder if embedding is not None else "",
         created_at=now,
     )
-    if subjects:  # a new row links to nothing yet: no need to read its links first
-        Fact.subjects.through.objects.bulk_create(
-            [Fact.subjects.through(fact=fact, subject=subject) for subject in set(subjects)]
-        )
-    passages.cite(fact, cites)
-    for index, (when, episode) in enumerate(seen):
-        kind = Observation.Kind.TAUGHT if index == 0 else Observation.Kind.RESTATED
-        _observe_one(fact, kind, when, episode, text, by, channel, source, outcome, turn)
+    # Its citations, subject links (a new row links to nothing yet) and observations, in one
+    # statement after the fact's own (a link's trigger reads the fact).
+    inserting.insert_together(
+        [Citation(fact=fact, passage=passage) for passage in cites],
+        [Fact.subjects.through(fact=fact, subject=subject) for subject in set(subjects)],
+        [
+            _observation(
+                fact,
+                Observation.Kind.TAUGHT if index == 0 else Observation.Kind.RESTATED,
+                when,
+                episode,
+                text,
+                by,
+                channel,
+                source,
+                outcome,
+                turn,
+            )
+            for index, (when, episode) in enumerate(seen)
+        ],
+        ignoring_conflicts=[Citation],
+    )
     brain_learned.send(sender=Fact, fact=fact, memory=memory)
     return fact
 
@@ -129,19 +145,11 @@ def observe(
 ) -> Observation:
     """Record one time the fact was said: who, when, through what, from where (and from which
     episode, when it was distilled from one)."""
-    return Observation.objects.create(
-        fact=fact,
-        kind=kind,
-        text=text,
-        said_by=by,
-        said_by_name=name_of(by),
-        channel=channel,
-        source=source,
-        outcome=outcome,
-        episode=episode,
-        turn=turn,
-        created_at=when or timezone.now(),
+    observation = _observation(
+        fact, kind, when or timezone.now(), episode, text, by, channel, source, outcome, turn
     )
+    observation.save()
+    return observation
 
 
 def _observed(
@@ -156,32 +164,25 @@ def _observed(
     return sorted(seen, key=lambda pair: (pair[0], pair[1].pk if pair[1] else 0))
 
 
-def _observe_one(fact, kind, when, episode, text, by, channel, source, outcome, turn=None) -> None:
+def _observation(
+    fact, kind, when, episode, text, by, channel, source, outcome, turn=None
+) -> Observation:
     """The statement said now (``episode`` None), or one episode, in its own words, time,
-    teller and outcome."""
-    if episode is None:
-        observe(
-            fact=fact,
-            kind=kind,
-            text=text,
-            by=by,
-            channel=channel,
-            source=source,
-            outcome=outcome,
-            when=when,
-            turn=turn,
-        )
-        return
-    observe(
+    teller and outcome: a row not written yet."""
+    if episode is not None:
+        text, by, outcome, turn = episode.text, episode.recorded_by, episode.outcome_as_bool, None
+    return Observation(
         fact=fact,
         kind=kind,
-        text=episode.text,
-        by=episode.recorded_by,
+        text=text,
+        said_by=by,
+        said_by_name=name_of(by),
         channel=channel,
         source=source,
-        outcome=episode.outcome_as_bool,
-        when=when,
+        outcome=outcome,
         episode=episode,
+        turn=turn,
+        created_at=when,
     )
 
 
@@ -205,10 +206,23 @@ def strengthen(
         evidence, stated=not evidence if stated is None else stated, now=timezone.now()
     )
     Fact.objects.filter(pk=fact.pk).update(support=F("support") + len(seen))
-    for when, episode in seen:
-        _observe_one(
-            fact, Observation.Kind.RESTATED, when, episode, text, by, channel, source, outcome, turn
-        )
+    inserting.insert_together(
+        [
+            _observation(
+                fact,
+                Observation.Kind.RESTATED,
+                when,
+                episode,
+                text,
+                by,
+                channel,
+                source,
+                outcome,
+                turn,
+            )
+            for when, episode in seen
+        ]
+    )
     fact.refresh_from_db(fields=["support"])
     return fact
 

@@ -242,13 +242,13 @@ def test_ordinary_sentences_that_mention_pins_or_codes_are_not_mistaken_for_secr
 def test_teaching_a_new_statement_takes_a_fixed_number_of_queries(home, django_assert_num_queries):
     """The gate's neighbours and their rows in one statement, no search for waiting episodes
     when none wait, the fact written once with its passage (one statement, with its labels: the
-    source was made for it), citation, observation, inbox item and the timeline's event (in the
-    same transaction)."""
+    source was made for it), its citation and observation in one statement, the inbox item and
+    the timeline's event (in the same transaction)."""
     _learn(home, "The hall light is on a timer.")  # the memory's labels and lines exist now
     text = "The garage freezer is off in winter."
     search.word_stats.shares(search._words(text))  # its words' statistics, read once a process
 
-    with django_assert_num_queries(15) as captured:
+    with django_assert_num_queries(14) as captured:
         assert _learn(home, text).verdict == "novel"
 
     episodes = [query["sql"] for query in captured if '"knowledge_episode"' in query["sql"]]

@@ -10,6 +10,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection, connections, transaction
 
+from brain.db import inserting
 from brain.db.retry import retry_transaction
 from knowledge import actions, labelling, passages
 from knowledge.models import Fact, Label, Memory, Passage, Role, Source
@@ -63,7 +64,8 @@ def _in_thread(work, failures: list) -> threading.Thread:
 @pytest.mark.django_db(transaction=True)
 def test_a_relabel_during_writes_never_lets_a_reader_read_a_fact_they_should_not(races):
     memory, sales, hr, reader, shared, steady = _team()
-    lost = races(passages, "cite", times=3)  # some writes lose a lock race and are retried
+    # Some writes lose a lock race as they cite (with their observations) and are retried.
+    lost = races(inserting, "insert_together", times=3)
     failures: list = []
     broken: list[int] = []
     done = threading.Event()
