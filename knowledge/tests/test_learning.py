@@ -8,7 +8,7 @@ from django.db import connection
 
 from knowledge import passages, search
 from knowledge.gate import BadVerdict
-from knowledge.models import Citation, Fact, Label, Passage, Source
+from knowledge.models import Citation, Fact, Label, Memory, Passage, Source
 from knowledge.subjects import UnknownSubject
 from memory.actions import learn
 from memory.models import InboxItem
@@ -73,9 +73,10 @@ def _passage_row(passage) -> dict:
 
 
 @pytest.mark.parametrize("labels", ["none yet", "a default", "none default"])
-def test_the_line_of_a_source_made_for_it_is_the_passage_the_general_path_makes(home, labels):
+def test_the_line_of_a_source_made_for_it_is_the_passage_the_general_path_makes(db, labels):
     """``line_of_new_source`` (one statement) against ``of_line`` (six), on two sources made a
     moment ago: the same row, labels and label set, and the instance it returns is the row."""
+    home = Memory.objects.create(slug="lines", name="Lines")  # no label of any kind yet
     if labels == "a default":
         Label.objects.create(memory=home, name="Family", default=True)
         Label.objects.create(memory=home, name="Kids", default=True)
