@@ -109,21 +109,7 @@ def file_fact(
     inserting.insert_together(
         [Citation(fact=fact, passage=passage) for passage in cites],
         [Fact.subjects.through(fact=fact, subject=subject) for subject in set(subjects)],
-        [
-            _observation(
-                fact,
-                Observation.Kind.TAUGHT if index == 0 else Observation.Kind.RESTATED,
-                when,
-                episode,
-                text,
-                by,
-                channel,
-                source,
-                outcome,
-                turn,
-            )
-            for index, (when, episode) in enumerate(seen)
-        ],
+        _observations(fact, seen, True, text, by, channel, source, outcome, turn),
         ignoring_conflicts=[Citation],
     )
     brain_learned.send(sender=Fact, fact=fact, memory=memory)
@@ -162,6 +148,28 @@ def _observed(
     ]
     seen += [(now, None)] if stated or not seen else []
     return sorted(seen, key=lambda pair: (pair[0], pair[1].pk if pair[1] else 0))
+
+
+def _observations(
+    fact, seen, taught: bool, text, by, channel, source, outcome, turn
+) -> list[Observation]:
+    """A row for each time in ``seen`` (``_observed``): the first taught when ``taught`` (a new
+    fact), every other restated."""
+    return [
+        _observation(
+            fact,
+            Observation.Kind.TAUGHT if taught and index == 0 else Observation.Kind.RESTATED,
+            when,
+            episode,
+            text,
+            by,
+            channel,
+            source,
+            outcome,
+            turn,
+        )
+        for index, (when, episode) in enumerate(seen)
+    ]
 
 
 def _observation(
@@ -207,21 +215,7 @@ def strengthen(
     )
     Fact.objects.filter(pk=fact.pk).update(support=F("support") + len(seen))
     inserting.insert_together(
-        [
-            _observation(
-                fact,
-                Observation.Kind.RESTATED,
-                when,
-                episode,
-                text,
-                by,
-                channel,
-                source,
-                outcome,
-                turn,
-            )
-            for when, episode in seen
-        ]
+        _observations(fact, seen, False, text, by, channel, source, outcome, turn)
     )
     fact.refresh_from_db(fields=["support"])
     return fact

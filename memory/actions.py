@@ -252,7 +252,7 @@ def learn(
             if twin is not None:  # taught a moment ago by someone else
                 judgement = gate.Judgement("same", twin, "said at the same moment")
         made = source is None
-        if made:
+        if source is None:
             source = _source_for(memory, text, origin, by)
         if judgement.verdict == "same":
             fact = knowledge_actions.strengthen(
