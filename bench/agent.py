@@ -4,8 +4,9 @@ side with brainmem 0.3.0's `brainmem context` over the same facts.
 What is timed is what a person waits for before a session's first turn: from spawning the hook
 command exactly as `brain agent install` writes it (through ``/bin/sh``, the payload on stdin)
 to its exit with the block printed. Ours asks a running server (`manage.py runserver`, as `make
-run` serves) holding 100k live facts: the synthetic household of the recall benchmark
-(``bench.knowledge.generate_household``), in a memory of its own. brainmem is installed from
+run` serves) holding 100k live facts: the synthetic household the recall benchmark made
+(``bench.knowledge.shared_household``, read before intake writes into it), in a memory of its
+own. brainmem is installed from
 PyPI into a venv of its own under var/ (never a dependency of brain), its SQLite store loaded
 with the same texts, confidences and support; it embeds with its default hash embedder and scans
 every live vector per query, as shipped. Both get the same goals, interleaved round by round,
@@ -132,14 +133,14 @@ def session_start_hook() -> str:
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
-    slug = f"bench-hook-{_size(FACTS).lower()}"
     load_before = os.getloadavg()[0]
-    knowledge_bench.delete_household(slug)  # left by a run that was killed
     user, _ = get_user_model().objects.get_or_create(username="bench", defaults={"is_staff": True})
     token, made_token = Token.objects.get_or_create(user=user)
     cli, why_not = brainmem.brainmem_cli()
     try:
-        household = knowledge_bench.generate_household(slug=slug, count=FACTS)
+        # Read only, so the household the run shares: generating one of its own took 40 s.
+        household = knowledge_bench.shared_household(FACTS)
+        slug = household.memory.slug
         goals = knowledge_bench.questions(household, seed=11).texts[:ROUNDS]
         # The server's answer alone is timed on goals of its own: asked the hook's goal again,
         # the database would answer from pages the hook's request just read.
@@ -158,7 +159,6 @@ def session_start_hook() -> str:
             with Server() as server:
                 figures = _measure(server, token.key, slug, goals, others, folder, cli, store)
     finally:
-        knowledge_bench.delete_household(slug)
         if made_token:
             token.delete()
     return _markdown(figures, live, why_not, load_before)

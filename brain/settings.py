@@ -362,15 +362,15 @@ BRAIN_EXPORT_SECTIONS = [
 # What `make bench` runs: functions returning a markdown section for docs/BENCHMARKS.md.
 BRAIN_BENCHMARKS = [
     "bench.memory.offline_composer",
-    # These three read one 100k household (bench.knowledge.shared_household); intake writes
+    # These four read one 100k household (bench.knowledge.shared_household); intake writes
     # into it, so it comes last of them.
     "bench.knowledge.recall_at_scale",
     "bench.memory.knowledge_tab_at_scale",
+    "bench.agent.session_start_hook",
     "bench.knowledge.intake_through_the_gate",
     "bench.memory.import_rate",
     "bench.memory.bulk_adds",
     "bench.gate_quality.gate_quality",
-    "bench.agent.session_start_hook",
     # A model call through a worker program against the same stub model asked directly.
     "bench.workers.worker_round_trip",
     # The read rules (labels and roles) at 100k facts (BRAIN_BENCH_RULE_FACTS).
