@@ -118,7 +118,8 @@ def knowledge_tab_at_scale() -> str:
     empty, _ = Memory.objects.get_or_create(
         slug="bench-tab-empty", defaults={"name": "Empty", "learning": False}
     )
-    slug = knowledge_bench.shared_household(TAB_FACTS).memory.slug
+    household = knowledge_bench.shared_household(TAB_FACTS).memory
+    slug = household.slug
     htmx = {"HX-Request": "true"}
     try:
         rows = []
@@ -139,7 +140,7 @@ def knowledge_tab_at_scale() -> str:
             )
         # The same first paint with a queue in each memory, dropped after (intake, next, finds
         # the household as it was).
-        taught = _queue(knowledge_bench.shared_household(TAB_FACTS).memory, empty)
+        taught = _queue(household, empty)
         try:
             path = "/knowledge/?memory={}"
             big, big_queries = _served(client, path.format(slug))

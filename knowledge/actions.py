@@ -116,28 +116,6 @@ def file_fact(
     return fact
 
 
-def observe(
-    *,
-    fact: Fact,
-    kind: str,
-    text: str,
-    by=None,
-    channel: str,
-    source: Source | None = None,
-    outcome: bool | None = None,
-    when: datetime | None = None,
-    episode: Episode | None = None,
-    turn: int | None = None,
-) -> Observation:
-    """Record one time the fact was said: who, when, through what, from where (and from which
-    episode, when it was distilled from one)."""
-    observation = _observation(
-        fact, kind, when or timezone.now(), episode, text, by, channel, source, outcome, turn
-    )
-    observation.save()
-    return observation
-
-
 def _observed(
     evidence: Sequence[Episode], *, stated: bool, now: datetime
 ) -> list[tuple[datetime, Episode | None]]:

@@ -434,9 +434,8 @@ class ObservationAdmin(MemoryScopedAdmin):
     date_hierarchy = "created_at"
 
     def get_queryset(self, request):
-        # By each row's key, not ``fact IN (every readable fact)``: see InboxQuerySet.readable_by.
-        readable = Fact.objects.readable_by(request.user).filter(pk=models.OuterRef("fact_id"))
-        observations = super().get_queryset(request).filter(models.Exists(readable))
+        readable = Fact.objects.readable_at(request.user, "fact_id")
+        observations = super().get_queryset(request).filter(readable)
         return observations.defer("fact__embedding", "fact__search_vector")
 
     @admin.display(description="fact", ordering="fact")

@@ -693,6 +693,13 @@ class FactQuerySet(models.QuerySet):
         See visibility.py for the rule and why it is built this way."""
         return read_rule.readable_facts(self, user)
 
+    def readable_at(self, user, key: str) -> models.Exists:
+        """Whether the fact the outer row names by ``key`` (its foreign key, or an annotation
+        holding a fact's id) is one ``user`` may read: ``readable_by`` looked up by that key,
+        an index lookup a row. ``fact IN (every readable fact)`` hashed every fact of the
+        table first: 22 ms for the Knowledge tab's queue of 110 items beside 100k facts."""
+        return models.Exists(self.readable_by(user).filter(pk=models.OuterRef(key)))
+
     def as_of(self, when) -> FactQuerySet:
         """What was believed at ``when``: taught by then, not yet superseded, forgotten or
         expired."""

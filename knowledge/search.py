@@ -568,6 +568,7 @@ def nearest_rows(
 _GATE_FIELDS = [
     f for f in Fact._meta.concrete_fields if f.attname not in ("embedding", "search_vector")
 ]
+_GATE_NAMES = [f.attname for f in _GATE_FIELDS]
 _GATE_ROW_SQL = ", ".join(f'knowledge_fact."{f.column}"' for f in _GATE_FIELDS)
 _NO_GATE_ROW_SQL = ", ".join("NULL" for _ in _GATE_FIELDS)
 
@@ -636,10 +637,9 @@ def neighbours(
     )
     rows = _rows_after_settings(sql, [*params, *closeness_params, *near_params])
     exact, near, tiered, read = [], [], {}, {}
-    names = [f.attname for f in _GATE_FIELDS]
     for source, _, pk, value, *columns in rows:
         if source == -2:
-            read[pk] = (Fact.from_db(connection.alias, names, columns), value)
+            read[pk] = (Fact.from_db(connection.alias, _GATE_NAMES, columns), value)
         elif source == 0:
             exact.append(pk)
         elif source == -1:

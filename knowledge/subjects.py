@@ -78,6 +78,7 @@ def mentioned_in(memory: Memory, text: str) -> list[Subject]:
 
 
 _SUBJECT_FIELDS = [field.attname for field in Subject._meta.concrete_fields]
+_LABELS = [_SUBJECT_FIELDS.index(name) for name in ("id", "name", "aliases", "entity_id")]
 
 
 def mentions(memory: Memory) -> Callable[[str], list[Subject]]:
@@ -85,11 +86,10 @@ def mentions(memory: Memory) -> Callable[[str], list[Subject]]:
     rows; only those a text names become model instances (a household's forty subjects, made
     instances for every statement taught, were most of this call's time)."""
     rows = {
-        row[0]: row
+        row[_LABELS[0]]: row
         for row in Subject.objects.for_memory(memory).order_by("pk").values_list(*_SUBJECT_FIELDS)
     }
-    name, aliases, entity_id = (_SUBJECT_FIELDS.index(f) for f in ("name", "aliases", "entity_id"))
-    labelled = [(pk, row[name], row[aliases], row[entity_id]) for pk, row in rows.items()]
+    labelled = [tuple(row[index] for index in _LABELS) for row in rows.values()]
     made: dict[int, Subject] = {}
 
     def named(text: str) -> list[Subject]:

@@ -280,9 +280,8 @@ class EventQuerySet(models.QuerySet):
         if read_rule.reads_everything(read_rule.as_read(user)):
             return self
         named = models.functions.Cast(KT("data__fact"), models.BigIntegerField())
-        readable = Fact.objects.readable_by(user).filter(pk=models.OuterRef("named_fact"))
         return self.annotate(named_fact=named).filter(
-            ~models.Q(kind=Event.Kind.LEARNED) | models.Exists(readable)
+            ~models.Q(kind=Event.Kind.LEARNED) | Fact.objects.readable_at(user, "named_fact")
         )
 
 

@@ -19,6 +19,12 @@ from collections.abc import Sequence
 from django.db import connection, models
 
 
+def prepared(obj: models.Model, fields: Sequence[models.Field]) -> list:
+    """``obj``'s values for ``fields`` as a new row's, each prepared by its field as
+    ``bulk_create`` does (``pre_save``, then ``get_db_prep_save``)."""
+    return [field.get_db_prep_save(field.pre_save(obj, add=True), connection) for field in fields]
+
+
 def copy_create[M: models.Model](objs: Sequence[M]) -> Sequence[M]:
     """Write ``objs`` (new instances of one model with an auto primary key) with COPY; each
     takes its primary key. Returns ``objs``."""
@@ -41,12 +47,7 @@ def copy_create[M: models.Model](objs: Sequence[M]) -> Sequence[M]:
         statement = f"COPY {quote(meta.db_table)} ({columns}) FROM STDIN"
         with cursor.cursor.copy(statement) as copy:
             for obj in objs:
-                copy.write_row(
-                    [
-                        field.get_db_prep_save(field.pre_save(obj, add=True), connection)
-                        for field in fields
-                    ]
-                )
+                copy.write_row(prepared(obj, fields))
     for obj in objs:
         obj._state.adding = False
         obj._state.db = connection.alias

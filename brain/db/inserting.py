@@ -4,7 +4,7 @@ A new fact cites its passage, links to its subjects and records the time it was 
 small INSERTs, each a round trip and, through the ORM, more Python than the server's work (0.5
 to 0.6 ms each at 100k facts, of a statement taught in about 20). ``insert_together`` writes
 them as one statement, a data-modifying CTE for each group, each value prepared by its own
-field as ``bulk_create`` would (``pre_save`` and ``get_db_prep_save``).
+field as ``bulk_create`` would (``copying.prepared``).
 
 What it does not do, and ``bulk_create`` does: read back primary keys (the rows are not used
 again by their writer), or columns the database works out (generated fields are left to it).
@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from django.db import connection, models
+
+from brain.db.copying import prepared
 
 
 def insert_together(
@@ -43,10 +45,7 @@ def insert_together(
             f"VALUES {', '.join([row] * len(objs))}{conflicts}"
         )
         for obj in objs:
-            params += [
-                field.get_db_prep_save(field.pre_save(obj, add=True), connection)
-                for field in fields
-            ]
+            params += prepared(obj, fields)
     if not parts:
         return
     *first, last = parts
