@@ -871,6 +871,11 @@ class Fact(models.Model):
                 name="fact_live",
                 condition=LIVE_ROWS,
             ),
+            # How many facts a memory knows, from narrow entries (migration 0023): counting
+            # ``fact_live`` reads its read-rule columns too.
+            models.Index(
+                fields=["memory", "expires_at"], name="fact_live_count", condition=LIVE_ROWS
+            ),
             # A memory's newest live facts with their words and what the read rule reads, for
             # a full-text tier of common words to walk without reading the table
             # (knowledge/search.py, migration 0022).
