@@ -451,6 +451,7 @@ def _tier_ctes(
     those facts are all newer than any below, so the matches are the same."""
     ctes, params = [], []
     enough = min(limit, ENOUGH)
+    beyond = False
     for index, (tier, walk) in enumerate(zip(tiers, walks, strict=True)):
         before = [f"SELECT id FROM t{j}" for j in range(index)]
         earlier = ""
@@ -469,9 +470,10 @@ def _tier_ctes(
             source = f"SELECT {columns} FROM knowledge_fact {matching} {newest}"
             source_params = [*where_params, tier]
         else:
-            if not any(cte.startswith("beyond ") for cte in ctes):  # one for every tier
+            if not beyond:  # one for every tier that walks
                 ctes.append(f"beyond AS ({_BEYOND_WALK_SQL.format(walk=int(WALK))})")
                 params.append(memory)
+                beyond = True
             recent = _WALK_SQL.format(walk=int(WALK))
             ctes.append(f"""t{index}walk AS MATERIALIZED (
                 SELECT {columns} FROM ({recent}) AS knowledge_fact {matching} {newest})""")
