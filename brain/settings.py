@@ -426,6 +426,10 @@ CELERY_BEAT_SCHEDULE["knowledge-reembed"] = {
     "task": "knowledge.tasks.reembed_facts",
     "schedule": 600.0,
 }
+CELERY_BEAT_SCHEDULE["knowledge-vector-indexes"] = {
+    "task": "knowledge.tasks.keep_vector_indexes",
+    "schedule": 600.0,
+}
 
 # --- Agent memory (agent/) -----------------------------------------------------------------------
 # Tools that apps above memory add to `brain mcp`: functions (server, serving), in this order.

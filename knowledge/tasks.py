@@ -1,10 +1,11 @@
-"""Background work on the facts store: expiry, and keeping the entity registry in step."""
+"""Background work on the facts store: expiry, keeping the entity registry in step, vectors and
+their indexes."""
 
 import logging
 
 from celery import shared_task
 
-from knowledge import actions, reembedding, registry
+from knowledge import actions, reembedding, registry, vector_indexes
 
 logger = logging.getLogger(__name__)
 
@@ -32,3 +33,10 @@ def reembed_facts() -> None:
     BRAIN_EMBEDDER or a memory's "embed" route changes, and for facts stored without one (a
     bulk add, an import, a write its memory's worker did not answer)."""
     reembedding.reembed_stale()
+
+
+@shared_task(ignore_result=True)
+def keep_vector_indexes() -> None:
+    """Every ten minutes: an HNSW index of its own for each memory that holds a small share of
+    the facts (knowledge/vector_indexes.py), one build a call."""
+    vector_indexes.keep()
