@@ -1,9 +1,12 @@
 """A memory that holds a small share of the facts gets an HNSW index of its own, which its
 searches use; the index goes with its memory, or once the memory holds most of the facts."""
 
+from io import StringIO
+
 import numpy as np
 import pytest
 from django.conf import settings
+from django.core.management import call_command
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
@@ -173,3 +176,22 @@ def test_beat_keeps_them_every_ten_minutes(own_min):
     tasks.keep_vector_indexes.apply()
 
     assert vector_indexes.existing() == {garden.pk: True}
+
+
+def test_the_terminal_builds_every_index_at_once_and_says_so(own_min):
+    home, garden, shed = memory("house"), memory("garden"), memory("shed")
+    facts(home, 90)
+    facts(garden, 30)
+    facts(shed, 25)
+    out = StringIO()
+
+    call_command("vector_indexes", stdout=out)
+
+    assert out.getvalue().splitlines() == [
+        f"Vector indexes of their own: built for memory {shed.pk}.",
+        f"Vector indexes of their own: built for memory {garden.pk}.",
+    ]
+    assert vector_indexes.existing() == {garden.pk: True, shed.pk: True}
+    out = StringIO()
+    call_command("vector_indexes", stdout=out)
+    assert out.getvalue() == "Every memory's vector index is as it should be.\n"

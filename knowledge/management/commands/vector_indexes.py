@@ -1,0 +1,26 @@
+"""`brain vector_indexes`: give every memory that holds a small share of the facts its own HNSW
+index now, and drop those no memory should have (beat does it one index every ten minutes;
+after importing a large agent memory beside the home's, this does them all at once)."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from knowledge import vector_indexes
+
+
+class Command(BaseCommand):
+    help = "Build the vector indexes memories should have of their own, and drop the others."
+
+    def handle(self, *args, **options) -> None:
+        did_something = False
+        while True:
+            kept = vector_indexes.keep()
+            if kept.busy:
+                raise CommandError(kept.message)
+            if not kept.built and not kept.dropped:
+                break
+            did_something = True
+            self.stdout.write(kept.message)
+        if not did_something:
+            self.stdout.write(kept.message)
