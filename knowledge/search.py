@@ -30,16 +30,17 @@ row), so the statement decides (``_walking``): where the column's statistics (``
 the share of facts holding each word; the least common word bounds an AND of them) call the
 words a tier joins common, and the tier is expected to run, it first walks the memory's newest
 WALK live facts in the index ``fact_words``, which holds their words and everything the read
-rule tests, and stops at TEXT_CANDIDATES matches; only when it found fewer there does it ask the
-full-text index for older ones. Any walk gives the same matches: those among the newest facts
-are all newer than any below them. The estimate is only an upper bound, so a walk can come back
-short and cost its 2.5 ms on top of the index's. Measured over 100 questions of the benchmark
-household at 100k, interleaved with the index alone: the candidates statement p50 2.9 ms against
-3.0, p95 9.5 against 14.5; ``context()`` p50 13.6 against 14.4, p95 19.4 against 26.5. With
-every tier allowed to walk and 410k facts in the table it was p95 18.7 against 53.7, but
-planning a walk into every tier, run or not, took 1.66 ms a statement against 0.82. Windows of
-ids back from the newest fact, left to the planner, were tried first: it read every match anyway
-and applied the range after.
+rule tests, and stops at TEXT_CANDIDATES matches; only when it found fewer there, and the memory
+holds more live facts than the walk read, does it ask the full-text index for older ones (that
+index is one for every memory in the table). Any walk gives the same matches: those among the
+newest facts are all newer than any below them. The estimate is only an upper bound, so a walk
+can come back short and cost its 2.5 ms on top of the index's. Measured over 100 questions of
+the benchmark household at 100k, interleaved with the index alone: the candidates statement p50
+2.9 ms against 3.0, p95 9.5 against 14.5; ``context()`` p50 13.6 against 14.4, p95 19.4 against
+26.5. With every tier allowed to walk and 410k facts in the table it was p95 18.7 against 53.7,
+but planning a walk into every tier, run or not, took 1.66 ms a statement against 0.82. Windows
+of ids back from the newest fact, left to the planner, were tried first: it read every match
+anyway and applied the range after.
 
 ``candidates`` and ``nearest_rows`` are the same searches for ``retrieval.context``, in two
 round trips where the plain path takes one per subject, per tier, per search and per
