@@ -38,5 +38,7 @@ def reembed_facts() -> None:
 @shared_task(ignore_result=True)
 def keep_vector_indexes() -> None:
     """Every ten minutes: an HNSW index of its own for each memory that holds a small share of
-    the facts (knowledge/vector_indexes.py), one build a call."""
-    vector_indexes.keep()
+    the facts (knowledge/vector_indexes.py), one build a call; what it did goes to the log."""
+    kept = vector_indexes.keep()
+    if kept.built or kept.dropped:
+        logger.info("%s", kept.message)

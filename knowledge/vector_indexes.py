@@ -38,15 +38,12 @@ install) has none, and the table's index serves it as before.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 
 from django.db import connection
 from django.db.models import Count, Q
 
 from knowledge.models import Fact
-
-logger = logging.getLogger(__name__)
 
 TABLE_INDEX = "fact_embedding_hnsw"
 PREFIX = "fact_hnsw_memory_"  # + the memory's id
@@ -139,10 +136,7 @@ def keep() -> Kept:
         build, _ = wanted(sizes, {pk for pk in have if pk not in drop})
         for pk in build[:1]:
             _build(pk)
-        kept = Kept(built=build[:1], dropped=drop)
-        if kept.built or kept.dropped:
-            logger.info("%s", kept.message)
-        return kept
+        return Kept(built=build[:1], dropped=drop)
     finally:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_unlock(%s)", [_LOCK])

@@ -166,16 +166,21 @@ def test_indexes_are_not_kept_inside_a_transaction():
         vector_indexes.keep()
 
 
-def test_beat_keeps_them_every_ten_minutes(own_min):
+def test_beat_keeps_them_every_ten_minutes_and_logs_what_it_did(own_min, caplog):
     entry = settings.CELERY_BEAT_SCHEDULE["knowledge-vector-indexes"]
     assert entry == {"task": "knowledge.tasks.keep_vector_indexes", "schedule": 600.0}
     home, garden = memory("house"), memory("garden")
     facts(home, 90)
     facts(garden, 30)
 
-    tasks.keep_vector_indexes.apply()
+    with caplog.at_level("INFO", logger="knowledge.tasks"):
+        tasks.keep_vector_indexes.apply()
+        tasks.keep_vector_indexes.apply()  # nothing left to do: nothing logged
 
     assert vector_indexes.existing() == {garden.pk: True}
+    assert [record.getMessage() for record in caplog.records] == [
+        f"Vector indexes of their own: built for memory {garden.pk}."
+    ]
 
 
 def test_the_terminal_builds_every_index_at_once_and_says_so(own_min):
