@@ -426,8 +426,8 @@ CELERY_BEAT_SCHEDULE["knowledge-reembed"] = {
     "task": "knowledge.tasks.reembed_facts",
     "schedule": 600.0,
 }
-CELERY_BEAT_SCHEDULE["knowledge-vector-indexes"] = {
-    "task": "knowledge.tasks.keep_vector_indexes",
+CELERY_BEAT_SCHEDULE["knowledge-memory-indexes"] = {
+    "task": "knowledge.tasks.keep_memory_indexes",
     "schedule": 600.0,
 }
 

@@ -1,11 +1,11 @@
-"""Background work on the facts store: expiry, keeping the entity registry in step, vectors and
-their indexes."""
+"""Background work on the facts store: expiry, keeping the entity registry in step, vectors, and
+the search indexes of the smaller memories."""
 
 import logging
 
 from celery import shared_task
 
-from knowledge import actions, reembedding, registry, vector_indexes
+from knowledge import actions, memory_indexes, reembedding, registry
 
 logger = logging.getLogger(__name__)
 
@@ -36,9 +36,9 @@ def reembed_facts() -> None:
 
 
 @shared_task(ignore_result=True)
-def keep_vector_indexes() -> None:
-    """Every ten minutes: an HNSW index of its own for each memory that holds a small share of
-    the facts (knowledge/vector_indexes.py), one build a call; what it did goes to the log."""
-    kept = vector_indexes.keep()
+def keep_memory_indexes() -> None:
+    """Every ten minutes: search indexes of its own for each memory that holds a small share of
+    the facts (knowledge/memory_indexes.py), one memory a call; what it did goes to the log."""
+    kept = memory_indexes.keep()
     if kept.built or kept.dropped:
         logger.info("%s", kept.message)

@@ -1,21 +1,21 @@
-"""`brain vector_indexes`: give every memory that holds a small share of the facts its own HNSW
-index now, and drop those no memory should have (beat does it one index every ten minutes;
+"""`brain indexes`: give every memory that holds a small share of the facts its own search
+indexes now, and drop those no memory should have (beat does one memory every ten minutes;
 after importing a large agent memory beside the home's, this does them all at once)."""
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from knowledge import vector_indexes
+from knowledge import memory_indexes
 
 
 class Command(BaseCommand):
-    help = "Build the vector indexes memories should have of their own, and drop the others."
+    help = "Build the search indexes memories should have of their own, and drop the others."
 
     def handle(self, *args, **options) -> None:
         did_something = False
         while True:
-            kept = vector_indexes.keep()
+            kept = memory_indexes.keep()
             if kept.busy:
                 raise CommandError(kept.message)
             if not kept.built and not kept.dropped:
