@@ -6,7 +6,7 @@ from io import StringIO
 import numpy as np
 import pytest
 from django.conf import settings
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
@@ -207,3 +207,26 @@ def test_the_terminal_builds_every_memorys_indexes_at_once_and_says_so(own_min):
     out = StringIO()
     call_command("indexes", stdout=out)
     assert out.getvalue() == "Every memory's search indexes are as they should be.\n"
+
+
+def test_the_terminal_stops_when_what_it_built_comes_back_invalid(own_min, monkeypatch):
+    home, garden = memory("house"), memory("garden")
+    facts(home, 90)
+    facts(garden, 30)
+    build = memory_indexes._build
+
+    def invalid_build(memory_id, kind):  # as a build the database could not finish leaves it
+        build(memory_id, kind)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE pg_index SET indisvalid = false WHERE indexrelid = %s::regclass",
+                [f"fact_own_{kind}_{memory_id}"],
+            )
+
+    monkeypatch.setattr(memory_indexes, "_build", invalid_build)
+    out = StringIO()
+    with pytest.raises(CommandError, match=f"memory {garden.pk} were built twice in a row"):
+        call_command("indexes", stdout=out)
+    assert out.getvalue().splitlines()[0] == (
+        f"Search indexes of their own: built for memory {garden.pk}."
+    )

@@ -13,14 +13,22 @@ class Command(BaseCommand):
     help = "Build the search indexes memories should have of their own, and drop the others."
 
     def handle(self, *args, **options) -> None:
-        did_something = False
+        built: set[int] = set()
+        said = False
         while True:
             kept = memory_indexes.keep()
             if kept.busy:
                 raise CommandError(kept.message)
             if not kept.built and not kept.dropped:
                 break
-            did_something = True
             self.stdout.write(kept.message)
-        if not did_something:
+            said = True
+            again = built.intersection(kept.built)
+            if again:  # what was built a moment ago is invalid already: never loop on it
+                raise CommandError(
+                    f"The indexes of memory {min(again)} were built twice in a row; the "
+                    "database's log says why."
+                )
+            built.update(kept.built)
+        if not said:
             self.stdout.write(kept.message)
