@@ -59,7 +59,9 @@ from knowledge.models import Fact
 COPIED = {"hnsw": "fact_embedding_hnsw", "words": "fact_search_vector"}
 PREFIX = "fact_own_"  # + kind + "_" + the memory's id
 OWN_MIN = 2_000  # facts below which the planner sorts the memory's rows itself (docstring)
-OWN_SHARE = 0.5  # of the table's facts, at most, for a memory to get indexes of its own
+# Of the table's facts, at most, for a memory to get indexes of its own: at half, a search
+# through the table's HNSW index walks about twice the nodes its own would.
+OWN_SHARE = 0.5
 DROP_SHARE = 0.75  # of the table's facts above which a memory's own indexes are dropped
 BUILD_MEMORY = "'1GB'"  # maintenance_work_mem for a build: a 100k graph is about 200 MB
 _LOCK = 0x6272_6169_6E76_6978  # advisory lock key: one keeper at a time
