@@ -951,7 +951,7 @@ def _recall_markdown(runs: list[Figures], real: dict | None, note: str, embedder
         "the other 39 from 1.8% down to 0.5%, the rest are about no subject. Texts come from "
         "household templates. Vectors are synthetic (384-d, unit length, clustered by template, "
         "subject and filled-in values; the real embedder would take hours at 1M). Loaded with "
-        "COPY, the HNSW index (m=16, ef_construction=64, cosine) built afterwards, then "
+        "COPY, the HNSW index (m=16, ef_construction=128, cosine) built afterwards, then "
         "VACUUM ANALYZE, and the facts' table and the indexes recall reads are read into "
         "shared buffers (`pg_prewarm`), as a server that has been answering questions holds "
         f"them (`bench.knowledge.settle`). {QUERIES} questions per size, half with a subject "

@@ -33,7 +33,8 @@ single-memory install) has none, and the table's indexes serve it as before.
 - Built with ``CREATE INDEX CONCURRENTLY``: writes go on while they build (each build scans
   the table twice). One memory per call, the smallest first (it gains the most and costs the
   least); the next call does the next. A build that failed leaves an invalid index, which the
-  next call drops and builds again.
+  next call drops and builds again, as it does a copy built before the table's index changed
+  (migration 0024 made its graph denser).
 - Dropped (``DROP INDEX CONCURRENTLY``) when their memory is gone, or holds more than
   DROP_SHARE of the table: the table's indexes then serve it nearly as well, and each write
   into a memory with indexes of its own updates two HNSW graphs (about 0.9 ms a fact more,
@@ -102,20 +103,30 @@ def index_for(memory_id: int, kind: str):
 
 
 def existing() -> dict[tuple[int, str], bool]:
-    """The memories' own indexes: (memory id, kind) → whether the index is valid (a build
-    that failed half way leaves an invalid one)."""
+    """The memories' own indexes: (memory id, kind) → whether the index is as it should be:
+    valid (a build that failed half way leaves an invalid one) and built with the options the
+    table's index has now (``m``, ``ef_construction``, ``fastupdate``: a copy made before the
+    table's changed is built again)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            """SELECT c.relname, i.indisvalid FROM pg_index i
+            """SELECT c.relname, i.indisvalid, coalesce(c.reloptions, '{}') FROM pg_index i
                JOIN pg_class c ON c.oid = i.indexrelid
                WHERE i.indrelid = 'knowledge_fact'::regclass AND c.relname LIKE %s""",
             [PREFIX.replace("_", r"\_") + "%"],
         )
         found = {}
-        for name, valid in cursor.fetchall():
+        for name, valid, options in cursor.fetchall():
             kind, _, memory_id = name.removeprefix(PREFIX).rpartition("_")
-            found[int(memory_id), kind] = valid
+            if memory_id.isdigit():  # not one of ours otherwise: left alone
+                found[int(memory_id), kind] = valid and set(options) == _options(kind)
         return found
+
+
+def _options(kind: str) -> set[str]:
+    """The storage options a copy of ``kind`` is built with, as ``pg_class.reloptions`` reads."""
+    if kind not in COPIED:
+        return set()
+    return {option.replace(" ", "") for option in index_for(0, kind).get_with_params()}
 
 
 def _sizes() -> dict[int, int]:
@@ -149,7 +160,7 @@ def keep() -> Kept:
         sizes = _sizes()
         _, unwanted = wanted(sizes, {pk for pk, _ in indexes})
         gone = sorted(
-            (pk, kind) for (pk, kind), valid in indexes.items() if pk in unwanted or not valid
+            (pk, kind) for (pk, kind), current in indexes.items() if pk in unwanted or not current
         )
         for pk, kind in gone:
             _drop(pk, kind)
@@ -185,5 +196,6 @@ def _build(memory_id: int, kind: str) -> None:
 
 
 def _drop(memory_id: int, kind: str) -> None:
-    with connection.schema_editor(atomic=False) as editor:
-        editor.remove_index(Fact, index_for(memory_id, kind), concurrently=True)
+    name = connection.ops.quote_name(f"{PREFIX}{kind}_{int(memory_id)}")
+    with connection.cursor() as cursor:  # by name: a kind no longer copied goes too
+        cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")

@@ -47,7 +47,7 @@ def test_the_hnsw_index_is_back_as_the_model_defines_it(household):
         (definition,) = cursor.fetchone()
 
     assert "USING hnsw (embedding vector_cosine_ops)" in definition
-    assert "m='16', ef_construction='64'" in definition
+    assert "m='16', ef_construction='128'" in definition
 
 
 def test_deleting_the_household_leaves_no_fact_behind(household):

@@ -230,3 +230,22 @@ def test_the_terminal_stops_when_what_it_built_comes_back_invalid(own_min, monke
     assert out.getvalue().splitlines()[0] == (
         f"Search indexes of their own: built for memory {garden.pk}."
     )
+
+
+def test_a_copy_built_before_the_tables_index_changed_is_built_again(own_min):
+    home, garden = memory("house"), memory("garden")
+    facts(home, 90)
+    facts(garden, 30)
+    memory_indexes.keep()
+    with connection.cursor() as cursor:  # as the copies made before migration 0024 were
+        cursor.execute(f"ALTER INDEX fact_own_hnsw_{garden.pk} SET (ef_construction = 64)")
+    assert memory_indexes.existing() == {(garden.pk, "hnsw"): False, (garden.pk, "words"): True}
+
+    done = memory_indexes.keep()
+
+    assert done.dropped == [garden.pk] and done.built == [garden.pk]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT reloptions FROM pg_class WHERE relname = %s", [f"fact_own_hnsw_{garden.pk}"]
+        )
+        assert cursor.fetchone()[0] == ["m=16", "ef_construction=128"]
