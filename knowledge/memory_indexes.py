@@ -118,14 +118,13 @@ def existing() -> dict[tuple[int, str], bool]:
         for name, valid, options in cursor.fetchall():
             kind, _, memory_id = name.removeprefix(PREFIX).rpartition("_")
             if memory_id.isdigit():  # not one of ours otherwise: left alone
-                found[int(memory_id), kind] = valid and set(options) == _options(kind)
+                current = kind in COPIED and set(options) == _options(kind)
+                found[int(memory_id), kind] = valid and current  # a kind no longer copied goes
         return found
 
 
 def _options(kind: str) -> set[str]:
     """The storage options a copy of ``kind`` is built with, as ``pg_class.reloptions`` reads."""
-    if kind not in COPIED:
-        return set()
     return {option.replace(" ", "") for option in index_for(0, kind).get_with_params()}
 
 
@@ -188,7 +187,7 @@ def _build(memory_id: int, kind: str) -> None:
         cursor.execute("SET statement_timeout = 0")  # a build outlasts a request's limit
     try:
         with connection.schema_editor(atomic=False) as editor:
-            editor.add_index(Fact, index_for(memory_id, kind), concurrently=True)
+            editor.execute(index_for(memory_id, kind).create_sql(Fact, editor, concurrently=True))
     finally:
         with connection.cursor() as cursor:
             cursor.execute("RESET maintenance_work_mem")
