@@ -944,6 +944,7 @@ def _load_note(load_before: float) -> str:
 
 
 def _recall_markdown(runs: list[Figures], real: dict | None, note: str, embedder: str) -> str:
+    hnsw = _hnsw_index()  # as the model defines it: the text says what was built
     lines = [
         "## Recall at scale: context() and the vector path against an exact scan\n",
         "One synthetic household per size, in a memory of its own: 40 subjects (the house, 20 "
@@ -951,7 +952,8 @@ def _recall_markdown(runs: list[Figures], real: dict | None, note: str, embedder
         "the other 39 from 1.8% down to 0.5%, the rest are about no subject. Texts come from "
         "household templates. Vectors are synthetic (384-d, unit length, clustered by template, "
         "subject and filled-in values; the real embedder would take hours at 1M). Loaded with "
-        "COPY, the HNSW index (m=16, ef_construction=128, cosine) built afterwards, then "
+        f"COPY, the HNSW index (m={hnsw.m}, ef_construction={hnsw.ef_construction}, cosine) "
+        "built afterwards, then "
         "VACUUM ANALYZE, and the facts' table and the indexes recall reads are read into "
         "shared buffers (`pg_prewarm`), as a server that has been answering questions holds "
         f"them (`bench.knowledge.settle`). {QUERIES} questions per size, half with a subject "
