@@ -46,8 +46,10 @@ A worker may be away (the laptop closed), and nothing may be lost for it:
 
 Questions (:func:`question_vector`, :func:`question_vector_soon`): recall embeds the question
 on every call, and with MiniLM that is the largest fixed cost of a ``context()`` (6.1 ms a
-question in the last quiet `make bench`, 16% of the plain path at 100k). So the vector of a
-question is kept (the last QUESTION_CACHE, per process: a session's hooks and an agent's
+question in the last quiet `make bench`, 16% of the plain path at 100k). So MiniLM embeds
+questions with the same weights in 8-bit arithmetic (:func:`embed_question`,
+``knowledge.question_model``: a third less time, and a quarter of the weights through the
+caches), and the vector of a question is kept (the last QUESTION_CACHE, per process: a session's hooks and an agent's
 repeated searches ask the same words again) and, when it is not kept, computed on a thread of
 its own while the caller runs its SQL: onnxruntime releases the GIL while the model runs, so
 the two overlap on two cores. The hash embedder is pure Python and holds the GIL: it runs in
@@ -234,7 +236,6 @@ def _load_minilm() -> _MiniLM:
         return _model
     with _model_lock:
         if _model is None:
-            import onnxruntime
             import tokenizers
 
             model_path, tokenizer_path = minilm_files()
@@ -247,18 +248,70 @@ def _load_minilm() -> _MiniLM:
             tokenizer.enable_truncation(max_length=MAX_TOKENS)
             tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
 
-            options = onnxruntime.SessionOptions()
-            options.intra_op_num_threads = _THREADS
-            options.inter_op_num_threads = 1
-            options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
-            # Idle threads spinning for work would steal the cores other workers need.
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            options.log_severity_level = 3
-            session = onnxruntime.InferenceSession(
-                str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
-            )
-            _model = _MiniLM(session=session, tokenizer=tokenizer)
+            _model = _MiniLM(session=_session(str(model_path)), tokenizer=tokenizer)
     return _model
+
+
+def _session(model: str | bytes) -> onnxruntime.InferenceSession:
+    """An onnxruntime session of ``model`` (a path, or the model's bytes) on _THREADS."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = _THREADS
+    options.inter_op_num_threads = 1
+    options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+    # Idle threads spinning for work would steal the cores other workers need.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.log_severity_level = 3
+    return onnxruntime.InferenceSession(
+        model, sess_options=options, providers=["CPUExecutionProvider"]
+    )
+
+
+_question_model: _MiniLM | None = None
+#: A sentence of a question's length, for the question model's check.
+_PROBE = "Which lights come on when somebody gets home after dark?"
+
+
+def _load_question_model() -> _MiniLM:
+    """The model questions are embedded with (``knowledge.question_model``), loaded on the
+    first question (~0.6 s), once per process: the 8-bit one when it is close to the float model
+    on a probe sentence and faster on this CPU, else the float model itself."""
+    global _question_model
+    if _question_model is not None:
+        return _question_model
+    exact = _load_minilm()
+    with _model_lock:
+        if _question_model is None:
+            from knowledge import question_model
+
+            chosen, why = exact, "the onnx package or the model's int8 weights are missing"
+            model = question_model.quantised(minilm_files()[0])
+            if model is not None:
+                quick = _MiniLM(session=_session(model), tokenizer=exact.tokenizer)
+                close = sum(a * b for a, b in zip(*(_run(m, [_PROBE])[0] for m in (exact, quick))))
+                faster = _fastest_run(quick) < _fastest_run(exact)
+                if close >= question_model.MIN_COSINE and faster:
+                    chosen, why = quick, f"cosine {close:.5f} to the float model's vector"
+                else:
+                    why = f"cosine {close:.5f}" if faster else "no faster than the float model"
+            logger.info(
+                "Questions are embedded with the %s model (%s).",
+                "8-bit" if chosen is not exact else "float",
+                why,
+            )
+            _question_model = chosen
+    return _question_model
+
+
+def _fastest_run(model: _MiniLM, times: int = 5) -> float:
+    """The least of ``times`` seconds the model took to embed the probe sentence."""
+    runs = []
+    for _ in range(times):
+        started = time.perf_counter()
+        _run(model, [_PROBE])
+        runs.append(time.perf_counter() - started)
+    return min(runs)
 
 
 class MiniLMEmbedder:
@@ -285,6 +338,17 @@ class MiniLMEmbedder:
 
     def embed_one(self, text: str) -> list[float]:
         return self.embed([text])[0]
+
+    def embed_question(self, text: str) -> list[float]:
+        """A question's vector, to rank stored vectors by: from the question model."""
+        return _run(_load_question_model(), [text])[0]
+
+
+def embed_question(embedder: Embedder, text: str) -> list[float]:
+    """The vector of ``text`` asked as a question: an embedder's ``embed_question`` where it
+    has one (MiniLM: the 8-bit question model), else its ``embed_one``."""
+    asking = getattr(embedder, "embed_question", None)
+    return asking(text) if asking is not None else embedder.embed_one(text)
 
 
 def _run(model: _MiniLM, texts: list[str]) -> list[list[float]]:
@@ -364,14 +428,14 @@ def _cache_key(embedder: Embedder) -> str:
 
 
 def question_vector(embedder: Embedder, text: str) -> list[float]:
-    """``embedder.embed_one(text)``, kept for the next time the same question is asked."""
+    """:func:`embed_question`, kept for the next time the same question is asked."""
     key = (_cache_key(embedder), text)
     with _questions_lock:
         kept = _questions.get(key)
         if kept is not None:
             _questions.move_to_end(key)
             return list(kept)
-    vector = embedder.embed_one(text)
+    vector = embed_question(embedder, text)
     with _questions_lock:
         _questions[key] = tuple(vector)
         while len(_questions) > QUESTION_CACHE:

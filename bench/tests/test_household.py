@@ -95,3 +95,23 @@ def test_recall_deletes_what_an_earlier_run_left_before_its_real_sentences(
         bench.delete_household("bench-3k")
 
     assert seen == [False]
+
+
+def test_question_agreement_is_the_share_of_the_float_top_10_the_question_path_finds():
+    """Three questions whose path gives the float vector find all ten, two whose path gives
+    the opposite vector find none: 0.6, and the least cosine is -1."""
+    rng = np.random.default_rng(5)
+    stored = rng.normal(size=(200, 384)).astype(np.float32)
+    stored /= np.linalg.norm(stored, axis=1, keepdims=True)
+    asked = [f"question {i}" for i in range(5)]
+    exact = stored[:5]
+
+    class Embedder:
+        def embed_question(self, text):
+            i = int(text.split()[1])
+            return (exact[i] if i < 3 else -exact[i]).tolist()
+
+    agreement, lowest = bench.question_agreement(Embedder(), asked, exact, stored)
+
+    assert agreement == pytest.approx(0.6)
+    assert lowest == pytest.approx(-1.0, abs=1e-6)

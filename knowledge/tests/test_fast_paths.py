@@ -273,8 +273,9 @@ def test_the_question_vector_kept_is_the_one_the_embedder_gives():
     embedder = get_embedder()
     text = "The loft hatch sticks in wet weather."
 
-    assert embedding.question_vector(embedder, text) == embedder.embed_one(text)
-    assert embedding.question_vector_soon(embedder, text).result() == embedder.embed_one(text)
+    asked = embedding.embed_question(embedder, text)
+    assert embedding.question_vector(embedder, text) == asked
+    assert embedding.question_vector_soon(embedder, text).result() == asked
 
 
 def test_an_embedder_failure_reaches_the_caller_through_the_future():
