@@ -49,11 +49,11 @@ on every call, and with MiniLM that is the largest fixed cost of a ``context()``
 question in the last quiet `make bench`, 16% of the plain path at 100k). So MiniLM embeds
 questions with the same weights in 8-bit arithmetic (:func:`embed_question`,
 ``knowledge.question_model``: a third less time, and a quarter of the weights through the
-caches), and the vector of a question is kept (the last QUESTION_CACHE, per process: a session's hooks and an agent's
-repeated searches ask the same words again) and, when it is not kept, computed on a thread of
-its own while the caller runs its SQL: onnxruntime releases the GIL while the model runs, so
-the two overlap on two cores. The hash embedder is pure Python and holds the GIL: it runs in
-the caller's thread (a thread would only add its hand-over).
+caches), and the vector of a question is kept (the last QUESTION_CACHE, per process: a
+session's hooks and an agent's repeated searches ask the same words again) and, when it is not
+kept, computed on a thread of its own while the caller runs its SQL: onnxruntime releases the
+GIL while the model runs, so the two overlap on two cores. The hash embedder is pure Python and
+holds the GIL: it runs in the caller's thread (a thread would only add its hand-over).
 """
 
 from __future__ import annotations
@@ -289,7 +289,7 @@ def _load_question_model() -> _MiniLM:
             model = question_model.quantised(minilm_files()[0])
             if model is not None:
                 quick = _MiniLM(session=_session(model), tokenizer=exact.tokenizer)
-                close = sum(a * b for a, b in zip(*(_run(m, [_PROBE])[0] for m in (exact, quick))))
+                close = cosine(_run(exact, [_PROBE])[0], _run(quick, [_PROBE])[0])
                 faster = _fastest_run(quick) < _fastest_run(exact)
                 if close >= question_model.MIN_COSINE and faster:
                     chosen, why = quick, f"cosine {close:.5f} to the float model's vector"

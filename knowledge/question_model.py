@@ -65,7 +65,11 @@ def quantised(model_path: Path) -> bytes | None:
     made_by = {output: node for node in graph.node for output in node.output}
     nodes, added = [], []
     for node in graph.node:
-        found = _int8_weights(node, made_by, weights, numpy_helper) if node.op_type == "MatMul" else None
+        found = (
+            _int8_weights(node, made_by, weights, numpy_helper)
+            if node.op_type == "MatMul"
+            else None
+        )
         if found is None:
             nodes.append(node)
             continue
@@ -73,7 +77,9 @@ def quantised(model_path: Path) -> bytes | None:
         inner, columns = values.shape
         blocks = inner // BLOCK
         name = f"{node.name or node.output[0]}.q8"
-        packed = (values.astype(np.int16) + _ZERO).astype(np.uint8).T.reshape(columns, blocks, BLOCK)
+        packed = (
+            (values.astype(np.int16) + _ZERO).astype(np.uint8).T.reshape(columns, blocks, BLOCK)
+        )
         added += [
             numpy_helper.from_array(packed, f"{name}.weights"),
             numpy_helper.from_array(np.repeat(scales, blocks), f"{name}.scales"),

@@ -93,7 +93,10 @@ def test_a_question_is_embedded_by_the_8_bit_model_close_to_the_float_models_vec
     minilm = MiniLMEmbedder()
 
     for question in QUESTIONS:
-        asked, exact = np.array(minilm.embed_question(question)), np.array(minilm.embed_one(question))
+        asked, exact = (
+            np.array(minilm.embed_question(question)),
+            np.array(minilm.embed_one(question)),
+        )
         assert np.linalg.norm(asked) == pytest.approx(1.0, abs=1e-9)
         assert question_model.MIN_COSINE <= asked @ exact < 1 - 1e-7  # close, and not the same
     assert embedding._question_model is not embedding._load_minilm()
