@@ -304,6 +304,13 @@ def _load_question_model() -> _MiniLM:
     return _question_model
 
 
+def warm_up() -> None:
+    """Load what the settings' embedder needs for a question (MiniLM: both models, ~1 s), so
+    the first question a process answers does not wait for them. Any thread may call it."""
+    if isinstance(get_embedder(), MiniLMEmbedder):
+        _load_question_model()
+
+
 def _fastest_run(model: _MiniLM, times: int = 5) -> float:
     """The least of ``times`` seconds the model took to embed the probe sentence."""
     runs = []

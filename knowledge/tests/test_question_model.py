@@ -178,3 +178,18 @@ def test_an_embedder_without_a_question_model_embeds_questions_as_facts():
     hashed = HashEmbedder()
 
     assert embed_question(hashed, QUESTIONS[0]) == hashed.embed_one(QUESTIONS[0])
+
+
+def test_warming_up_loads_the_question_model_before_any_question(fresh_choice, settings):
+    settings.BRAIN_EMBEDDER = "minilm"
+
+    embedding.warm_up()
+
+    assert embedding._question_model is not None
+
+
+def test_warming_up_with_the_hash_embedder_loads_no_model(monkeypatch, settings):
+    settings.BRAIN_EMBEDDER = "hash"
+    monkeypatch.setattr(embedding, "_load_question_model", lambda: pytest.fail("loaded"))
+
+    embedding.warm_up()
