@@ -22,15 +22,15 @@ unit in docs/DEPLOY.md both start ``gunicorn --config python:brain.gunicorn_conf
 - keepalive 5 s: a browser's next request usually follows within that.
 - backlog 2048 (gunicorn's default, stated here because it matters): connections beyond the
   busy threads wait in the kernel's queue instead of being reset.
-- Each process loads the embedding models on a thread as it starts (``post_worker_init``):
-  otherwise its first question waits about a second for them, and a session hook gives up
-  after two (``agent/hooks.py``).
+- Each process tells the apps it is starting to serve (``post_worker_init``, the signal
+  ``brain.serving.serving_started``): the knowledge app loads the embedding models then, on a
+  thread, or a process's first question would wait about a second for them, and a session hook
+  gives up after two (``agent/hooks.py``).
 """
 
 from __future__ import annotations
 
 import os
-import threading
 
 from brain.env import env_int, env_str
 
@@ -53,8 +53,8 @@ control_socket_disable = True
 
 
 def post_worker_init(worker) -> None:
-    """gunicorn calls it in each worker process once the app is loaded: the models load on a
-    thread of their own while the process starts serving."""
-    from knowledge import embedding
+    """gunicorn calls it in each worker process once the app is loaded: apps start what a
+    process should have ready before its first request (``brain.serving``)."""
+    from brain.serving import serving_started
 
-    threading.Thread(target=embedding.warm_up, name="embed-warm-up", daemon=True).start()
+    serving_started.send(sender=None)

@@ -9,6 +9,7 @@ from knowledge import embedding
 
 
 def test_each_web_process_loads_the_embedding_models_on_a_thread_as_it_starts(monkeypatch):
+    """gunicorn_conf tells the apps (``brain.serving``); the knowledge app starts the thread."""
     loaded_on = []
     done = threading.Event()
 
