@@ -294,7 +294,11 @@ def _load_question_model() -> _MiniLM:
                 if close >= question_model.MIN_COSINE and faster:
                     chosen, why = quick, f"cosine {close:.5f} to the float model's vector"
                 else:
-                    why = f"cosine {close:.5f}" if faster else "no faster than the float model"
+                    why = (
+                        f"cosine {close:.5f} to its vector, under {question_model.MIN_COSINE}"
+                        if faster
+                        else "no faster than the float model"
+                    )
             logger.info(
                 "Questions are embedded with the %s model (%s).",
                 "8-bit" if chosen is not exact else "float",

@@ -33,7 +33,7 @@ statement, but streaming four times the weights through the caches slowed the st
 
 ``embedding`` keeps this model only when it came within MIN_COSINE of the float model on a probe
 sentence and ran it faster (a CPU without 8-bit dot products may not): see
-``embedding.question_session``.
+``embedding._load_question_model``.
 """
 
 from __future__ import annotations

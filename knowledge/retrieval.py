@@ -54,12 +54,12 @@ Tried at 10k and not kept (the benchmark household, this machine's two cores):
   candidates, made ``context`` slower (9.6–10.3 ms against 8.6–9.7): the model, two server
   processes and the caller contended for two cores, the model took 5.2 ms instead of 3.7, and
   handing the work to the thread cost 0.4 ms.
-- A per-channel int8 quantisation of the model (onnxruntime's ``quantize_dynamic`` over the
-  folded weights) for every vector embedded a question in 1.7 ms instead of 3.6, but moved
-  vectors by up to 0.01 in cosine, and the gate's labelled pairs with them: "same" recall
-  0.741 → 0.722, accuracy 0.904 → 0.900. Questions alone are now embedded in 8 bits per
-  block of 32 weights (lowest cosine to the float vector 0.9995 instead of 0.987), facts (what
-  the gate compares) in float: ``knowledge.question_model``.
+- A per-channel int8 quantisation of the model for facts and questions alike (onnxruntime's
+  ``quantize_dynamic`` over the folded weights) embedded a question in 1.7 ms instead of 3.6,
+  but moved vectors by up to 0.01 in cosine, and the gate's labelled pairs with them: "same"
+  recall 0.741 → 0.722, accuracy 0.904 → 0.900. Questions alone are now embedded in 8 bits
+  per block of 32 weights (lowest cosine to the float vector 0.9995 instead of 0.987), facts
+  (what the gate compares) in float: ``knowledge.question_model``.
 """
 
 from __future__ import annotations
