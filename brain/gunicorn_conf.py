@@ -6,7 +6,8 @@ unit in docs/DEPLOY.md both start ``gunicorn --config python:brain.gunicorn_conf
   process run Python at a time: one process a core keeps every core busy, the extra one covers
   a core whose process is waiting. More only compete for the cores: in `make bench`'s load test
   on two cores, 3 processes answered 11 writes/s where 5 answered 9, at lower latency. Each
-  process holds Django and the embedding model (~300 MB after that test), hence the cap.
+  process holds Django and the embedding models (~320 MB after that test with the float model
+  alone; the 8-bit one for questions adds about 40 MB), hence the cap.
 - Threads: BRAIN_WEB_THREADS (4) per process, gthread workers. Threads overlap the waits on
   PostgreSQL, keep browsers' connections alive, and a slow client never holds a whole process,
   which matters because `make run` serves without a buffering proxy in front. Each thread keeps

@@ -58,11 +58,14 @@ holds the GIL: it runs in the caller's thread (a thread would only add its hand-
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import hashlib
 import logging
 import math
 import os
 import re
+import sys
 import threading
 import time
 import unicodedata
@@ -305,7 +308,19 @@ def _load_question_model() -> _MiniLM:
                 why,
             )
             _question_model = chosen
+            del model
+            _return_freed_memory()
     return _question_model
+
+
+def _return_freed_memory() -> None:
+    """Hand the heap freed since back to the system (glibc's ``malloc_trim``; elsewhere
+    nothing). The rewrite's copies of the model (~60 MB) are freed, but glibc keeps freed heap
+    for the process: measured, a process held 326 MB after loading both models, 265 after this."""
+    if sys.platform != "linux":
+        return
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: musl has no malloc_trim
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 def warm_up() -> None:
