@@ -147,10 +147,25 @@ def delete() -> None:
         # none deleted them with a scan per row (20k facts: stopped after 9 minutes; 4.3 s with).
         cursor.execute("ANALYZE knowledge_passagelabel, knowledge_citation")
         cursor.execute("SET LOCAL session_replication_role = replica")
-        Citation.objects.filter(fact__memory=memory).delete()
-        Fact.objects.filter(memory=memory).delete()
-        PassageLabel.objects.filter(passage__memory=memory).delete()
-        Passage.objects.filter(memory=memory).delete()
+        # In SQL, not through Django's collector, which walked every relation of 100k facts and
+        # 300k passages in 4,000 statements (32 s). Nothing else refers to them: ``generate``
+        # writes only these tables and ``measure`` only reads (the replica role checks no
+        # foreign key, so a row added elsewhere that referred to them would be left behind).
+        for table, owner, through in (
+            (Citation, Fact, "fact_id"),
+            (Fact, None, None),
+            (PassageLabel, Passage, "passage_id"),
+            (Passage, None, None),
+        ):
+            name = table._meta.db_table
+            if owner is None:
+                cursor.execute(f"DELETE FROM {name} WHERE memory_id = %s", [memory.pk])
+            else:
+                cursor.execute(
+                    f"DELETE FROM {name} USING {owner._meta.db_table} AS owner "
+                    f"WHERE {name}.{through} = owner.id AND owner.memory_id = %s",
+                    [memory.pk],
+                )
         labels = list(Label.objects.filter(memory=memory).values_list("pk", flat=True))
         LabelSet.objects.filter(labels__overlap=labels).delete()
         memory.delete()
