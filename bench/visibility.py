@@ -151,21 +151,16 @@ def delete() -> None:
         # 300k passages in 4,000 statements (32 s). Nothing else refers to them: ``generate``
         # writes only these tables and ``measure`` only reads (the replica role checks no
         # foreign key, so a row added elsewhere that referred to them would be left behind).
-        for table, owner, through in (
-            (Citation, Fact, "fact_id"),
-            (Fact, None, None),
-            (PassageLabel, Passage, "passage_id"),
-            (Passage, None, None),
+        facts, passages = Fact._meta.db_table, Passage._meta.db_table
+        for sql in (
+            f"DELETE FROM {Citation._meta.db_table} c USING {facts} f "
+            "WHERE c.fact_id = f.id AND f.memory_id = %s",
+            f"DELETE FROM {facts} WHERE memory_id = %s",
+            f"DELETE FROM {PassageLabel._meta.db_table} l USING {passages} p "
+            "WHERE l.passage_id = p.id AND p.memory_id = %s",
+            f"DELETE FROM {passages} WHERE memory_id = %s",
         ):
-            name = table._meta.db_table
-            if owner is None:
-                cursor.execute(f"DELETE FROM {name} WHERE memory_id = %s", [memory.pk])
-            else:
-                cursor.execute(
-                    f"DELETE FROM {name} USING {owner._meta.db_table} AS owner "
-                    f"WHERE {name}.{through} = owner.id AND owner.memory_id = %s",
-                    [memory.pk],
-                )
+            cursor.execute(sql, [memory.pk])
         labels = list(Label.objects.filter(memory=memory).values_list("pk", flat=True))
         LabelSet.objects.filter(labels__overlap=labels).delete()
         memory.delete()

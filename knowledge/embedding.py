@@ -286,31 +286,32 @@ def _load_question_model() -> _MiniLM:
     exact = _load_minilm()
     with _model_lock:
         if _question_model is None:
-            from knowledge import question_model
-
-            chosen, why = exact, "the onnx package or the model's int8 weights are missing"
-            model = question_model.quantised(minilm_files()[0])
-            if model is not None:
-                quick = _MiniLM(session=_session(model), tokenizer=exact.tokenizer)
-                close = cosine(_run(exact, [_PROBE])[0], _run(quick, [_PROBE])[0])
-                faster = _fastest_run(quick) < _fastest_run(exact)
-                if close >= question_model.MIN_COSINE and faster:
-                    chosen, why = quick, f"cosine {close:.5f} to the float model's vector"
-                else:
-                    why = (
-                        f"cosine {close:.5f} to its vector, under {question_model.MIN_COSINE}"
-                        if faster
-                        else "no faster than the float model"
-                    )
+            chosen, why = _choose_question_model(exact)
             logger.info(
                 "Questions are embedded with the %s model (%s).",
                 "8-bit" if chosen is not exact else "float",
                 why,
             )
             _question_model = chosen
-            del model
             _return_freed_memory()
     return _question_model
+
+
+def _choose_question_model(exact: _MiniLM) -> tuple[_MiniLM, str]:
+    """The 8-bit model when it is close to ``exact`` on the probe sentence and faster, else
+    ``exact``; and why, for the log."""
+    from knowledge import question_model
+
+    model = question_model.quantised(minilm_files()[0])
+    if model is None:
+        return exact, "the onnx package or the model's int8 weights are missing"
+    quick = _MiniLM(session=_session(model), tokenizer=exact.tokenizer)
+    close = cosine(_run(exact, [_PROBE])[0], _run(quick, [_PROBE])[0])
+    if _fastest_run(quick) >= _fastest_run(exact):
+        return exact, "no faster than the float model"
+    if close < question_model.MIN_COSINE:
+        return exact, f"cosine {close:.5f} to its vector, under {question_model.MIN_COSINE}"
+    return quick, f"cosine {close:.5f} to the float model's vector"
 
 
 def _return_freed_memory() -> None:

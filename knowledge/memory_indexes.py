@@ -164,12 +164,11 @@ def keep() -> Kept:
         for pk, kind in gone:
             _drop(pk, kind)
         left = {key for key in indexes if key not in gone}
+        have = {pk for pk, _ in left}
         # A memory missing one of its indexes (a build failed, or was dropped invalid) gets
         # what it misses, before any memory that has none, whatever its share now.
-        complete = {pk for pk, _ in left if all((pk, kind) in left for kind in COPIED)}
-        incomplete = {pk for pk, _ in left} - complete
-        build, _ = wanted(sizes, complete | incomplete)
-        build = sorted(incomplete, key=lambda pk: (sizes[pk], pk)) + build
+        incomplete = {pk for pk in have if any((pk, kind) not in left for kind in COPIED)}
+        build = sorted(incomplete, key=lambda pk: (sizes[pk], pk)) + wanted(sizes, have)[0]
         for pk in build[:1]:
             for kind in COPIED:
                 if (pk, kind) not in left:

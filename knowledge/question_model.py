@@ -65,11 +65,7 @@ def quantised(model_path: Path) -> bytes | None:
     made_by = {output: node for node in graph.node for output in node.output}
     nodes, added = [], []
     for node in graph.node:
-        found = (
-            _int8_weights(node, made_by, weights, numpy_helper)
-            if node.op_type == "MatMul"
-            else None
-        )
+        found = _int8_weights(node, made_by, weights) if node.op_type == "MatMul" else None
         if found is None:
             nodes.append(node)
             continue
@@ -108,9 +104,11 @@ def quantised(model_path: Path) -> bytes | None:
     return model.SerializeToString()
 
 
-def _int8_weights(node, made_by, weights, numpy_helper) -> tuple[np.ndarray, np.ndarray] | None:
+def _int8_weights(node, made_by, weights) -> tuple[np.ndarray, np.ndarray] | None:
     """(int8 [inner, columns], float32 [columns]) when ``node`` multiplies by
     ``Mul(Cast(int8 weights), scale per column)``, in either order of the Mul's inputs."""
+    from onnx import numpy_helper
+
     scaled = made_by.get(node.input[1])
     if scaled is None or scaled.op_type != "Mul":
         return None

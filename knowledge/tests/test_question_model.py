@@ -51,7 +51,7 @@ def _stored(model: onnx.ModelProto) -> list[np.ndarray]:
     matrices = []
     for node in model.graph.node:
         if node.op_type == "MatMul":
-            found = question_model._int8_weights(node, made_by, weights, numpy_helper)
+            found = question_model._int8_weights(node, made_by, weights)
             if found is not None:
                 values, scales = found
                 matrices.append(values.astype(np.float32) * scales)
