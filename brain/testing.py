@@ -30,8 +30,12 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 
-# Tests get a Valkey of their own, so a `make run` worker never takes a test's task.
+# Tests get a Valkey of their own, so a `make run` worker never takes a test's task. Two test
+# runs at once (two checkouts' worth of work on one machine) each name a database of their own
+# (BRAIN_TEST_DATABASE) and a broker database of their own here, so neither's worker takes the
+# other's tasks.
 test_valkey = embedded.EmbeddedValkey(name="valkey-test")
+TEST_BROKER_DB = int(os.environ.get("BRAIN_TEST_BROKER_DB", "0"))
 
 
 def database_url(settings_dict: dict) -> str:
@@ -57,16 +61,16 @@ def celery_worker(
     test_valkey.ensure_running()
     # Messages earlier tests published with no worker listening would run against rows that
     # no longer exist; start every worker on an empty queue.
-    redis.Redis(unix_socket_path=str(test_valkey.socket_path)).flushdb()
+    redis.Redis(unix_socket_path=str(test_valkey.socket_path), db=TEST_BROKER_DB).flushdb()
     env = {
         **os.environ,
         "DATABASE_URL": database_url(settings_dict),
-        "REDIS_URL": test_valkey.url(0),
+        "REDIS_URL": test_valkey.url(TEST_BROKER_DB),
         "PYTHONUNBUFFERED": "1",
         "BRAIN_EMBEDDER": "hash",
         **(extra_env or {}),
     }
-    log_path = embedded.VAR_DIR / "log" / "test-worker.log"
+    log_path = embedded.VAR_DIR / "log" / f"test-worker-{os.getpid()}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     celery = str(Path(sys.executable).with_name("celery"))
     with open(log_path, "w") as log:
@@ -109,8 +113,8 @@ def use_test_broker() -> None:
     """Make this process publish to the test broker, never to the one `make run` uses."""
     from brain.celery import app
 
-    app.conf.broker_url = test_valkey.url(0)
-    app.conf.result_backend = test_valkey.url(0)
+    app.conf.broker_url = test_valkey.url(TEST_BROKER_DB)
+    app.conf.result_backend = test_valkey.url(TEST_BROKER_DB)
 
 
 def _wait_for(condition, process: subprocess.Popen, log_path: Path, *, timeout: float) -> None:

@@ -15,6 +15,7 @@ from pgvector.django import HnswIndex, VectorField
 
 from brain import leases
 from knowledge import read_rule
+from knowledge.read_layer import ReadQuerySet
 
 MEMORY_MAX_KB_RANGE = (1, 64)
 
@@ -103,14 +104,14 @@ class Memory(models.Model):
 # Subjects: what a fact is about ---------------------------------------------------------------
 
 
-class SubjectQuerySet(models.QuerySet):
+class SubjectQuerySet(ReadQuerySet):
     def present(self) -> SubjectQuerySet:
         return self.filter(present=True)
 
     def for_memory(self, memory: Memory) -> SubjectQuerySet:
         return self.filter(memory=memory)
 
-    def readable_by(self, user) -> SubjectQuerySet:
+    def _narrow(self, user) -> SubjectQuerySet:
         """Pages that exist for ``user``: those with at least one fact they may read (any
         status: a page of forgotten facts still exists in the history). See visibility.py."""
         readable = Fact.objects.readable_by(user).filter(subjects=models.OuterRef("pk"))
@@ -192,8 +193,8 @@ class Subject(models.Model):
 # Sources: where a belief came from ------------------------------------------------------------
 
 
-class SourceQuerySet(models.QuerySet):
-    def readable_by(self, user) -> SourceQuerySet:
+class SourceQuerySet(ReadQuerySet):
+    def _narrow(self, user) -> SourceQuerySet:
         """Sources listed for ``user``: those with at least one passage they may read (the
         others are masked in its text: ``visibility.masked_text``). See visibility.py."""
         readable = Passage.objects.readable_by(user).filter(source=models.OuterRef("pk"))
@@ -355,11 +356,11 @@ class Role(models.Model):
         return self.name
 
 
-class PassageQuerySet(models.QuerySet):
+class PassageQuerySet(ReadQuerySet):
     def for_memory(self, memory: Memory) -> PassageQuerySet:
         return self.filter(memory=memory)
 
-    def readable_by(self, user) -> PassageQuerySet:
+    def _narrow(self, user) -> PassageQuerySet:
         """Passages ``user`` may read: one of their roles grants one of its labels. See
         visibility.py."""
         return read_rule.readable_passages(self, user)
@@ -445,7 +446,7 @@ class PassageLabel(models.Model):
         return f"passage #{self.passage_id} is labelled #{self.label_id}"
 
 
-class ReviewItemQuerySet(models.QuerySet):
+class ReviewItemQuerySet(ReadQuerySet):
     def open(self) -> ReviewItemQuerySet:
         return self.filter(state=ReviewItem.State.OPEN)
 
@@ -465,7 +466,7 @@ class ReviewItemQuerySet(models.QuerySet):
             )
         )
 
-    def readable_by(self, user) -> ReviewItemQuerySet:
+    def _narrow(self, user) -> ReviewItemQuerySet:
         """Items ``user`` may read: a conflict's when they read the conflict (both sides), any
         other when they read every passage it names (an item naming none, administrators
         only: the rule fails closed). See visibility.py."""
@@ -670,7 +671,7 @@ class CompileRun(leases.Lease):
 LIVE_ROWS = models.Q(status__in=["queued", "filed"], valid_to__isnull=True, subject_removed=False)
 
 
-class FactQuerySet(models.QuerySet):
+class FactQuerySet(ReadQuerySet):
     def for_memory(self, memory: Memory) -> FactQuerySet:
         return self.filter(memory=memory)
 
@@ -686,7 +687,7 @@ class FactQuerySet(models.QuerySet):
         """Rows to read and show: the embedding and the search vector stay in the database."""
         return self.defer("embedding", "search_vector")
 
-    def readable_by(self, user) -> FactQuerySet:
+    def _narrow(self, user) -> FactQuerySet:
         """The one read rule every surface uses: a fact is readable when ``user`` may read
         every passage it cites (administrators and the system, ``user=None``, read all). One
         predicate on the fact's own row, so raw SQL takes it as it is (search.readable_where).
@@ -998,7 +999,7 @@ class Observation(models.Model):
 # Conflicts: two statements a person settles ---------------------------------------------------
 
 
-class ConflictQuerySet(models.QuerySet):
+class ConflictQuerySet(ReadQuerySet):
     def open(self) -> ConflictQuerySet:
         return self.filter(state=Conflict.State.OPEN)
 
@@ -1016,7 +1017,7 @@ class ConflictQuerySet(models.QuerySet):
             .order_by("-created_at", "-pk")
         )
 
-    def readable_by(self, user) -> ConflictQuerySet:
+    def _narrow(self, user) -> ConflictQuerySet:
         """A conflict is readable when both of its sides are (the one read rule on facts)."""
         readable = Fact.objects.readable_by(user).values("pk")
         return self.filter(old__in=readable, new__in=readable)

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from django.db import connection, models
 from django.db.models import Expression, F
 
+from knowledge.read_layer import is_system
+
 _SCOPE_OF_PERSON = """
     SELECT knowledge_sets_of_labels(granted), knowledge_other_sets_of_labels(granted),
            (SELECT coalesce(max(id), 0) FROM knowledge_labelset),
@@ -88,7 +90,7 @@ def set_mask(ids) -> int:
 
 def reads_everything(user) -> bool:
     """The system and superusers; a memory's administrators read all of that memory only."""
-    return user is None or (not isinstance(user, Reader) and user.is_active and user.is_superuser)
+    return user is None or is_system(user) or (not isinstance(user, Reader) and user.is_active and user.is_superuser)
 
 
 def reads_nothing(user) -> bool:

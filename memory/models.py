@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from brain import leases
 from knowledge.models import Fact, Memory
+from knowledge.read_layer import ReadQuerySet
 from memory import document
 from memory.composers.base import VOICE_MAX_BYTES
 
@@ -32,7 +33,7 @@ class Confidence(models.TextChoices):
     LOW = "low"
 
 
-class InboxQuerySet(models.QuerySet):
+class InboxQuerySet(ReadQuerySet):
     def pending(self) -> InboxQuerySet:
         return self.filter(state=InboxItem.State.PENDING)
 
@@ -42,7 +43,7 @@ class InboxQuerySet(models.QuerySet):
     def in_filing_order(self) -> InboxQuerySet:
         return self.order_by("created_at", "pk")
 
-    def readable_by(self, user) -> InboxQuerySet:
+    def _narrow(self, user) -> InboxQuerySet:
         """What ``user`` may see waiting: items whose fact they may read (the one read rule,
         ``Fact.objects.readable_by``), and items about no fact (a queued removal of a line the
         document, which everyone reads, already has)."""

@@ -13,6 +13,7 @@ from pgvector.django import VectorField
 
 from knowledge import read_rule
 from knowledge.models import Fact, Memory, Subject
+from knowledge.read_layer import ReadQuerySet
 
 SUPPRESSION_LAPSES_AFTER = timedelta(days=90)
 GUESS_LIFETIME = timedelta(days=14)
@@ -267,11 +268,11 @@ class Guess(models.Model):
         return f"{self.text.rstrip('.?! ')} — right?"
 
 
-class EventQuerySet(models.QuerySet):
+class EventQuerySet(ReadQuerySet):
     def for_memory(self, memory: Memory) -> EventQuerySet:
         return self.filter(memory=memory)
 
-    def readable_by(self, user) -> EventQuerySet:
+    def _narrow(self, user) -> EventQuerySet:
         """The timeline as ``user`` may read it: an event of what brain learned carries the
         fact's words, so it is theirs when the fact is (the one read rule,
         ``Fact.objects.readable_by``); findings and guesses are the house's, read by every
