@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, ParseError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -261,9 +261,50 @@ class PassageHitSerializer(serializers.Serializer):
 
 
 class PassagePages(PageNumberPagination):
+    """Numbered pages whose ``page`` and ``page_size`` are checked like any other input: a
+    word where a number belongs is a 400 naming it (DRF's own answers 404 "Invalid page.", or
+    quietly uses the default size), and a page past the last a 404 saying how many there are."""
+
     page_size = 20
     max_page_size = 100
     page_size_query_param = "page_size"
+
+    def get_page_number(self, request, paginator):
+        raw = request.query_params.get(self.page_query_param) or "1"
+        if raw in self.last_page_strings:
+            return paginator.num_pages
+        return _whole_number(raw, "page", "a whole number from 1 (the first page)")
+
+    def get_page_size(self, request) -> int:
+        raw = request.query_params.get(self.page_size_query_param)
+        if not raw:
+            return self.page_size
+        return _whole_number(
+            raw,
+            "page_size",
+            f"a whole number from 1 to {self.max_page_size}",
+            most=self.max_page_size,
+        )
+
+    def paginate_queryset(self, queryset, request, view=None):
+        try:
+            return super().paginate_queryset(queryset, request, view)
+        except NotFound:
+            count = self.django_paginator_class(queryset, self.get_page_size(request)).count
+            pages = max(1, -(-count // self.get_page_size(request)))
+            found = f"the {count:,} passage{'' if count == 1 else 's'} found"
+            fit = "fits on 1 page" if pages == 1 else f"fill {pages:,} pages"
+            raise NotFound(
+                f"There is no page {request.query_params.get(self.page_query_param)}: "
+                f"{found} {fit}."
+            ) from None
+
+
+def _whole_number(raw: str, name: str, expected: str, *, most: int | None = None) -> int:
+    """``raw`` as an int from 1 (to ``most``), or a 400 naming ``name`` and what it takes."""
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1 or (most and int(raw) > most):
+        raise ParseError(f"{name} must be {expected}, not “{raw[:40]}”.")
+    return int(raw)
 
 
 @extend_schema(
