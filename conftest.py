@@ -24,13 +24,45 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         _started_here.append(embedded.postgres)
     if testing.test_valkey.ensure_running():
         _started_here.append(testing.test_valkey)
+    _create_a_dirty_test_database_afresh(session.config)
+
+
+def _create_a_dirty_test_database_afresh(config: pytest.Config) -> None:
+    """A reused test database that an interrupted run left rows in is created afresh, as
+    --create-db would (brain.testing.left_dirty)."""
+    from django.conf import settings
+
+    if config.getoption("create_db", False) or not config.getoption("reuse_db", False):
+        return
+    try:
+        why = testing.left_dirty(settings.DATABASES["default"])
+    except testing.DatabaseInUse as busy:
+        raise pytest.UsageError(str(busy)) from None
+    if why:
+        name = settings.DATABASES["default"]["TEST"]["NAME"]
+        print(f"brain: the test database {name} was left dirty ({why}); creating it afresh.")
+        config.option.create_db = True
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """pytest-django's, then the mark that a run is using the test database."""
+    from django.conf import settings
+
+    testing.mark_in_use(settings.DATABASES["default"]["TEST"]["NAME"])
+    yield
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Stop only what this run started: a `make run` going at the same time keeps its servers."""
+    """Stop only what this run started: a `make run` going at the same time keeps its servers.
+    A run that ended whole clears its mark on the test database (an interrupted one leaves it,
+    so the next creates the database afresh)."""
+    from django.conf import settings
     from django.db import connections
 
     connections.close_all()
+    if exitstatus != pytest.ExitCode.INTERRUPTED:
+        testing.mark_finished(settings.DATABASES["default"]["TEST"]["NAME"])
     for server in reversed(_started_here):
         server.stop()
 

@@ -5,6 +5,7 @@ Imported only from conftest.py files.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -107,6 +108,91 @@ def celery_worker(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+# The test database left dirty -----------------------------------------------------------------
+#
+# pyproject's addopts reuse the test database from one run to the next (--reuse-db): creating
+# it runs every migration, about 20 s. A transactional test commits its rows and removes them
+# (a flush of every table) when it ends; a run stopped in between (a timeout's SIGKILL, Ctrl-C
+# at the wrong moment, a closed terminal) leaves them, and the next run's tests trip over them
+# ("Key (username)=(sarah) already exists"). So a run marks the database in use once it is set
+# up and clears the mark when it ends whole; the next run finds a mark whose process is gone, or
+# people in a database no migration puts people in, and creates the database afresh.
+
+RUNS_DIR = embedded.VAR_DIR / "test-runs"
+
+
+def _mark(database: str) -> Path:
+    return RUNS_DIR / f"{database}.pid"
+
+
+def mark_in_use(database: str) -> None:
+    """Called once the test database is ready: a run is using it from now on."""
+    RUNS_DIR.mkdir(parents=True, exist_ok=True)
+    _mark(database).write_text(str(os.getpid()))
+
+
+def mark_finished(database: str) -> None:
+    """Called when a run ended whole; an interrupted one leaves its mark for the next."""
+    mark = _mark(database)
+    with contextlib.suppress(OSError, ValueError):
+        if int(mark.read_text()) == os.getpid():
+            mark.unlink()
+
+
+def _pytest_running(pid: int) -> bool:
+    if pid == os.getpid() or not embedded.pid_alive(pid):
+        return False
+    try:
+        return b"pytest" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+class DatabaseInUse(RuntimeError):
+    """Another pytest is using this test database now."""
+
+
+def left_dirty(settings_dict: dict) -> str | None:
+    """Why the test database must be created afresh before this run, or None when it may be
+    reused as it is (or does not exist yet). Raises DatabaseInUse when another pytest holds it:
+    two runs on one database would remove each other's rows."""
+    import psycopg
+
+    database = settings_dict["TEST"].get("NAME") or f"test_{settings_dict['NAME']}"
+    mark = _mark(database)
+    with contextlib.suppress(OSError, ValueError):
+        pid = int(mark.read_text())
+        if _pytest_running(pid):
+            raise DatabaseInUse(
+                f"the test database {database} is in use by another test run (pid {pid}): wait "
+                "for it, or name another with BRAIN_TEST_DATABASE=… (and BRAIN_TEST_BROKER_DB=…)."
+            )
+        if pid != os.getpid():
+            return f"the run that used it last (pid {pid}) was stopped before it ended"
+    params = {
+        key: settings_dict[name]
+        for key, name in (("host", "HOST"), ("port", "PORT"), ("user", "USER"))
+        if settings_dict.get(name)
+    }
+    if settings_dict.get("PASSWORD"):
+        params["password"] = settings_dict["PASSWORD"]
+    try:
+        conn = psycopg.connect(dbname=database, connect_timeout=10, **params)
+    except psycopg.OperationalError:
+        return None  # not created yet (or no server: the run says so itself)
+    with conn:
+        if _first(conn, "SELECT to_regclass('auth_user') IS NULL"):
+            return None
+        if _first(conn, "SELECT EXISTS (SELECT FROM auth_user)"):
+            return "it holds people a test committed, which no migration makes"
+    return None
+
+
+def _first(conn, sql: str):
+    row = conn.execute(sql).fetchone()
+    return row[0] if row else None
 
 
 def use_test_broker() -> None:
