@@ -1,6 +1,9 @@
 #!/usr/bin/env python
 """Django's command-line utility, and `bin/brain`'s entry point.
 
+``--memory`` and ``--as`` typed before the command's name are moved behind it
+(``brain.cli``), and ``brain --help`` lists brain's commands, one line each.
+
 Every word from the terminal is checked here, once, before any command sees it: a word that is
 not valid UTF-8 reaches Python as unpaired surrogates (PEP 383), which nothing downstream can
 store or embed, so it is refused in one line naming the word. (A NUL cannot be in an argument.)
@@ -30,7 +33,15 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brain.settings")
     from django.core.management import execute_from_command_line
 
-    execute_from_command_line(sys.argv)
+    from brain import cli
+
+    if sys.argv[1:] in ([], ["-h"], ["--help"], ["help"]):
+        import django
+
+        django.setup()
+        print(cli.overview())
+        return
+    execute_from_command_line(cli.command_first(sys.argv))
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ def stale_facts(memory: Memory | None = None):
     """Facts of ``memory`` (None: of every memory) whose vector is missing or came from
     another embedder than their memory's."""
     if memory is not None:
-        return Fact.objects.filter(
+        return Fact.objects.as_system("re-embedding every fact of a memory").filter(
             Q(memory=memory) & (Q(embedding__isnull=True) | _other_names(embedder_for(memory).name))
         )
     by_name: dict[str, list[int]] = {}
@@ -56,7 +56,7 @@ def stale_facts(memory: Memory | None = None):
     stale = Q(embedding__isnull=True)
     for name, memories in by_name.items():
         stale |= Q(memory_id__in=memories) & _other_names(name)
-    return Fact.objects.filter(stale)
+    return Fact.objects.as_system("re-embedding every fact of a memory").filter(stale)
 
 
 def names() -> list[str]:
@@ -83,22 +83,26 @@ def status(memory: Memory) -> Status | None:
     stale = stale_facts(memory).count()
     if not stale:
         return None
-    total = Fact.objects.filter(memory=memory).count()
+    total = (
+        Fact.objects.as_system("re-embedding every fact of a memory").filter(memory=memory).count()
+    )
     return Status(embedder_for(memory).name, total - stale, total)
 
 
 def reembed_stale(
     *,
+    only: Memory | None = None,
     seconds: float = 240.0,
     on_batch: Callable[[int], None] | None = None,
     on_skip: Callable[[Memory, str], None] | None = None,
 ) -> int:
-    """Re-embed stale facts, memory by memory, for up to ``seconds``; returns how many were
-    done. ``on_batch(n)`` is told each batch as it is saved, for progress; ``on_skip(memory,
-    why)`` each memory left for later because its worker gave no vectors (also logged)."""
+    """Re-embed stale facts, memory by memory (``only``'s alone when given), for up to
+    ``seconds``; returns how many were done. ``on_batch(n)`` is told each batch as it is saved,
+    for progress; ``on_skip(memory, why)`` each memory left for later because its worker gave
+    no vectors (also logged)."""
     done = 0
     deadline = time.monotonic() + seconds
-    for memory in Memory.objects.order_by("pk"):
+    for memory in [only] if only else Memory.objects.order_by("pk"):
         if time.monotonic() >= deadline:
             break
         embedder = embedder_for(memory, timeout=BACKGROUND_TIMEOUT_S, background=True)
@@ -137,7 +141,11 @@ def reembed(*, facts) -> int:
     for memory_id, pks in by_memory.items():
         embedder = embedder_for(memory_id, timeout=BACKGROUND_TIMEOUT_S, background=True)
         for start in range(0, len(pks), BATCH):
-            batch = Fact.objects.filter(pk__in=pks[start : start + BATCH]).only("pk", "text")
+            batch = (
+                Fact.objects.as_system("re-embedding every fact of a memory")
+                .filter(pk__in=pks[start : start + BATCH])
+                .only("pk", "text")
+            )
             try:
                 done += _embed(list(batch), embedder)
             except llm.LLMError as error:

@@ -1,7 +1,8 @@
 """``brain worker-token create --memory SLUG --name NAME | list [--memory SLUG] | revoke ID``:
 the keys worker programs present (brain/workers.py). The key is printed once, at creation.
 
-The terminal's operator holds the database, so administers every memory (knowledge.access).
+The terminal's operator holds the database, so administers every memory (knowledge.access);
+``--as NAME`` runs a verb only for a superuser. ``--memory`` goes anywhere on the line.
 The module's name is the verb as written in the docs; Django names a command by its file.
 """
 
@@ -9,10 +10,11 @@ from __future__ import annotations
 
 from django.apps import apps
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
 from brain import workers
+from brain.cli import GroupCommand
 from brain.models import WorkerToken
 
 
@@ -28,20 +30,28 @@ def _when(moment) -> str:
     return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M") if moment else "never"
 
 
-class Command(BaseCommand):
-    help = "Make, list and revoke the tokens worker programs use to serve a memory's model calls."
+class Command(GroupCommand):
+    help = "Make, list and revoke the tokens of worker programs (each serves one memory)."
+
+    memory_help = "create: the memory the token serves (required); list: that memory's tokens"
+    person_help = "only when this person is a superuser"
 
     def add_arguments(self, parser: CommandParser) -> None:
         verbs = parser.add_subparsers(dest="verb", required=True, metavar="COMMAND")
-        create = verbs.add_parser("create", help="make a token; its key is shown once")
-        create.add_argument("--memory", metavar="SLUG", required=True)
+        create = verbs.add_parser(
+            "create", help="make a token (--memory SLUG); its key is shown once"
+        )
         create.add_argument("--name", required=True, help="the machine it runs on, say")
-        listing = verbs.add_parser("list", help="the tokens, with when each was last seen")
-        listing.add_argument("--memory", metavar="SLUG", default="")
+        verbs.add_parser("list", help="the tokens, with when each was last seen")
         revoke = verbs.add_parser("revoke", help="revoke token ID: its workers are refused")
         revoke.add_argument("id", type=int)
 
-    def handle(self, *args, verb: str, **options) -> None:
+    def handle(self, *args, verb: str, person: str, **options) -> None:
+        reader = self.chosen_person(person)
+        if reader is not None and not reader.is_superuser:
+            raise CommandError(f"Only a superuser may manage worker tokens; {reader} is not one.")
+        if verb == "create" and not options["memory"]:
+            raise CommandError("Name the memory the token serves: --memory SLUG.")
         try:
             getattr(self, f"_{verb}")(**options)
         except ValidationError as error:

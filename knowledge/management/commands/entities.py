@@ -4,24 +4,27 @@
     brain entities sync-ha                        from Home Assistant (HA_URL, HA_TOKEN)
     brain entities list                           what brain knows the house has
 
-Each takes ``--memory SLUG``. Every refusal is one line on stderr and a non-zero exit; nothing
+Each takes ``--memory SLUG`` and ``--as NAME`` anywhere on the line (load and sync-ha need
+curate, list read). Every refusal is one line on stderr and a non-zero exit; nothing
 is half-written.
 """
 
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
+from brain.cli import GroupCommand
 from brain.progress import Progress
-from knowledge import actions, registry
-from knowledge.models import Memory, Subject
+from knowledge import access, actions, registry
+from knowledge.models import Permission, Subject
 
 KIND_ORDER = {kind: index for index, kind in enumerate(registry.KIND_ORDER)}
+NEEDS = {"load": Permission.CURATE, "sync-ha": Permission.CURATE, "list": Permission.READ}
 
 
-class Command(BaseCommand):
+class Command(GroupCommand):
     help = "Load, sync and list the house's rooms, devices and people."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -35,22 +38,13 @@ class Command(BaseCommand):
         )
         verbs.add_parser("sync-ha", help="sync from Home Assistant (HA_URL and HA_TOKEN)")
         verbs.add_parser("list", help="the rooms, devices and people brain knows")
-        for verb in verbs.choices.values():
-            verb.add_argument(
-                "--memory",
-                metavar="SLUG",
-                default="",
-                help="which memory (default: the default one, usually 'home')",
-            )
 
-    def handle(self, *args, verb: str, memory: str, **options) -> None:
+    def handle(self, *args, verb: str, memory: str, person: str, **options) -> None:
+        self.memory = self.chosen_memory(memory)
         try:
-            self.memory = Memory.objects.by_slug(memory)
-        except Memory.DoesNotExist:
-            raise CommandError(f"There is no memory called {memory!r}.") from None
-        try:
+            access.require(self.chosen_person(person), self.memory, NEEDS[verb])
             getattr(self, f"do_{verb.replace('-', '_')}")(**options)
-        except registry.RegistryError as error:
+        except (registry.RegistryError, access.NotPermitted) as error:
             raise CommandError(str(error)) from None
 
     def do_load(self, *, file: str, partial: bool, **_) -> None:
@@ -71,7 +65,7 @@ class Command(BaseCommand):
 
     def do_list(self, **_) -> None:
         subjects = sorted(
-            Subject.objects.for_memory(self.memory).select_related("room"),
+            Subject.objects.as_system("the house's entities, kept in step").for_memory(self.memory).select_related("room"),
             key=lambda s: (not s.present, KIND_ORDER[s.kind], s.name.casefold()),
         )
         if not subjects:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from brain.cli import GroupCommand
 from brain.errors import StateConflict
 from knowledge import access, compiling, labeller, passage_search, sources
-from knowledge.models import Memory, Permission, Source
+from knowledge.models import Permission, Source
+from knowledge.read_layer import reader_for
 
 NEEDS = {
     "add": Permission.TEACH,
@@ -26,18 +27,10 @@ NEEDS = {
 FOUND_SHOWN = 20
 
 
-class Command(BaseCommand):
-    help = "Add a note, document or email as a source; list sources; relabel them."
+class Command(GroupCommand):
+    help = "Add notes, documents and emails as sources; list, search, relabel, compile them."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--memory", metavar="SLUG", default="", help="which memory")
-        parser.add_argument(
-            "--as",
-            dest="person",
-            metavar="USERNAME",
-            default="",
-            help="act as this person (default: the operator, who administers every memory)",
-        )
         verbs = parser.add_subparsers(dest="verb", required=True, metavar="COMMAND")
         add = verbs.add_parser("add", help="add a .txt, .md, .pdf or .eml file ('-': stdin)")
         add.add_argument("file")
@@ -66,16 +59,9 @@ class Command(BaseCommand):
         search.add_argument("words", nargs="+")
 
     def handle(self, *args, verb: str, memory: str, person: str, **options) -> None:
-        try:
-            self.memory = Memory.objects.by_slug(memory)
-        except Memory.DoesNotExist:
-            raise CommandError(f"There is no memory called {memory!r}.") from None
-        self.person = None
-        if person:
-            try:
-                self.person = get_user_model().objects.get_by_natural_key(person)
-            except get_user_model().DoesNotExist:
-                raise CommandError(f"There is no user called {person!r}.") from None
+        self.memory = self.chosen_memory(memory)
+        self.person = self.chosen_person(person)
+        self.reader = reader_for(self.person)
         try:
             access.require(self.person, self.memory, NEEDS[verb])
             getattr(self, f"do_{verb}")(**options)
@@ -99,7 +85,11 @@ class Command(BaseCommand):
             upload = sources.Upload(path.name, path.read_bytes())
         previous = None
         if version_of is not None:
-            previous = Source.objects.filter(memory=self.memory, pk=version_of).first()
+            previous = (
+                Source.objects.readable_by(self.reader)
+                .filter(memory=self.memory, pk=version_of)
+                .first()
+            )
             if previous is None:
                 raise CommandError(f"There is no source #{version_of} in {self.memory.name}.")
         added = sources.add_source(
@@ -119,7 +109,7 @@ class Command(BaseCommand):
         return sys.stdin
 
     def do_list(self, **_) -> None:
-        listed = Source.objects.filter(memory=self.memory).readable_by(self.person)
+        listed = Source.objects.filter(memory=self.memory).readable_by(self.reader)
         for source in listed.order_by("-created_at", "-pk")[:100]:
             stamp = f"{source.created_at:%Y-%m-%d %H:%M}"
             self.stdout.write(f"#{source.pk}  {stamp}  {source.get_kind_display()}  {source.title}")
@@ -129,18 +119,22 @@ class Command(BaseCommand):
         if every == (source is not None):
             raise CommandError("Name one source (its id), or --all.")
         if every:
-            waiting = Source.objects.filter(
-                memory=self.memory,
-                kind__in=compiling.COMPILED_KINDS,
-                passages__compiled_at__isnull=True,
-            ).distinct()
+            waiting = (
+                Source.objects.readable_by(self.reader)
+                .filter(
+                    memory=self.memory,
+                    kind__in=compiling.COMPILED_KINDS,
+                    passages__compiled_at__isnull=True,
+                )
+                .distinct()
+            )
             asked = [compiling.compile_again(one, by=self.person) for one in waiting]
             self.stdout.write(
                 f"Asked for {len(asked)} compile{'' if len(asked) == 1 else 's'}; a worker "
                 "compiles them (each source's page shows how far it got)."
             )
             return
-        one = Source.objects.filter(memory=self.memory, pk=source).first()
+        one = Source.objects.readable_by(self.reader).filter(memory=self.memory, pk=source).first()
         if one is None:
             raise CommandError(f"There is no source #{source} in {self.memory.name}.")
         run = compiling.compile_again(one, by=self.person)
@@ -151,7 +145,7 @@ class Command(BaseCommand):
 
     def do_search(self, *, words: list[str], **_) -> None:
         q = passage_search.clean_query(" ".join(words))
-        found = passage_search.matching(self.memory, self.person, q)
+        found = passage_search.matching(self.memory, self.reader, q)
         count = found.count()
         self.stdout.write(f"{count} passage{'' if count == 1 else 's'} you may read hold “{q}”")
         for passage in found[:FOUND_SHOWN]:
@@ -161,7 +155,11 @@ class Command(BaseCommand):
     def do_relabel(self, *, source, **_) -> None:
         one = None
         if source is not None:
-            one = Source.objects.filter(memory=self.memory, pk=source).first()
+            one = (
+                Source.objects.readable_by(self.reader)
+                .filter(memory=self.memory, pk=source)
+                .first()
+            )
             if one is None:
                 raise CommandError(f"There is no source #{source} in {self.memory.name}.")
         looked = labeller.relabel(memory=self.memory, source=one)

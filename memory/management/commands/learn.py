@@ -9,30 +9,22 @@ from __future__ import annotations
 
 import logging
 
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from brain.cli import GroupCommand
 from brain.errors import StateConflict
 from knowledge import access
-from knowledge.models import Memory, Permission
+from knowledge.models import Permission
 from memory import study
 from memory.models import StudySession
 
 
-class Command(BaseCommand):
-    help = "Study a topic now (brain learn energy), or whatever has gone stalest (brain learn)."
+class Command(GroupCommand):
+    help = "Study a topic now (brain learn energy), or whatever has gone stalest."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("topic", nargs="*", help="what to study (default: the stalest subject)")
-        parser.add_argument("--memory", metavar="SLUG", default="", help="which memory")
-        parser.add_argument(
-            "--as",
-            dest="person",
-            metavar="USERNAME",
-            default="",
-            help="act as this person, with what they may do (default: the operator)",
-        )
         parser.add_argument(
             "--background",
             action="store_true",
@@ -42,16 +34,8 @@ class Command(BaseCommand):
     def handle(
         self, *args, topic: list[str], memory: str, person: str, background: bool, **options
     ) -> None:
-        try:
-            chosen = Memory.objects.by_slug(memory)
-        except Memory.DoesNotExist:
-            raise CommandError(f"There is no memory called {memory!r}.") from None
-        by = None
-        if person:
-            try:
-                by = get_user_model().objects.get_by_natural_key(person)
-            except get_user_model().DoesNotExist:
-                raise CommandError(f"There is no user called {person!r}.") from None
+        chosen = self.chosen_memory(memory)
+        by = self.chosen_person(person)
         try:
             access.require(by, chosen, Permission.TEACH)
             started = study.start(memory=chosen, topic=" ".join(topic), by=by, send=background)

@@ -6,45 +6,29 @@ stdout is the protocol: this command never writes to it, and logs go to stderr.
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandParser
 from django.db import connection
 
-from knowledge.models import Memory
+from brain.cli import GroupCommand
 from memory.mcp_server import build_server
 
 
-class Command(BaseCommand):
-    help = "Serve a memory to an agent over MCP (stdio): search, context, write, outcome, explain."
-    # System checks may print, and stdout belongs to the protocol.
-    requires_system_checks = []
+class Command(GroupCommand):
+    help = "Serve a memory to agents as MCP tools on stdio: search, context, write, outcome…"
+    # (System checks, which may print, never run: stdout belongs to the protocol.)
+    person_help = (
+        "act as this person: writes are taught by them, and the agent may read and teach only "
+        "what they may (default: no person; the agent administers the memory)"
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "--memory",
-            metavar="SLUG",
-            default="",
-            help="which memory (default: the default one, usually 'home')",
-        )
-        parser.add_argument(
-            "--user",
-            metavar="USERNAME",
-            default="",
-            help="act as this person: writes are taught by them, and the agent may read and "
-            "teach only what they may (default: no person; the agent administers the memory)",
+            "--user", dest="person", metavar="NAME", default="", help="the same as --as"
         )
 
-    def handle(self, *args, memory: str, user: str, **options) -> None:
-        try:
-            chosen = Memory.objects.by_slug(memory)
-        except Memory.DoesNotExist:
-            raise CommandError(f"There is no memory called {memory!r}.") from None
-        person = None
-        if user:
-            try:
-                person = get_user_model().objects.get_by_natural_key(user)
-            except get_user_model().DoesNotExist:
-                raise CommandError(f"There is no user called {user!r}.") from None
+    def handle(self, *args, memory: str, person: str, **options) -> None:
+        chosen = self.chosen_memory(memory)
+        reader = self.chosen_person(person)
         # The tools use their own thread and connection; this one would only sit idle.
         connection.close()
-        build_server(chosen, person).run("stdio")
+        build_server(chosen, reader).run("stdio")

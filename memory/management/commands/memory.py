@@ -17,15 +17,15 @@ from importlib import import_module
 from pathlib import Path
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
+from brain.cli import GroupCommand
 from brain.errors import StateConflict
 from brain.progress import Progress
 from knowledge import access
-from knowledge.models import Conflict, Fact, Memory, Permission
+from knowledge.models import Conflict, Fact, Permission
 from memory import actions, consolidator, portable, revisions
 from memory.models import (
     Change,
@@ -61,24 +61,10 @@ def _other_verbs() -> list:
     return [import_module(path) for path in settings.BRAIN_MEMORY_VERBS]
 
 
-class Command(BaseCommand):
+class Command(GroupCommand):
     help = "Read and change what brain has learned: the memory document, its inbox and log."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--memory",
-            metavar="SLUG",
-            default="",
-            help="which memory (default: the default one, usually 'home')",
-        )
-        parser.add_argument(
-            "--as",
-            dest="person",
-            metavar="USERNAME",
-            default="",
-            help="act as this person, with what they may do (default: the operator at this "
-            "terminal, who administers every memory)",
-        )
         verbs = parser.add_subparsers(dest="verb", required=True, metavar="COMMAND")
         verbs.add_parser("list", help="what it knows: the memory document")
         add = verbs.add_parser("add", help="queue a fact yourself")
@@ -126,16 +112,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, verb: str, memory: str, person: str, **options) -> None:
-        try:
-            self.memory = Memory.objects.by_slug(memory)
-        except Memory.DoesNotExist:
-            raise CommandError(f"There is no memory called {memory!r}.") from None
-        self.person = None
-        if person:
-            try:
-                self.person = get_user_model().objects.get_by_natural_key(person)
-            except get_user_model().DoesNotExist:
-                raise CommandError(f"There is no user called {person!r}.") from None
+        self.memory = self.chosen_memory(memory)
+        self.person = self.chosen_person(person)
         handler, needs = self._handler(verb)
         try:
             access.require(self.person, self.memory, needs)
