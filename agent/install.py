@@ -11,7 +11,13 @@ What install writes (and uninstall takes back, leaving everything else as it was
   which is where Claude Code keeps user-scope servers; ``~/.mcp.json`` is not read as one.
 - The connection file the hooks read (server URL, token, memory), mode 0600, always under the
   user's Claude Code folder (``brain/user.json``, ``brain/project-<hash>.json``), so a token
-  never lands in a project's files.
+  never lands in a project's files. It also keeps what uninstall needs: the files and folders
+  install brought into being, and the auto memory setting as it was. The folders every install
+  shares (``brain/`` and the Claude Code folder above it, when install made them) are kept in
+  ``brain/folders.json`` and go with the last connection file.
+- ``"autoMemoryEnabled": false`` in the same ``settings.json``: Claude Code's own auto memory
+  off (seed 000: there is one memory, and a person can read all of it). Uninstall puts back
+  what was there (the value, or no key), unless the person has changed it since.
 
 Rules: every path is absolute and native (Claude Code does not expand ``$HOME`` in
 settings.json, so a placeholder would install cleanly and never fire). A file that is not the
@@ -39,6 +45,10 @@ EVENTS = {"SessionStart": "session-start", "SessionEnd": "session-end"}
 # for the sleep pass takes well under that, the margin is for a slow machine.
 TIMEOUTS = {"SessionStart": 10, "SessionEnd": 10}
 CREATED = "created_by_install"  # in the connection file: Claude Code files install created
+FOLDERS = "folders_created_by_install"  # and the folders, deepest first
+SHARED_FOLDERS = "folders.json"  # beside the connection files: the folders they all share
+AUTO_MEMORY = "autoMemoryEnabled"  # Claude Code's own memory, in settings.json
+AUTO_MEMORY_BEFORE = "auto_memory_before"  # in the connection file: {"had": bool, "was": …}
 OURS = re.compile(r"agent[/\\]hooks\.py['\"]? (session-start|session-end)\b")
 
 
@@ -248,11 +258,31 @@ def install(*, target: Target, wiring: Wiring) -> Done:
             "brain's: rename it first. Nothing was changed."
         )
 
-    # The files install brought into being, so that uninstall can take them away again.
+    # The files and folders install brings into being, so that uninstall can take them away.
     created = set(record.get(CREATED) if isinstance(record.get(CREATED), list) else [])
     created |= {str(target.settings)} if not settings_exist else set()
     created |= {str(target.mcp)} if not mcp_exists else set()
-    wanted = {**wiring.connection_data(), CREATED: sorted(created)}
+    shared_file = target.connection.parent / SHARED_FOLDERS
+    shared = [str(folder) for folder in _missing_folders(target.connection)]
+    folders = record.get(FOLDERS) if isinstance(record.get(FOLDERS), list) else []
+    for path in (target.settings, target.mcp):
+        folders += [
+            str(folder)
+            for folder in _missing_folders(path)
+            if str(folder) not in folders and str(folder) not in shared
+        ]
+    if shared:
+        _write(shared_file, {FOLDERS: _deepest_first(shared)}, private=True)
+    # Claude Code's auto memory as the person had it, kept from the first install.
+    before = record.get(AUTO_MEMORY_BEFORE)
+    if not isinstance(before, dict):
+        before = {"had": AUTO_MEMORY in settings, "was": settings.get(AUTO_MEMORY)}
+    wanted = {
+        **wiring.connection_data(),
+        CREATED: sorted(created),
+        FOLDERS: _deepest_first(folders),
+        AUTO_MEMORY_BEFORE: before,
+    }
     if record != wanted:
         _write(target.connection, wanted, private=True)
         done.did(
@@ -265,6 +295,13 @@ def install(*, target: Target, wiring: Wiring) -> Done:
 
     commands = {event: wiring.hook_command(event, target.connection) for event in EVENTS}
     settings_changed = False
+    if settings.get(AUTO_MEMORY) is not False:
+        settings[AUTO_MEMORY] = False
+        settings_changed = True
+        done.did(
+            f"Turned Claude Code's auto memory off in {target.settings} ({AUTO_MEMORY}: false): "
+            "brain is the one memory; uninstall puts it back."
+        )
     for event, command in commands.items():
         groups = settings.setdefault("hooks", {}).setdefault(event, [])
         ours = _our_hooks(groups, event)
@@ -283,9 +320,12 @@ def install(*, target: Target, wiring: Wiring) -> Done:
         _write(target.settings, settings)
     _check(
         target.settings,
-        lambda data: all(
-            any(hook["command"] == command for hook in _our_hooks(data["hooks"][event], event))
-            for event, command in commands.items()
+        lambda data: (
+            data[AUTO_MEMORY] is False
+            and all(
+                any(hook["command"] == command for hook in _our_hooks(data["hooks"][event], event))
+                for event, command in commands.items()
+            )
         ),
     )
 
@@ -303,6 +343,20 @@ def install(*, target: Target, wiring: Wiring) -> Done:
         )
     _check(target.mcp, lambda data: data["mcpServers"][SERVER_NAME] == entry)
     return done
+
+
+def _deepest_first(folders: list[str]) -> list[str]:
+    return sorted(folders, key=lambda folder: -folder.count(os.sep))
+
+
+def _missing_folders(path: Path) -> list[Path]:
+    """The folders above ``path`` that do not exist yet, which writing it will make."""
+    missing = []
+    for folder in path.parents:
+        if folder.exists():
+            break
+        missing.append(folder)
+    return missing
 
 
 def _check(path: Path, landed, *, gone_is_fine: bool = False) -> None:
@@ -330,9 +384,11 @@ def uninstall(*, target: Target) -> Done:
     mcp, _ = _read(target.mcp)
     record, _ = _read(target.connection)
     created = record.get(CREATED) if isinstance(record.get(CREATED), list) else []
+    folders = record.get(FOLDERS) if isinstance(record.get(FOLDERS), list) else []
     groups = {event: _hook_groups(settings, target.settings, event) for event in EVENTS}
     servers = _mcp_servers(mcp, target.mcp)
 
+    restored = _restore_auto_memory(settings, record.get(AUTO_MEMORY_BEFORE))
     removed = [event for event in EVENTS if _our_hooks(groups[event], event)]
     for event in removed:
         left = []
@@ -347,8 +403,8 @@ def uninstall(*, target: Target) -> Done:
             settings["hooks"][event] = left
         else:
             del settings["hooks"][event]
-    if removed:
-        if not settings["hooks"]:
+    if removed or restored:
+        if "hooks" in settings and not settings["hooks"]:
             del settings["hooks"]
         gone = _put_back(target.settings, settings, created)
         _check(
@@ -360,6 +416,8 @@ def uninstall(*, target: Target) -> Done:
         )
         for event in removed:
             done.did(f"Removed the {event} hook from {target.settings}.")
+        if restored:
+            done.did(f"Put Claude Code's auto memory back as it was in {target.settings}.")
         if gone:
             done.did(f"Removed {target.settings}: install had created it, and it is empty now.")
     elif settings_exist:
@@ -384,12 +442,48 @@ def uninstall(*, target: Target) -> Done:
     if target.connection.exists():
         try:
             target.connection.unlink()
-            if not any(target.connection.parent.iterdir()):
-                target.connection.parent.rmdir()
         except OSError as error:
             raise CannotInstall(f"Cannot remove {target.connection}: {error.strerror}.") from None
         done.did(f"Removed {target.connection}.")
+    folders += _last_connection_gone(target.connection.parent)
+    for folder in map(Path, folders):
+        if folder.is_dir() and not any(folder.iterdir()):
+            try:
+                folder.rmdir()
+            except OSError as error:
+                raise CannotInstall(f"Cannot remove {folder}: {error.strerror}.") from None
+            done.did(f"Removed {folder}: install had created it, and it is empty now.")
     return done
+
+
+def _last_connection_gone(connections: Path) -> list[str]:
+    """The folders installs share (``SHARED_FOLDERS``), once no connection file is left beside
+    it; the connections' own folder goes when it is empty."""
+    shared_file = connections / SHARED_FOLDERS
+    try:
+        if any(path != shared_file for path in connections.iterdir()):
+            return []
+    except FileNotFoundError:
+        return []
+    shared, _ = _read(shared_file)
+    shared_file.unlink(missing_ok=True)
+    listed = shared.get(FOLDERS) if isinstance(shared.get(FOLDERS), list) else []
+    return _deepest_first([str(connections), *(f for f in listed if f != str(connections))])
+
+
+def _restore_auto_memory(settings: dict, before: object) -> bool:
+    """Put Claude Code's auto memory back as install found it; True when that changed
+    ``settings``. A value the person set after install (anything but the false install wrote)
+    is theirs, and stays."""
+    if not isinstance(before, dict) or settings.get(AUTO_MEMORY) is not False:
+        return False
+    if before.get("had"):
+        if before.get("was") is False:
+            return False
+        settings[AUTO_MEMORY] = before.get("was")
+    else:
+        del settings[AUTO_MEMORY]
+    return True
 
 
 def _put_back(path: Path, data: dict, created: list) -> bool:

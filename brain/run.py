@@ -24,6 +24,7 @@ import contextlib
 import ctypes
 import fcntl
 import importlib.util
+import json
 import os
 import signal
 import socket
@@ -39,6 +40,8 @@ from brain import embedded
 
 BASE_DIR = embedded.BASE_DIR
 HOST = "127.0.0.1"
+# Where this `make run` serves, while it runs: `brain agent install` points the hooks there.
+SERVING_FILE = embedded.VAR_DIR / "serving.json"
 
 # A process that dies this soon after starting failed at start-up (a bad setting, a missing
 # service), which will happen again; gunicorn and the worker are ready within ~10 s.
@@ -64,6 +67,16 @@ class CannotStart(Exception):
     """One line for the person at the terminal."""
 
 
+def serving() -> str | None:
+    """The address a running `make run` of this checkout serves (``SERVING_FILE``), or None."""
+    try:
+        served = json.loads(SERVING_FILE.read_text())
+        url, pid = served["url"], int(served["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return url if isinstance(url, str) and embedded.pid_alive(pid) else None
+
+
 def main() -> int:
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop as Ctrl-C does
     port = _port()
@@ -80,6 +93,7 @@ def main() -> int:
         if not debug:
             _manage("collectstatic", "--noinput", "-v", "0")
         print(f"brain: starting web, worker and beat — open http://{HOST}:{port}", flush=True)
+        SERVING_FILE.write_text(json.dumps({"url": f"http://{HOST}:{port}", "pid": os.getpid()}))
         supervisor = Supervisor(
             programs(port, debug=debug),
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -103,6 +117,7 @@ def main() -> int:
             signal.signal(sig, signal.SIG_IGN)
         _stop_embedded_servers(started)
         if lock is not None:
+            SERVING_FILE.unlink(missing_ok=True)
             lock.close()
 
 

@@ -31,10 +31,12 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from agent import actions as agent_actions
 from agent import hooks, install
+from brain import run
+from brain.cli import GroupCommand
 from knowledge import access, provenance, retrieval
 from knowledge.models import Fact, Memory, Permission, name_of
 
@@ -53,44 +55,41 @@ _AVOID = re.compile(r"^\s*avoid\b\s*:?\s*", re.IGNORECASE)  # a failure taught a
 OUTCOMES = ("ok", "fail")  # what acting on a fact did; an episode may also be "unknown"
 
 
-class Command(BaseCommand):
-    help = (
-        "An agent's memory: record episodes, recall, report outcomes, run the sleep pass, and "
-        "wire brain into Claude Code (install, uninstall)."
+class Command(GroupCommand):
+    help = "An agent's memory (episodes, recall, outcomes, sleep) and its Claude Code hooks."
+    memory_help = (
+        "which memory (default: $BRAIN_MEMORY, else the default one); install: the memory the "
+        "hooks and the MCP server use"
     )
+    person_help = "locally, act as this person with what they may do (default: the operator)"
+
+    def memory_default(self) -> str:
+        return os.environ.get(hooks.MEMORY_VARIABLE, "")
 
     def create_parser(self, prog_name: str, subcommand: str, **kwargs) -> CommandParser:
         parser = super().create_parser(prog_name, subcommand, **kwargs)
         _one_line_errors(parser)
         return parser
 
-    def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--memory",
-            metavar="SLUG",
-            default=os.environ.get(hooks.MEMORY_VARIABLE, ""),
-            help="which memory (default: $BRAIN_MEMORY, else the default one)",
-        )
+    def add_anywhere(self, parser: CommandParser, **default) -> None:
+        super().add_anywhere(parser, **default)
         parser.add_argument(
             "--server",
             metavar="URL",
-            default=os.environ.get(hooks.URL_VARIABLE, ""),
+            default=default.get("default", os.environ.get(hooks.URL_VARIABLE, "")),
             help="work against this running brain (default: $BRAIN_URL; unset: the local "
-            "database). install: the server the hooks ask (default http://127.0.0.1:8000)",
+            "database). install: the brain the hooks ask (default: $BRAIN_URL, else "
+            "$BRAIN_PORT on 127.0.0.1, else the running make run, else http://127.0.0.1:8000)",
         )
         parser.add_argument(
             "--token",
             metavar="TOKEN",
-            default=os.environ.get(hooks.TOKEN_VARIABLE, ""),
-            help="API token for --server (default: $BRAIN_TOKEN; make one under Admin → Tokens)",
+            default=default.get("default", os.environ.get(hooks.TOKEN_VARIABLE, "")),
+            help="API token for --server (default: $BRAIN_TOKEN; make one under Admin → Tokens). "
+            "install: the token the hooks use (default: one made or reused for --user)",
         )
-        parser.add_argument(
-            "--as",
-            dest="person",
-            metavar="USERNAME",
-            default="",
-            help="locally, act as this person with what they may do (default: the operator)",
-        )
+
+    def add_arguments(self, parser: CommandParser) -> None:
         verbs = parser.add_subparsers(dest="verb", required=True, metavar="COMMAND")
         _one_line_errors(verbs)
         encode = verbs.add_parser("encode", help="record what happened, with its outcome")
@@ -115,8 +114,21 @@ class Command(BaseCommand):
         procedure.add_argument("--outcome", default="unknown", help="ok, fail or unknown")
         verbs.add_parser("stats", help="how much is known, pending and retired")
         verbs.add_parser("consolidate", help="the sleep pass: distil, decay, prune")
-        installing = verbs.add_parser("install", help="wire brain into Claude Code")
-        installing.add_argument("--project", metavar="DIR", default="")
+        installing = verbs.add_parser(
+            "install",
+            help="wire brain into Claude Code",
+            description="Wire brain into Claude Code: a SessionStart hook (the memory block "
+            "before the first turn), a SessionEnd hook (the sleep pass), the brain MCP server, "
+            "and Claude Code's own auto memory off. Every change is printed; uninstall takes "
+            "out exactly what install made. docs/AGENT.md has the files it writes.",
+        )
+        installing.add_argument(
+            "--project",
+            metavar="DIR",
+            default="",
+            help="one project only: its folder's .claude/settings.json and .mcp.json "
+            "(default: your Claude Code settings, for every project)",
+        )
         installing.add_argument(
             "--user",
             metavar="USERNAME",
@@ -124,8 +136,18 @@ class Command(BaseCommand):
             help="whose token the hooks use and whom the MCP server acts as "
             f"(default: {settings.BRAIN_ADMIN_USERNAME})",
         )
-        uninstalling = verbs.add_parser("uninstall", help="take out what install added")
-        uninstalling.add_argument("--project", metavar="DIR", default="")
+        uninstalling = verbs.add_parser(
+            "uninstall",
+            help="take out what install added",
+            description="Take out exactly what brain agent install added, and put Claude "
+            "Code's auto memory back as it was.",
+        )
+        uninstalling.add_argument(
+            "--project",
+            metavar="DIR",
+            default="",
+            help="the project install was run for (default: your Claude Code settings)",
+        )
 
     def handle(self, *args, verb: str, memory: str, server: str, token: str, person: str, **opts):
         try:
@@ -189,6 +211,7 @@ class Local:
         except Memory.DoesNotExist:
             raise CommandError(f"There is no memory called {memory!r}.") from None
         self.person = _person(person) if person else None
+        self.reader = reader_for(self.person)
 
     def encode(self, *, text: str, outcome: str, **_) -> str:
         outcome = agent_actions.parse_outcome(outcome)
@@ -198,25 +221,26 @@ class Local:
 
     def retrieve(self, *, query: str, k: int, **_) -> str:
         _check_k(k)
-        facts = retrieval.retrieve(memory=self.memory, question=query, reader=self.person, k=k)
+        facts = retrieval.retrieve(memory=self.memory, question=query, reader=self.reader, k=k)
         return _found([_fact_json(fact) for fact in facts])
 
     def context(self, *, goal: str, budget: int, **_) -> str:
         block = retrieval.context(
-            memory=self.memory, question=goal, reader=self.person, token_budget=budget
+            memory=self.memory, question=goal, reader=self.reader, token_budget=budget
         )
         return block.text or _nothing_fits(goal)
 
     def outcome(self, *, ref: str, outcome: str, **_) -> str:
         return agent_actions.record_outcome(
-            memory=self.memory, ref=ref, outcome=_outcome(outcome)
+            memory=self.memory, ref=ref, outcome=_outcome(outcome), reader=self.reader
         ).message
 
     def explain(self, *, fact_id: int, **_) -> str:
-        fact = Fact.objects.for_memory(self.memory).readable_by(self.person).filter(pk=fact_id)
+        fact = Fact.objects.for_memory(self.memory).readable_by(self.reader).filter(pk=fact_id)
         if not fact.exists():
-            raise CommandError(f"There is no fact #{fact_id} in {self.memory.name}.")
-        return json.dumps(provenance.explain(fact.get()), indent=2, ensure_ascii=False)
+            raise CommandError(access.not_found_words("fact", fact_id))
+        explained = provenance.explain(fact.get(), reader=self.reader)
+        return json.dumps(explained, indent=2, ensure_ascii=False)
 
     def procedure(self, *, task: str, steps: list[str], outcome: str, **_) -> str:
         return agent_actions.record_procedure(
@@ -224,7 +248,7 @@ class Local:
         ).message
 
     def stats(self, **_) -> str:
-        return agent_actions.stats(memory=self.memory, reader=self.person).message
+        return agent_actions.stats(memory=self.memory, reader=self.reader).message
 
     def consolidate(self, **_) -> str:
         return agent_actions.sleep(memory=self.memory, by=self.person).message
@@ -327,17 +351,38 @@ def _target(project: str) -> install.Target:
     return install.project_target(project) if project else install.user_target()
 
 
+def _server_url(server: str) -> tuple[str, str]:
+    """The brain the hooks ask, and where that came from: --server (or $BRAIN_URL, its
+    default), $BRAIN_PORT, the running `make run` (var/serving.json), or make run's default."""
+    if server:
+        named = "$BRAIN_URL" if server == os.environ.get(hooks.URL_VARIABLE) else "--server"
+        return server, named
+    port = os.environ.get("BRAIN_PORT", "")
+    if port:
+        if not port.isdigit():
+            raise CommandError(f"BRAIN_PORT={port!r} is not a port number (1-65535).")
+        return f"http://{run.HOST}:{port}", "$BRAIN_PORT"
+    serving = run.serving()
+    if serving:
+        return serving, "the running make run"
+    return hooks.DEFAULT_URL, "make run's default; set BRAIN_PORT or --server if it runs elsewhere"
+
+
 def _install(memory: str, server: str, token: str, *, project: str, user: str, **_) -> str:
     """Wire brain into Claude Code. The hooks ask ``server`` with ``token``; without a token,
     one is made (or reused) for ``user``, the admin account unless named."""
-    url = server or f"http://127.0.0.1:{os.environ.get('BRAIN_PORT', '8000')}"
+    url, where = _server_url(server)
     target = _target(project)  # refuse a missing folder before touching the database
-    if memory:
-        try:
-            Memory.objects.by_slug(memory)
-        except Memory.DoesNotExist:
-            raise CommandError(f"There is no memory called {memory!r}.") from None
+    try:
+        chosen = Memory.objects.by_slug(memory)
+    except Memory.DoesNotExist:
+        raise CommandError(f"There is no memory called {memory!r}.") from None
     person = _person(user or settings.BRAIN_ADMIN_USERNAME) if (user or not token) else None
+    if person is not None and not access.may(person, chosen, Permission.READ):
+        raise CommandError(
+            f"{person} may not read {chosen.name}: the hooks would get nothing. Grant read "
+            "(Admin → Memberships), or name another --user."
+        )
     if not token:
         from rest_framework.authtoken.models import Token
 
@@ -352,7 +397,7 @@ def _install(memory: str, server: str, token: str, *, project: str, user: str, *
         user=name_of(person),
     )
     done = install.install(target=target, wiring=wiring)
-    return f"{done.message}\n{_reachable(wiring)}"
+    return f"{done.message}\nThe hooks ask {url} ({where}).\n{_reachable(wiring)}"
 
 
 def _reachable(wiring: install.Wiring) -> str:
