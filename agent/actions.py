@@ -610,9 +610,10 @@ def procedure_outcome(*, procedure: Procedure, outcome: str) -> ProcedureRecorde
     return ProcedureRecorded(procedure, created=False)
 
 
-def record_outcome(*, memory: Memory, ref: str | int, outcome: str) -> OutcomeRecorded:
+def record_outcome(*, memory: Memory, ref: str | int, outcome: str, reader) -> OutcomeRecorded:
     """Acting on a fact (``12``) or a procedure (``p3``) of ``memory`` worked (``ok``) or not
-    (``fail``): the only thing that moves confidence."""
+    (``fail``): the only thing that moves confidence. A fact ``reader`` may not read is not
+    there for them."""
     outcome = parse_outcome(outcome)
     if outcome == "unknown":
         raise ValidationError("An outcome to report is ok or fail.")
@@ -631,7 +632,8 @@ def record_outcome(*, memory: Memory, ref: str | int, outcome: str) -> OutcomeRe
             procedure.failures,
             outcome == "ok",
         )
-    fact = Fact.objects.for_memory(memory).filter(pk=int(ref)).first() if ref.isdigit() else None
+    facts = Fact.objects.for_memory(memory).readable_by(reader)
+    fact = facts.filter(pk=int(ref)).first() if ref.isdigit() else None
     if fact is None:
         raise ValidationError(f"There is no fact #{ref} in {memory.name}.")
     previous = fact.confidence

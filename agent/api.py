@@ -288,7 +288,7 @@ def retrieve(request: Request, memory: Memory) -> Response:
 def outcome(request: Request, memory: Memory) -> Response:
     """Acting on a fact (``ref`` "12") or a procedure ("p3") worked (ok) or not (fail)."""
     data = _valid(RefOutcomeSerializer, request)
-    recorded = actions.record_outcome(memory=memory, **data)
+    recorded = actions.record_outcome(memory=memory, reader=request.user, **data)
     return Response(
         {
             "ref": recorded.ref,

@@ -55,7 +55,12 @@ KEEP_RANGE = (1, 1000)
 def agent_beliefs(memory: Memory):
     """The live beliefs of ``memory`` with an episode among their evidence."""
     from_episodes = Observation.objects.filter(fact=OuterRef("pk"), episode__isnull=False)
-    return Fact.objects.for_memory(memory).live().filter(Exists(from_episodes))
+    return (
+        Fact.objects.as_system("forgetting weighs every belief an agent formed")
+        .for_memory(memory)
+        .live()
+        .filter(Exists(from_episodes))
+    )
 
 
 def stale(memory: Memory, *, now: datetime) -> list[Fact]:
@@ -104,9 +109,13 @@ def retire(facts: list[Fact], *, reason: str, now: datetime) -> list[Fact]:
     retired = []
     with transaction.atomic():
         for fact in facts:
-            done = Fact.objects.filter(
-                pk=fact.pk, status__in=[Fact.Status.QUEUED, Fact.Status.FILED], valid_to=None
-            ).update(status=Fact.Status.RETIRED, valid_to=now, forgotten_reason=reason[:300])
+            done = (
+                Fact.objects.as_system("forgetting weighs every belief an agent formed")
+                .filter(
+                    pk=fact.pk, status__in=[Fact.Status.QUEUED, Fact.Status.FILED], valid_to=None
+                )
+                .update(status=Fact.Status.RETIRED, valid_to=now, forgotten_reason=reason[:300])
+            )
             if not done:
                 continue
             InboxItem.objects.filter(fact=fact, state=InboxItem.State.PENDING).update(

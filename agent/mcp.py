@@ -71,7 +71,7 @@ def distil(serving: Serving, episode_ids: list[int], propositions: list[str]) ->
         memory=serving.memory(Permission.TEACH),
         episode_ids=episode_ids,
         propositions=propositions,
-        by=serving.reader(),
+        by=serving.person(),
     )
     return DistilResult(
         fact_ids=[learned.fact.pk for learned in distilled.learned],
@@ -101,7 +101,7 @@ def procedure(serving: Serving, task: str, steps: list[str], outcome: str) -> Pr
         task=task,
         steps=steps,
         outcome=outcome,
-        by=serving.reader(),
+        by=serving.person(),
     )
     return procedure_result(recorded)
 

@@ -389,21 +389,36 @@ def to_json(value: Any) -> Any:
 # Who an export is for ---------------------------------------------------------------------------
 
 _EXPORT_READER: ContextVar[Any] = ContextVar("export_reader", default=None)
+_EXPORT_MEMO: ContextVar[dict | None] = ContextVar("export_memo", default=None)
 
 
 @contextmanager
 def exporting_for(reader: Any) -> Iterator[None]:
-    """Sections dumped inside this block hold only what ``reader`` may read."""
-    token = _EXPORT_READER.set(reader)
+    """Sections dumped inside this block hold only what ``reader`` may read (a person, a
+    ``Reader``, or the read layer's ``SYSTEM``: never None)."""
+    if reader is None:
+        raise ValueError("An export is made for a reader: name the person, or the system.")
+    token, memo = _EXPORT_READER.set(reader), _EXPORT_MEMO.set({})
     try:
         yield
     finally:
+        _EXPORT_MEMO.reset(memo)
         _EXPORT_READER.reset(token)
 
 
 def export_reader() -> Any:
-    """The person the export being made is for; None: the system, which reads everything."""
-    return _EXPORT_READER.get()
+    """The reader the export being made is for."""
+    reader = _EXPORT_READER.get()
+    if reader is None:
+        raise RuntimeError("export_reader() outside exporting_for(reader)")
+    return reader
+
+
+def export_memo() -> dict:
+    """What the export being made worked out once (a source as its reader may see it), kept
+    for the rest of it."""
+    memo = _EXPORT_MEMO.get()
+    return memo if memo is not None else {}
 
 
 # Sections -------------------------------------------------------------------------------------

@@ -134,6 +134,34 @@ def memory_from_request(request: HttpRequest) -> Memory:
     return current.memory_of(request)
 
 
+def of_object(model):
+    """``requires(…, of=of_object(Source))`` for a view of one row of ``model`` named by the
+    path's ``pk``: the memory the request names (address, header, posted field) when it names
+    one — a row of another memory is then not found there, so Read as and every other choice
+    made in one memory never reach another's rows; else the memory the row belongs to when the
+    person may read it (a link that carries no ``?memory=``); else the request's own memory,
+    where the view will not find the row.
+
+    A row of a memory the person may not read and no row at all take the same path and the
+    same queries, and the view's own lookup (``readable_row``) answers both with the same 404:
+    whether a row exists is never told to someone who may not read it."""
+
+    def of(request: HttpRequest, pk: int, **kwargs) -> Memory:
+        if current.named(request):
+            return memory_from_request(request)
+        readable = {memory.pk: memory for memory in readable_memories(request.user)}
+        owner = model._base_manager.filter(pk=pk).values_list("memory_id", flat=True).first()
+        return readable.get(owner) or memory_from_request(request)
+
+    return of
+
+
+def not_found_words(noun: str, pk) -> str:
+    """What a row that is not there, or that the person may not read, is called: the same
+    words for both."""
+    return f"There is no {noun} #{pk} you can read."
+
+
 # (module, function name) → {HTTP method or "*": permission} of every view that declares what it
 # needs: a test walks the URLs and checks each one is here, so a new endpoint cannot forget.
 DECLARED: dict[tuple[str, str], dict[str, Permission]] = {}

@@ -240,7 +240,8 @@ def record_outcome(*, fact: Fact, success: bool) -> Fact:
     """Acting on the fact worked (or did not). The only thing that moves confidence:
     (prior × PRIOR_WEIGHT + successes) / (PRIOR_WEIGHT + successes + failures)."""
     with transaction.atomic():
-        fact = Fact.objects.select_for_update().get(pk=fact.pk)
+        locked = Fact.objects.as_system("the fact an outcome was reported on, locked")
+        fact = locked.select_for_update().get(pk=fact.pk)
         if success:
             fact.successes += 1
         else:
@@ -328,11 +329,16 @@ def reconcile_with_document(
     lines = _Lines.of(text)
     now = timezone.now()
     if filed:
-        for fact in Fact.objects.filter(pk__in=filed, status=Fact.Status.QUEUED):
+        just_filed = Fact.objects.as_system("facts this change of the document filed")
+        for fact in just_filed.filter(pk__in=filed, status=Fact.Status.QUEUED):
             fact.status = Fact.Status.FILED
             fact.in_document = _says(fact, lines)
             fact.save(update_fields=["status", "in_document"])
-    filed_facts = Fact.objects.for_memory(memory).filter(status=Fact.Status.FILED)
+    filed_facts = (
+        Fact.objects.as_system("the document is checked against every fact filed in it")
+        .for_memory(memory)
+        .filter(status=Fact.Status.FILED)
+    )
     missing = [
         fact
         for fact in filed_facts.filter(in_document=True).only(
@@ -455,8 +461,8 @@ def merge_subjects(*, keep: Subject, merged: Subject) -> SubjectsMerged:
     links = Fact.subjects.through.objects
     with transaction.atomic():
         keep, merged = (
-            Subject.objects.select_for_update().get(pk=keep.pk),
-            Subject.objects.select_for_update().get(pk=merged.pk),
+            Subject.objects.as_system("merging").select_for_update().get(pk=keep.pk),
+            Subject.objects.as_system("merging").select_for_update().get(pk=merged.pk),
         )
         moved = list(links.filter(subject=merged).values_list("fact_id", flat=True))
         links.bulk_create(

@@ -1,7 +1,11 @@
 """The admin, shaped for a curator, and the rules every app's admin classes follow.
 
 - **Who sees and changes what** is decided by ``knowledge.access``, per memory, as on every other
-  surface: a list holds the rows of the memories the person may read; changing a row, and every
+  surface, and **what they may read** by the read layer (``knowledge.read_layer``): a list, a
+  change page, an inline and an autocomplete hold only rows of the memories the person may read
+  that they may read (every ``ReadQuerySet`` is read ``readable_by`` the person, here, once for
+  every admin class), and a row's related row they may not read is shown as "—" (never its
+  text: a fact's successor, an item's fact). Changing a row, and every
   action, needs curate in its memory (administer for a memory's settings and who may do what;
   answering a guess needs teach, as on the Findings tab). Superusers administer every memory.
   Being staff opens the admin; Django's per-model permissions are not consulted for these models,
@@ -38,6 +42,7 @@ from knowledge.models import (
     CompileRun,
     Fact,
     Label,
+    LabellingRule,
     Membership,
     Memory,
     Observation,
@@ -47,6 +52,7 @@ from knowledge.models import (
     Role,
     Source,
 )
+from knowledge.read_layer import ReadQuerySet
 
 #: Where an action shows: above the list, and on the row's own page.
 EVERYWHERE = [ActionLocation.CHANGE_LIST, ActionLocation.CHANGE_FORM]
@@ -119,9 +125,15 @@ class MemoryScopedAdmin(admin.ModelAdmin):
     # Rows and permissions --------------------------------------------------------------------
 
     def get_queryset(self, request):
-        queryset = super().get_queryset(request)
+        queryset = readable(super().get_queryset(request), request)
         ids = memories_where(request, Permission.READ)
         return queryset if ids is None else queryset.filter(**{f"{self.memory_field}__in": ids})
+
+    def get_object(self, request, object_id, from_field=None):
+        obj = super().get_object(request, object_id, from_field)
+        if obj is not None:
+            _hide_unreadable_relations(obj, request, keep=self.editable)
+        return obj
 
     def memory_id_of(self, obj) -> int:
         """The memory ``obj`` belongs to, following ``memory_field`` without a query."""
@@ -258,13 +270,62 @@ class MemoryScopedAdmin(admin.ModelAdmin):
         self.message_user(request, str(words), messages.ERROR)
 
 
+def readable(queryset, request):
+    """``queryset`` as the person may read it: a ``ReadQuerySet`` through the read rule, any
+    other as it is (its rows carry no labels)."""
+    if isinstance(queryset, ReadQuerySet):
+        return queryset.readable_by(request.user)
+    return queryset
+
+
+def _hide_unreadable_relations(obj, request, *, keep=()) -> None:
+    """Blank, on this shown copy of ``obj``, each row it points to that the person may not read
+    (a fact's successor, an item's fact): the page shows "—" instead of its words. Fields a
+    form may change (``keep``) are left alone, so a save never writes the blank."""
+    for field in obj._meta.concrete_fields:
+        target = getattr(field, "related_model", None)
+        if not field.is_relation or field.name in keep or target is None:
+            continue
+        value = getattr(obj, field.attname)
+        manager = target._default_manager
+        if value is None or not isinstance(manager.all(), ReadQuerySet):
+            continue
+        if not manager.readable_by(request.user).filter(pk=value).exists():
+            setattr(obj, field.name, None)
+
+
+class RunLogAdmin(MemoryScopedAdmin):
+    """The log of a background run (a compile, a reflection, a study session, an insight run, a
+    deep review): what it read, filed and left out, in the words of what it read, so only
+    those who administer its memory — who read all of it — see it. Written only by the run;
+    nothing here is changed or added."""
+
+    change_needs = Permission.ADMINISTER
+
+    def get_queryset(self, request):
+        ids = memories_where(request, Permission.ADMINISTER)
+        runs = super().get_queryset(request)
+        return runs if ids is None else runs.filter(memory__in=ids)
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        if obj is None:
+            return holds_somewhere(request, Permission.ADMINISTER)
+        return self.may(request, obj, Permission.ADMINISTER)
+
+    def has_module_permission(self, request) -> bool:
+        return holds_somewhere(request, Permission.ADMINISTER)
+
+
 class ReadOnlyInline(admin.TabularInline):
     """Children shown with their parent, never edited there (the parent's page has already
-    checked that the person may read it)."""
+    checked that the person may read it); only the children they may read."""
 
     extra = 0
     can_delete = False
     show_change_link = True
+
+    def get_queryset(self, request):
+        return readable(super().get_queryset(request), request)
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
@@ -394,8 +455,7 @@ class SourceAdmin(MemoryScopedAdmin):
     def get_queryset(self, request):
         # A source is listed for a person who reads one of its passages (visibility.py); its
         # text shows them only those (``text_for``).
-        sources = super().get_queryset(request).readable_by(request.user)
-        return sources.annotate(fact_count=models.Count("facts"))
+        return super().get_queryset(request).annotate(fact_count=models.Count("facts"))
 
     def get_object(self, request, object_id, from_field=None):
         source = super().get_object(request, object_id, from_field)
@@ -434,8 +494,7 @@ class ObservationAdmin(MemoryScopedAdmin):
     date_hierarchy = "created_at"
 
     def get_queryset(self, request):
-        readable = Fact.objects.readable_at(request.user, "fact_id")
-        observations = super().get_queryset(request).filter(readable)
+        observations = super().get_queryset(request)  # the fact and the source they read
         return observations.defer("fact__embedding", "fact__search_vector")
 
     @admin.display(description="fact", ordering="fact")
@@ -580,6 +639,58 @@ class RoleAdmin(SchemaAdmin):
             )
 
 
+@admin.register(LabellingRule)
+class LabellingRuleAdmin(SchemaAdmin):
+    """Rules that label a memory's new sources by sender, channel, title words or page
+    (``knowledge.labelling_rules``): a source that matches every condition a rule gives takes
+    its labels as if a person had set them, and relabelling keeps them."""
+
+    list_display = ["name", "conditions", "label_names", "memory"]
+    list_select_related = ["memory", "page"]
+    search_fields = ["name", "sender", "title_words", "labels__name"]
+    fields = ["memory", "name", "labels", "sender", "channel", "title_words", "page"]
+    editable = ("name", "labels", "sender", "channel", "title_words", "page")
+    filter_horizontal = ["labels"]
+    autocomplete_fields = ["page"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("labels")
+
+    @admin.display(description="labels it sets")
+    def label_names(self, rule: LabellingRule) -> str:
+        return ", ".join(label.name for label in rule.labels.all()) or "—"
+
+    @admin.display(description="a new source that")
+    def conditions(self, rule: LabellingRule) -> str:
+        said = []
+        if rule.sender:
+            said.append(f"was sent or added by {rule.sender}")
+        if rule.channel:
+            said.append(f"is a {rule.get_channel_display()}")
+        if rule.title_words:
+            said.append(f"has “{rule.title_words}” in its title")
+        if rule.page_id:
+            said.append(f"names {rule.page.name}")
+        return "; ".join(said) or "—"
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        if db_field.name == "labels":
+            ids = memories_where(request, Permission.ADMINISTER)
+            if ids is not None:
+                kwargs["queryset"] = Label.objects.filter(memory__in=ids)
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+    def save_related(self, request, form, formsets, change) -> None:
+        super().save_related(request, form, formsets, change)
+        rule = form.instance
+        stray = rule.labels.exclude(memory=rule.memory_id)
+        if stray.exists():
+            rule.labels.remove(*stray)
+            self.message_user(
+                request, "Labels of another memory were left out of this rule.", messages.WARNING
+            )
+
+
 @admin.register(PageType)
 class PageTypeAdmin(SchemaAdmin):
     """The page types a memory keeps, with written guidance on what belongs on each."""
@@ -604,13 +715,7 @@ class PassageAdmin(MemoryScopedAdmin):
     readonly_fields = ["label_names"]
 
     def get_queryset(self, request):
-        return (
-            super()
-            .get_queryset(request)
-            .readable_by(request.user)
-            .prefetch_related("labels")
-            .defer("search_vector")
-        )
+        return super().get_queryset(request).prefetch_related("labels").defer("search_vector")
 
     @admin.display(description="text")
     def short_text(self, passage: Passage) -> str:
@@ -666,7 +771,7 @@ class ReviewItemAdmin(MemoryScopedAdmin):
 
 
 @admin.register(CompileRun)
-class CompileRunAdmin(MemoryScopedAdmin):
+class CompileRunAdmin(RunLogAdmin):
     """Each compile of a note, document or email into facts on pages: how far it got, what it
     filed, what it left out and why (memory/compiling.py writes it; Compile again is on the
     source's page). Administrators read them: what a run read holds the words of every passage."""
@@ -709,17 +814,6 @@ class CompileRunAdmin(MemoryScopedAdmin):
         "lease_expires_at",
         "finished_at",
     ]
-
-    def get_queryset(self, request):
-        ids = memories_where(request, Permission.ADMINISTER)
-        runs = super().get_queryset(request)
-        return runs if ids is None else runs.filter(memory__in=ids)
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
     @admin.display(description="source", ordering="source__title")
     def source_link(self, run: CompileRun) -> str:

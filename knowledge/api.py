@@ -35,7 +35,7 @@ from knowledge.subjects import UnknownSubject
 def readable_fact(request: Request, memory: Memory, pk: int) -> Fact:
     fact = Fact.objects.for_memory(memory).readable_by(request.user).filter(pk=pk).first()
     if fact is None:
-        raise NotFound(f"There is no fact #{pk} you can read.")
+        raise NotFound(access.not_found_words("fact", pk))
     return fact
 
 
@@ -122,7 +122,8 @@ def fact_list(request: Request, memory: Memory) -> Response:
 @access.requires(Permission.READ)
 def fact_explain(request: Request, pk: int, memory: Memory) -> Response:
     """Why brain thinks it: who taught it, when, from where, what it replaced, its outcomes."""
-    return Response(provenance.explain(readable_fact(request, memory, pk)))
+    fact = readable_fact(request, memory, pk)
+    return Response(provenance.explain(fact, reader=request.user))
 
 
 class OutcomeSerializer(serializers.Serializer):
@@ -335,11 +336,7 @@ def passage_search_view(request: Request, memory: Memory) -> Response:
 # Compiling a source into facts on pages (knowledge/compiling.py) ---------------------------------
 
 
-def _memory_of_source(request, pk: int) -> Memory:
-    source = Source.objects.select_related("memory").filter(pk=pk).first()
-    if source is None:
-        raise NotFound(f"There is no source #{pk}.")
-    return source.memory
+_memory_of_source = access.of_object(Source)
 
 
 class CompileRunSerializer(serializers.Serializer):
@@ -367,7 +364,7 @@ def source_compile(request: Request, pk: int, memory: Memory) -> Response:
     placed on no page (202 with the run; 409 while learning is off)."""
     source = Source.objects.filter(memory=memory, pk=pk).readable_by(request.user).first()
     if source is None:
-        raise NotFound(f"There is no source #{pk} you can read.")
+        raise NotFound(access.not_found_words("source", pk))
     if request.method == "POST":
         run = compiling.compile_again(source, by=request.user)
         return Response(CompileRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)

@@ -34,6 +34,10 @@ from brain.errors import StateConflict
 from knowledge import actions as knowledge_actions
 from knowledge.models import Fact, Subject
 
+# Curation changes rows a surface has already found for the person (the page, fact or change
+# they may change, read through the read rule there); what it reads to do so it reads whole.
+_CURATING = "curating what the person was shown"
+
 MAX_NAME = Subject._meta.get_field("name").max_length
 
 
@@ -97,8 +101,8 @@ def merge_pages(*, keep: Subject, merged: Subject) -> PagesMerged:
     if keep.pk == merged.pk or keep.memory_id != merged.memory_id:
         knowledge_actions.merge_subjects(keep=keep, merged=merged)  # raises, saying why
     with transaction.atomic():
-        keep = Subject.objects.select_for_update().get(pk=keep.pk)
-        merged = Subject.objects.select_for_update().get(pk=merged.pk)
+        keep = Subject.objects.as_system(_CURATING).select_for_update().get(pk=keep.pk)
+        merged = Subject.objects.as_system(_CURATING).select_for_update().get(pk=merged.pk)
         links = Fact.subjects.through.objects
         facts = list(links.filter(subject=merged).values_list("fact_id", flat=True))
         both = set(links.filter(subject=keep, fact_id__in=facts).values_list("fact_id", flat=True))
@@ -136,7 +140,10 @@ def merge_pages(*, keep: Subject, merged: Subject) -> PagesMerged:
             "facts": facts,
             "facts_on_both": sorted(both),
             "devices": list(
-                Subject.objects.filter(room=merged).exclude(pk=keep.pk).values_list("pk", flat=True)
+                Subject.objects.as_system(_CURATING)
+                .filter(room=merged)
+                .exclude(pk=keep.pk)
+                .values_list("pk", flat=True)
             ),
             "rows_above": moved_above,
         }
@@ -149,13 +156,15 @@ def unmerge_pages(undo: dict) -> str:
     CannotReverse when the page it was merged into is gone or its name is taken since."""
     was, kept = undo["merged"], undo["keep"]
     with transaction.atomic():
-        keep = Subject.objects.select_for_update().filter(pk=kept["pk"]).first()
+        keep = (
+            Subject.objects.as_system(_CURATING).select_for_update().filter(pk=kept["pk"]).first()
+        )
         if keep is None:
             raise CannotReverse(
                 f"“{was['name']}” was merged into a page that is gone since: there is nothing "
                 "to take it back from."
             )
-        if Subject.objects.filter(pk=was["pk"]).exists():
+        if Subject.objects.as_system(_CURATING).filter(pk=was["pk"]).exists():
             raise CannotReverse(f"“{was['name']}” is back already.")
         gained = {name.casefold() for name in (was["name"], *was["aliases"], was["entity_id"])}
         keep.aliases = [a for a in keep.aliases if a not in gained or a in kept["aliases"]]
@@ -170,7 +179,7 @@ def unmerge_pages(undo: dict) -> str:
                     name=was["name"],
                     entity_id=was["entity_id"],
                     room_id=was["room"]
-                    if Subject.objects.filter(pk=was["room"]).exists()
+                    if Subject.objects.as_system(_CURATING).filter(pk=was["room"]).exists()
                     else None,
                     aliases=was["aliases"],
                     present=was["present"],
@@ -183,7 +192,11 @@ def unmerge_pages(undo: dict) -> str:
                 "it first."
             ) from None
         links = Fact.subjects.through.objects
-        facts = Fact.objects.filter(pk__in=undo["facts"]).values_list("pk", flat=True)
+        facts = (
+            Fact.objects.as_system(_CURATING)
+            .filter(pk__in=undo["facts"])
+            .values_list("pk", flat=True)
+        )
         links.bulk_create(
             [links.model(fact_id=pk, subject=merged) for pk in facts], ignore_conflicts=True
         )
@@ -221,7 +234,7 @@ def split_page(*, page: Subject, facts: Sequence[Fact | int], name: str, kind: s
         raise ValidationError("Choose the facts that move to the new page.")
     links = Fact.subjects.through.objects
     with transaction.atomic():
-        page = Subject.objects.select_for_update().get(pk=page.pk)
+        page = Subject.objects.as_system(_CURATING).select_for_update().get(pk=page.pk)
         on_page = set(
             links.filter(subject=page, fact_id__in=chosen).values_list("fact_id", flat=True)
         )
@@ -229,7 +242,11 @@ def split_page(*, page: Subject, facts: Sequence[Fact | int], name: str, kind: s
             raise ValidationError(
                 f"Fact #{min(chosen - on_page)} is not on “{page.name}”: choose among its facts."
             )
-        taken = Subject.objects.for_memory(page.memory).filter(kind=kind, name__iexact=name)
+        taken = (
+            Subject.objects.as_system(_CURATING)
+            .for_memory(page.memory)
+            .filter(kind=kind, name__iexact=name)
+        )
         if taken.exists():
             raise ValidationError(
                 f"There is already a {Subject.Kind(kind).label.lower()} page called “{name}”: "
@@ -246,18 +263,24 @@ def unsplit_page(undo: dict) -> str:
     else is about it. Raises CannotReverse when the page they came from is gone."""
     links = Fact.subjects.through.objects
     with transaction.atomic():
-        page = Subject.objects.select_for_update().filter(pk=undo["page"]).first()
+        page = (
+            Subject.objects.as_system(_CURATING).select_for_update().filter(pk=undo["page"]).first()
+        )
         if page is None:
             raise CannotReverse(
                 f"The page the facts of “{undo['name']}” came from is gone since: nothing to "
                 "move them back to."
             )
-        new = Subject.objects.select_for_update().filter(pk=undo["new"]).first()
+        new = (
+            Subject.objects.as_system(_CURATING).select_for_update().filter(pk=undo["new"]).first()
+        )
         back = undo["facts"]
         links.bulk_create(
             [
                 links.model(fact_id=pk, subject=page)
-                for pk in Fact.objects.filter(pk__in=back).values_list("pk", flat=True)
+                for pk in Fact.objects.as_system(_CURATING)
+                .filter(pk__in=back)
+                .values_list("pk", flat=True)
             ],
             ignore_conflicts=True,
         )

@@ -52,6 +52,12 @@ def _named(request: HttpRequest) -> str:
     return slug.strip()
 
 
+def named(request: HttpRequest) -> bool:
+    """Whether the request itself names its memory (address, header or posted field), rather
+    than falling back to the session or the default."""
+    return bool(_named(getattr(request, "_request", request)))
+
+
 def _a_slug(slug: str) -> bool:
     """Whether ``slug`` could name a memory at all (letters, digits, - and _): anything else,
     a NUL say, names none and is never looked up."""

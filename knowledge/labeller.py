@@ -222,14 +222,20 @@ def _ask(source: Source, doubts: list[Decision]) -> None:
     question = " ".join(parts)
     try:
         with transaction.atomic():
-            item, made = ReviewItem.objects.get_or_create(
+            item, made = ReviewItem.objects.as_system(
+                "the labeller works on the passages it places"
+            ).get_or_create(
                 source=source,
                 kind=ReviewItem.Kind.LABELLING,
                 state=ReviewItem.State.OPEN,
                 defaults={"memory_id": source.memory_id, "question": question},
             )
     except IntegrityError:  # asked a moment ago by another writer
-        item = ReviewItem.objects.open().get(source=source, kind=ReviewItem.Kind.LABELLING)
+        item = (
+            ReviewItem.objects.as_system("the labeller works on the passages it places")
+            .open()
+            .get(source=source, kind=ReviewItem.Kind.LABELLING)
+        )
         made = False
     if not made:
         item.question = f"{item.question} {question}"
@@ -243,16 +249,37 @@ def label_new(source: Source, new: Sequence[Passage]) -> bool:
 
 
 def relabel(*, memory=None, source: Source | None = None) -> int:
-    """Label again every passage of ``source`` (or of every source of ``memory``) from its
+    """Look again at every passage of ``source`` (or of every source of ``memory``) with its
     source's labels and the labels' meanings as they are now — after a new label or a changed
-    meaning. Passages a person decided are left as they are. Nothing is compiled again: facts
-    follow their passages. Returns how many passages were looked at."""
-    sources = [source] if source is not None else list(Source.objects.filter(memory=memory))
+    meaning. Nothing is compiled again: facts follow their passages. Returns how many passages
+    were looked at.
+
+    Relabelling never takes a label away: the labels a passage carries were set by a person (on
+    it, or on its source), by a rule (a labelling rule, the memory's default labels) or placed
+    within those by the labeller when it was added, and taking one away would take the passage,
+    and every fact citing it, from people who read it a moment ago. So a passage the labeller
+    could not place (no label, ``unsure``: administrators only) is placed now if it can be; a
+    passage that carries labels keeps them, and a label it now seems to need is asked about in
+    Review, where a person decides. Passages a person decided are left as they are."""
+    sources = (
+        [source]
+        if source is not None
+        else list(
+            Source.objects.as_system("the labeller works on the passages it places").filter(
+                memory=memory
+            )
+        )
+    )
     looked = 0
     for each in sources:
-        mine = list(each.passages.filter(decided=False).order_by("ordinal"))
+        mine = list(
+            each.passages.as_system("the labeller works on the passages it places")
+            .filter(decided=False)
+            .prefetch_related("labels")
+            .order_by("ordinal")
+        )
         if mine:
-            apply(each, decide(each, mine))
+            apply(each, [_keeping_labels(decision) for decision in decide(each, mine)])
             looked += len(mine)
     return looked
 
@@ -262,3 +289,13 @@ def settle(item: ReviewItem, *, by=None) -> None:
     ReviewItem.objects.filter(pk=item.pk, state=ReviewItem.State.OPEN).update(
         state=ReviewItem.State.SETTLED, settled_by=by, settled_at=timezone.now()
     )
+
+
+def _keeping_labels(decision: Decision) -> Decision:
+    """A relabelling's decision for one passage: an unplaced passage takes what was decided; one
+    that carries labels keeps exactly them, with what the labeller now suggests asked about."""
+    carried = list(decision.passage.labels.all())
+    if decision.passage.unsure or not carried:
+        return decision
+    suggested = [label for label in decision.suggested + decision.labels if label not in carried]
+    return Decision(decision.passage, carried, unsure=False, suggested=suggested)

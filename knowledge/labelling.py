@@ -1,4 +1,14 @@
-"""Labels on passages: setting them on a source, relabelling, and deleting a label.
+"""Labels on passages: their names, setting them on a source, relabelling, labelling rules,
+and deleting a label.
+
+- A label's name is compared with the memory's other labels after NFKC, case folding and
+  dropping invisible characters (``name_key``): "Sa\u200bles" and "Ｓａｌｅｓ" read as "Sales"
+  on a screen, so a second label with either name would look like the first while granting
+  something else. Such a name is refused, naming the label it clashes with
+  (``check_label_name``); a name is kept in its NFKC form with invisible characters taken out.
+- Labelling rules (``LabellingRule``, set in the admin by the memory's administrators) label
+  a new source by who added it, its channel, words of its title or a page it names; their
+  labels are set like a person's, so relabelling keeps them (``rule_labels``).
 
 - A label set on a source (by a person or a rule) is taken by its passages (``label_source``).
 - A new label, or a changed meaning, relabels a source or the whole memory (``relabel``):
@@ -15,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
 
@@ -34,7 +45,11 @@ def _plural(count: int, word: str) -> str:
 def delete_label(label: Label) -> None:
     """Delete ``label`` unless a passage carries it or a source sets it (LabelInUse, naming
     the sources). Roles that granted it simply no longer do."""
-    using = Source.objects.filter(Q(passages__labels=label) | Q(labels=label)).distinct()
+    using = (
+        Source.objects.as_system("where a label is still used, for its administrator")
+        .filter(Q(passages__labels=label) | Q(labels=label))
+        .distinct()
+    )
     where = list(using.order_by("title").values_list("title", flat=True))
     if where:
         shown = ", ".join(f"“{title}”" for title in where[:3])
@@ -91,7 +106,6 @@ def label_passages(chosen: Iterable[Passage], labels: Iterable[Label]) -> Relabe
 
 
 def _same_memory(memory_id: int, labels: list[Label]) -> None:
-    from django.core.exceptions import ValidationError
 
     stray = [label.name for label in labels if label.memory_id != memory_id]
     if stray:

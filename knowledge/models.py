@@ -6,6 +6,7 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models.functions import Length
@@ -14,7 +15,7 @@ from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
 from brain import leases
-from knowledge import read_rule
+from knowledge import label_names, read_rule
 from knowledge.read_layer import ReadQuerySet
 
 MEMORY_MAX_KB_RANGE = (1, 64)
@@ -113,8 +114,14 @@ class SubjectQuerySet(ReadQuerySet):
 
     def _narrow(self, user) -> SubjectQuerySet:
         """Pages that exist for ``user``: those with at least one fact they may read (any
-        status: a page of forgotten facts still exists in the history). See visibility.py."""
+        status: a page of forgotten facts still exists in the history), and every subject of a
+        memory they administer (a room with no fact yet included). See visibility.py."""
+        if read_rule.reads_all(user):
+            return self
         readable = Fact.objects.readable_by(user).filter(subjects=models.OuterRef("pk"))
+        administered = read_rule.administered_by(user)
+        if administered:
+            return self.filter(models.Exists(readable) | models.Q(memory_id__in=administered))
         return self.filter(models.Exists(readable))
 
     def named(self, words: str) -> SubjectQuerySet:
@@ -314,6 +321,79 @@ class Label(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def clean(self) -> None:
+        """A name that reads like another label's of the memory is refused, naming that label
+        (``knowledge.label_names``)."""
+        self.name = label_names.clean(self.name)
+        if not self.name:
+            raise ValidationError({"name": "A label needs a name with something visible in it."})
+        if not self.memory_id:
+            return
+        key = label_names.key(self.name)
+        others = Label.objects.filter(memory_id=self.memory_id).exclude(pk=self.pk)
+        for other in others.values_list("name", flat=True):
+            if label_names.key(other) == key:
+                raise ValidationError(
+                    {
+                        "name": f"“{self.name}” reads like the label “{other}” this memory "
+                        "already has; choose another name, or use that label."
+                    }
+                )
+
+
+class LabellingRule(models.Model):
+    """A rule an administrator states for a memory's new sources: a source that matches it —
+    added by this person or sent from this address, through this channel, with these words in
+    its title, naming this page; every condition given must hold — takes its labels, as if a
+    person had set them on the source (seed 001: "you or a rule set a label on the source").
+    Relabelling keeps them like a person's (``knowledge.labeller.relabel``). Applied by
+    ``knowledge.labelling_rules``."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="labelling_rules")
+    name = models.CharField(max_length=120, help_text="What the rule is for, in a few words.")
+    labels = models.ManyToManyField(Label, related_name="rules", help_text="Labels it sets.")
+    sender = models.CharField(
+        max_length=254,
+        blank=True,
+        help_text="Who added the source (a username), or an email's From address or name; any "
+        "sender when empty.",
+    )
+    channel = models.CharField(
+        max_length=12,
+        blank=True,
+        choices=Source.Kind.choices,
+        help_text="Sources of this kind only; any kind when empty.",
+    )
+    title_words = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="Words its title must hold, all of them (any case); any title when empty.",
+    )
+    page = models.ForeignKey(
+        "Subject",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="labelling_rules",
+        help_text="Sources that name this page; any when empty.",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if not (self.sender.strip() or self.channel or self.title_words.strip() or self.page_id):
+            raise ValidationError(
+                "A rule needs at least one condition (sender, channel, title words or page): "
+                "a rule for every source is the memory's default labels."
+            )
+        if self.page_id and self.memory_id and self.page.memory_id != self.memory_id:
+            raise ValidationError({"page": "Choose a page of the rule's own memory."})
+
 
 class LabelSet(models.Model):
     """One distinct set of labels, kept once (interned): ``labels`` holds the label ids in
@@ -470,7 +550,7 @@ class ReviewItemQuerySet(ReadQuerySet):
         """Items ``user`` may read: a conflict's when they read the conflict (both sides), any
         other when they read every passage it names (an item naming none, administrators
         only: the rule fails closed). See visibility.py."""
-        if read_rule.reads_everything(read_rule.as_read(user)):
+        if read_rule.reads_all(user):
             return self
         conflicts = Conflict.objects.readable_by(user).values("pk")
         unreadable = Passage.objects.exclude(
@@ -952,6 +1032,16 @@ class Citation(models.Model):
 # Observations: every time a statement was made ------------------------------------------------
 
 
+class ObservationQuerySet(ReadQuerySet):
+    def _narrow(self, user) -> ObservationQuerySet:
+        """One time a fact was said, for a reader of the fact who may read where it was said
+        (a source listed for them, or none): explain never names a source they may not read."""
+        listed = Source.objects.readable_by(user).filter(pk=models.OuterRef("source_id"))
+        return self.filter(Fact.objects.readable_at(user, "fact_id")).filter(
+            models.Q(source__isnull=True) | models.Exists(listed)
+        )
+
+
 class Observation(models.Model):
     """One time a fact was said: who said it, when, through what, from which source, and the
     outcome they reported. The first is the teaching; a restatement by someone else or in
@@ -988,6 +1078,8 @@ class Observation(models.Model):
         help_text="The turn of its source's conversation that said it (0 is the first).",
     )
     created_at = models.DateTimeField(default=timezone.now)
+
+    objects = ObservationQuerySet.as_manager()
 
     class Meta:
         indexes = [models.Index(fields=["fact", "created_at"], name="observation_fact_time")]

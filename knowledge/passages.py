@@ -24,7 +24,7 @@ from django.db import connection, transaction
 from django.db.models import Case, OuterRef, Q, Subquery, When
 from django.utils import timezone
 
-from knowledge import visibility
+from knowledge import labelling_rules, visibility
 from knowledge.models import Citation, Fact, Label, Memory, Passage, PassageLabel, Source
 from knowledge.subjects import mentioned_ids
 
@@ -73,10 +73,12 @@ def _grouped(parts: list[str]) -> list[str]:
 
 
 def labels_for(source: Source) -> list[Label]:
-    """What a new passage of ``source`` carries: the labels set on the source, else the
-    memory's default labels."""
+    """What a new passage of ``source`` carries: the labels set on the source (by a person, or
+    by the labelling rules it matched when it was added), else those of the rules it matches
+    (a conversation, a typed line: ``knowledge.labelling_rules``), else the memory's default
+    labels."""
     chosen = list(source.labels.all()) if source.pk else []
-    return chosen or visibility.default_labels(source.memory)
+    return chosen or labelling_rules.labels_for(source) or visibility.default_labels(source.memory)
 
 
 def add(source: Source, texts: Sequence[str], *, labels: Iterable[Label] | None = None) -> list:
@@ -106,9 +108,10 @@ def _add_many(pieces, sources, labels) -> list[Passage]:
     # locked first and read after, in a statement of their own: a statement that waited for a
     # lock still reads with the snapshot it began with, so reading the last place in the
     # locking statement could miss the passages the other writer just added.
-    list(Source.objects.select_for_update(no_key=True).filter(pk__in=sorted(sources)))
+    adding = Source.objects.as_system("adding passages to sources a writer holds")
+    list(adding.select_for_update(no_key=True).filter(pk__in=sorted(sources)))
     locked = (
-        Source.objects.filter(pk__in=sources)
+        adding.filter(pk__in=sources)
         .annotate(
             last=Subquery(
                 Passage.objects.filter(source=OuterRef("pk"))
@@ -162,9 +165,8 @@ def _add_many(pieces, sources, labels) -> list[Passage]:
         ]
     )
     # Their label sets were worked out by the database as their labels were written.
-    sets = dict(
-        Passage.objects.filter(pk__in=[p.pk for p in made]).values_list("pk", "label_set_id")
-    )
+    made_now = Passage.objects.as_system("the label sets of passages just added")
+    sets = dict(made_now.filter(pk__in=[p.pk for p in made]).values_list("pk", "label_set_id"))
     for passage in made:
         passage.label_set_id = sets[passage.pk]
     return made
@@ -192,7 +194,8 @@ def of_line(source: Source, line: str) -> Passage:
     line = " ".join(line.split())
     digest = text_hash(line)
     holding = (
-        source.passages.filter(Q(text_hash=digest) | Q(text__icontains=line))
+        source.passages.as_system("the passage a fact taught from this source cites")
+        .filter(Q(text_hash=digest) | Q(text__icontains=line))
         .order_by(Case(When(text_hash=digest, then=0), default=1), "ordinal")
         .first()
     )
@@ -269,7 +272,7 @@ LINES_REFERENCE = "lines"
 def lines_source(memory: Memory) -> Source:
     """Where the lines of facts taught with no source of their own are kept as passages (and
     those of facts taught before passages existed: migration 0012)."""
-    source, _ = Source.objects.get_or_create(
+    source, _ = Source.objects.as_system("the memory's own source of lines").get_or_create(
         memory=memory,
         kind=Source.Kind.IMPORT,
         reference=LINES_REFERENCE,
@@ -300,12 +303,18 @@ def lines_for(facts: Sequence[Fact]) -> list[Passage]:
         wanted.setdefault(key(fact), " ".join(fact.text.split()))
     found = {
         (p.source_id, p.text_hash): p
-        for p in Passage.objects.filter(
+        for p in Passage.objects.as_system("lines already kept, reused by what cites them")
+        .filter(
             source_id__in={source for source, _ in wanted},
             text_hash__in={digest for _, digest in wanted},
-        ).order_by("-ordinal")
+        )
+        .order_by("-ordinal")
     }
-    sources = Source.objects.select_related("memory").in_bulk({s for s, _ in wanted})
+    sources = (
+        Source.objects.as_system("the sources of lines being kept")
+        .select_related("memory")
+        .in_bulk({s for s, _ in wanted})
+    )
     pieces = [(sources[k[0]], line) for k, line in wanted.items() if k not in found]
     for passage in add_many(pieces):
         found[(passage.source_id, passage.text_hash)] = passage

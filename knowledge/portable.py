@@ -63,6 +63,7 @@ from brain.portable import (
     between,
     check_chains,
     col,
+    export_memo,
     export_reader,
     in_batches,
     is_datetime,
@@ -74,7 +75,7 @@ from brain.portable import (
     require,
     when,
 )
-from knowledge import passages, statements, visibility
+from knowledge import label_names, passages, statements, visibility
 from knowledge.embedding import embedder_for, vectors_or_none
 from knowledge.episodes import MAX_EPISODE_CHARS
 from knowledge.models import (
@@ -145,7 +146,9 @@ class _Subjects:
     def __init__(self, memory: Memory):
         self.by_entity: dict[str, Subject] = {}
         self.by_name: dict[tuple[str, str], Subject] = {}
-        for subject in Subject.objects.for_memory(memory):
+        for subject in Subject.objects.as_system(
+            "an import finds the subjects it names"
+        ).for_memory(memory):
             self.add(subject)
 
     def add(self, subject: Subject) -> None:
@@ -175,7 +178,13 @@ class SubjectsSection(Section):
     )
 
     def rows(self, memory: Memory):
-        subjects = Subject.objects.for_memory(memory).select_related("room").order_by("pk")
+        # Every subject, narrowed below to what the export's reader may see.
+        subjects = (
+            Subject.objects.as_system("narrowed for the reader below")
+            .for_memory(memory)
+            .select_related("room")
+            .order_by("pk")
+        )
         reader = export_reader()
         if visibility.may_read_all_of(reader, memory):
             return subjects
@@ -240,9 +249,16 @@ class SubjectsSection(Section):
 
 
 def _source(source: Source | None) -> dict | None:
+    """``source`` as the export's reader may see it: the passages they may not read masked in
+    its text, and a conversation's turns only when they read all of it."""
     if source is None:
         return None
-    return {column.key: column.dumped(source) for column in SOURCE}
+    memo = export_memo()
+    key = ("source", source.pk)
+    if key not in memo:
+        visibility.mask(source, export_reader())
+        memo[key] = {column.key: column.dumped(source) for column in SOURCE}
+    return memo[key]
 
 
 def _source_key(source: dict) -> tuple[str, str, str, str]:
@@ -278,9 +294,11 @@ def _sources(memory: Memory, entries: list[dict]) -> dict[tuple, Source]:
             cited_as.setdefault(key, entry["source"])
     found: dict[tuple, Source] = {}
     for chunk in in_batches(first_cited, WRITE_BATCH):
-        for source in Source.objects.filter(
-            memory=memory, title__in={title for _, title, _, _ in chunk}
-        ).order_by("pk"):
+        for source in (
+            Source.objects.as_system("an import finds the sources it cites")
+            .filter(memory=memory, title__in={title for _, title, _, _ in chunk})
+            .order_by("pk")
+        ):
             found.setdefault((source.kind, source.title, source.reference, source.text), source)
     _same_conversations(memory, first_cited, found)
     missing = [key for key in first_cited if key not in found]
@@ -314,7 +332,7 @@ def _same_conversations(memory: Memory, cited: dict, found: dict) -> None:
     }
     if not wanted:
         return
-    kept = Source.objects.filter(
+    kept = Source.objects.as_system("an import finds the conversations it cites").filter(
         memory=memory, kind=Source.Kind.CONVERSATION, reference__in=list(wanted)
     )
     for source in kept:
@@ -387,7 +405,12 @@ class FactsSection(Section):
             .defer("embedding", "normalized")
             .annotate(successor=F("superseded_by__uid"))
             .prefetch_related(
-                Prefetch("subjects", queryset=Subject.objects.only("kind", "name", "entity_id"))
+                Prefetch(
+                    "subjects",
+                    queryset=Subject.objects.as_system("pages of facts the reader reads").only(
+                        "kind", "name", "entity_id"
+                    ),
+                )
             )
             .order_by("created_at", "pk")
         )
@@ -522,7 +545,8 @@ def _link_successors(
     pks = {fact.uid: fact.pk for fact in facts}
     already_here = [uid for _, uid in replaced if uid not in pks]
     for chunk in in_batches(already_here, WRITE_BATCH):
-        pks.update(Fact.objects.filter(memory=memory, uid__in=chunk).values_list("uid", "pk"))
+        here = Fact.objects.as_system("an import links the facts it replaces")
+        pks.update(here.filter(memory=memory, uid__in=chunk).values_list("uid", "pk"))
     for fact, successor in replaced:
         fact.superseded_by_id = pks[successor]
     Fact.objects.bulk_update(
@@ -682,9 +706,9 @@ class ObservationsSection(Section):
     )
 
     def rows(self, memory: Memory):
-        readable = Fact.objects.for_memory(memory).readable_by(export_reader()).values("pk")
         return (
-            Observation.objects.filter(fact__in=readable)
+            Observation.objects.readable_by(export_reader())
+            .filter(fact__memory=memory)
             .select_related("source", "episode")
             .annotate(fact_uid=F("fact__uid"))
             .order_by("created_at", "pk")
@@ -1032,25 +1056,28 @@ class LabelsSection:
 
     def load(self, memory: Memory, data: dict, options: ImportOptions) -> None:
         made = 0
+        # A label of the file that reads like one of the memory's is that label
+        # (knowledge.label_names): never a second label that looks the same.
+        labels = {label_names.key(label.name): label for label in memory.labels.all()}
         for entry in data.get("labels", []):
-            _, new = Label.objects.get_or_create(
+            if label_names.key(entry["name"]) in labels or not label_names.clean(entry["name"]):
+                continue
+            label = Label.objects.create(
                 memory=memory,
-                name__iexact=entry["name"],
-                defaults={
-                    "name": entry["name"],
-                    "meaning": entry.get("meaning", ""),
-                    "default": bool(entry.get("default", False)),
-                },
+                name=label_names.clean(entry["name"]),
+                meaning=entry.get("meaning", ""),
+                default=bool(entry.get("default", False)),
             )
-            made += new
-        labels = {label.name.casefold(): label for label in Label.objects.filter(memory=memory)}
+            labels[label_names.key(label.name)] = label
+            made += 1
         User = get_user_model()
         for entry in data.get("roles", []):
             role, new = Role.objects.get_or_create(
                 memory=memory, name=entry["name"], defaults={"everyone": entry.get("everyone")}
             )
             if new:
-                role.labels.set([labels[n.casefold()] for n in entry.get("labels", [])])
+                named = (labels.get(label_names.key(n)) for n in entry.get("labels", []))
+                role.labels.set([label for label in named if label is not None])
                 field = User.USERNAME_FIELD
                 role.members.set(User.objects.filter(**{f"{field}__in": entry.get("members", [])}))
         options.report.append(f"Labels: {made} added, {len(labels) - made} already here.")
@@ -1109,18 +1136,21 @@ class PassagesSection:
         if not data:
             return
         sources = _sources(memory, data)
-        labels = {label.name.casefold(): label for label in Label.objects.filter(memory=memory)}
+        labels = {label_names.key(label.name): label for label in memory.labels.all()}
         facts = options.here.get("facts", {})
         made = 0
         for entry in data:
             source = _cited(entry, sources)
             text = entry["text"]
-            passage = source.passages.filter(text_hash=passages.text_hash(text)).first()
+            here = source.passages.as_system("an import finds the passage it names")
+            passage = here.filter(text_hash=passages.text_hash(text)).first()
             if passage is None:
                 (passage,) = passages.add(source, [text], labels=[])
                 made += 1
             chosen = [
-                labels[n.casefold()] for n in entry.get("labels", []) if n.casefold() in labels
+                labels[label_names.key(n)]
+                for n in entry.get("labels", [])
+                if label_names.key(n) in labels
             ]
             passages.set_labels([passage], chosen)
             Passage.objects.filter(pk=passage.pk).update(unsure=bool(entry.get("unsure")))

@@ -4,23 +4,28 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from knowledge.models import Fact
+from knowledge.models import Fact, Source
 
 
 def _when(value) -> str | None:
     return value.isoformat() if value else None
 
 
-def explain(fact: Fact) -> dict:
+def explain(fact: Fact, *, reader) -> dict:
     """Who taught it, when, through what, from which source; every later time it was said
     again (by whom, when, from where); the episodes it was distilled from; what it replaced
     and what replaced it; its outcomes; and whether it is still believed, with the reason when
-    it is not."""
+    it is not — all as ``reader`` (who reads ``fact``) may read it: a time it was said in a
+    source they may not read is left out, and a fact it replaced or that replaced it that they
+    may not read is named by neither id nor words."""
     observations = list(
-        fact.observations.select_related("source", "episode").order_by("created_at", "pk")
+        fact.observations.readable_by(reader)
+        .select_related("source", "episode")
+        .order_by("created_at", "pk")
     )
+    readable = Fact.objects.readable_by(reader)
     chain = []
-    older = fact.supersedes.order_by("-valid_from").first()
+    older = readable.filter(superseded_by=fact).order_by("-valid_from").first()
     while older is not None and len(chain) < 50:
         chain.append(
             {
@@ -30,8 +35,13 @@ def explain(fact: Fact) -> dict:
                 "valid_to": _when(older.valid_to),
             }
         )
-        older = older.supersedes.order_by("-valid_from").first()
+        older = readable.filter(superseded_by=older).order_by("-valid_from").first()
     source = fact.source
+    if source is not None and not Source.objects.readable_by(reader).filter(pk=source.pk).exists():
+        source = None  # taught from a source they may not read (a passage relabelled since)
+    successor = None
+    if fact.superseded_by_id:
+        successor = readable.filter(pk=fact.superseded_by_id).first()
     return {
         "id": fact.pk,
         "text": fact.text,
@@ -39,7 +49,7 @@ def explain(fact: Fact) -> dict:
         "valence": fact.valence,
         "status": fact.status,
         "believed": fact.is_live,
-        "why_not": _why_not(fact),
+        "why_not": _why_not(fact, successor),
         "document": _in_document(fact),
         "taught_by": fact.taught_by_name or None,
         "channel": fact.channel,
@@ -96,9 +106,7 @@ def explain(fact: Fact) -> dict:
         "outcomes": {"successes": fact.successes, "failures": fact.failures},
         "valid_from": _when(fact.valid_from),
         "valid_to": _when(fact.valid_to),
-        "superseded_by": {"id": fact.superseded_by.pk, "text": fact.superseded_by.text}
-        if fact.superseded_by_id
-        else None,
+        "superseded_by": {"id": successor.pk, "text": successor.text} if successor else None,
         "supersedes": chain,
         "expires_at": _when(fact.expires_at),
     }
@@ -125,9 +133,10 @@ def _in_document(fact: Fact) -> str | None:
     return "in the document" if fact.in_document else LEFT_OUT
 
 
-def _why_not(fact: Fact) -> str | None:
+def _why_not(fact: Fact, successor: Fact | None) -> str | None:
     if fact.superseded_by_id:
-        return f"replaced by fact #{fact.superseded_by_id} on {fact.valid_to:%Y-%m-%d}"
+        by = f"fact #{successor.pk}" if successor is not None else "a newer statement"
+        return f"replaced by {by} on {fact.valid_to:%Y-%m-%d}"
     if fact.status == Fact.Status.FORGOTTEN:
         return f"forgotten: {fact.forgotten_reason}" if fact.forgotten_reason else "forgotten"
     if fact.status == Fact.Status.EXPIRED:

@@ -28,6 +28,8 @@ surface names where it stands (``reader_for``).
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any, Self
 
 from django.conf import settings
@@ -37,7 +39,9 @@ from django.db import models
 def _enforced() -> bool:
     # While every caller is moved onto a named reader: BRAIN_READ_LAYER_STRICT turns the checks
     # on; off, an unnamed query and ``readable_by(None)`` read as the system, as before.
-    return getattr(settings, "BRAIN_READ_LAYER_STRICT", False)
+    return os.environ.get("BRAIN_READ_LAYER_STRICT") == "1" or getattr(
+        settings, "BRAIN_READ_LAYER_STRICT", False
+    )
 
 
 class ReaderMissing(RuntimeError):
@@ -69,6 +73,56 @@ def reader_for(actor) -> Any:
     return SYSTEM if actor is None else actor
 
 
+def _asked_by_a_test() -> bool:
+    """Whether the line that runs the query is a test's own (a test reads what it arranged, as
+    the system): the nearest frame outside Django and this module is in a ``tests`` folder or
+    a ``conftest.py``. Application code a test calls is held to the rule like any other."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not (name.endswith("read_layer.py") or f"{os.sep}django{os.sep}" in name):
+            return f"{os.sep}tests{os.sep}" in name or name.endswith("conftest.py")
+        frame = frame.f_back
+    return False
+
+
+def _note_missing(model: str) -> None:
+    import traceback
+
+    path = os.environ.get("BRAIN_READ_LAYER_LOG")
+    if not path:
+        return
+    frames = [
+        f"{f.filename.removeprefix(str(settings.BASE_DIR) + '/')}:{f.lineno} {f.name}"
+        for f in traceback.extract_stack()[:-2]
+        if str(settings.BASE_DIR) in f.filename
+        and "/.venv/" not in f.filename
+        and not f.filename.endswith("read_layer.py")
+    ]
+    with open(path, "a") as log:
+        log.write(f"{model} | {' <- '.join(reversed(frames[-6:]))}\n")
+
+
+# Relations whose rows are read with the row they start from: the pages a fact is about (a page
+# exists for whoever reads one of its facts) and the passages it cites (a fact is read only by
+# those who read every passage it cites). Keyed by (the row's model, the related model) names.
+READ_WITH_THEIR_ROW = {("Fact", "Subject"), ("Fact", "Passage")}
+
+
+class ReadManager(models.Manager):
+    """The manager of a ``ReadQuerySet``; also the base of the related managers Django makes
+    from it (``fact.subjects``), which is where READ_WITH_THEIR_ROW applies."""
+
+    def get_queryset(self):
+        rows = super().get_queryset()
+        instance = getattr(self, "instance", None)
+        if instance is not None and (type(instance).__name__, self.model.__name__) in (
+            READ_WITH_THEIR_ROW
+        ):
+            rows = rows.as_system(f"read with its {type(instance).__name__.lower()}")
+        return rows
+
+
 class ReadQuerySet(models.QuerySet):
     """A queryset that must be told for whom it reads (the module docstring). Subclasses
     implement ``_narrow(reader)``: the rows ``reader`` (a person or a ``Reader``, never
@@ -78,6 +132,14 @@ class ReadQuerySet(models.QuerySet):
         super().__init__(*args, **kwargs)
         self._reader: Any = _UNSET
         self._why = ""
+
+    @classmethod
+    def as_manager(cls):
+        manager = ReadManager.from_queryset(cls)()
+        manager._built_with_as_manager = True
+        return manager
+
+    as_manager.queryset_only = True  # type: ignore[attr-defined]
 
     # Naming the reader ---------------------------------------------------------------------
 
@@ -115,6 +177,11 @@ class ReadQuerySet(models.QuerySet):
         """Whom this query reads for (``SYSTEM`` for ``as_system``), or None when unnamed."""
         return None if self._reader is _UNSET else self._reader
 
+    def __repr__(self) -> str:
+        if self._reader is _UNSET and self._result_cache is None and _enforced():
+            return f"<{type(self).__name__} of {self.model.__name__} rows, no reader named>"
+        return super().__repr__()
+
     # Carrying the reader through every clone, checking it where rows are read ----------------
 
     def _clone(self):
@@ -123,7 +190,8 @@ class ReadQuerySet(models.QuerySet):
         return clone
 
     def _check(self) -> None:
-        if self._reader is _UNSET and _enforced():
+        if self._reader is _UNSET and _enforced() and not _asked_by_a_test():
+            _note_missing(self.model.__name__)
             raise ReaderMissing(
                 f"A query of {self.model.__name__} rows ran without a reader: add "
                 ".readable_by(reader) for a person, or .as_system(why) for the memory itself "

@@ -90,7 +90,11 @@ def set_mask(ids) -> int:
 
 def reads_everything(user) -> bool:
     """The system and superusers; a memory's administrators read all of that memory only."""
-    return user is None or is_system(user) or (not isinstance(user, Reader) and user.is_active and user.is_superuser)
+    return (
+        user is None
+        or is_system(user)
+        or (not isinstance(user, Reader) and user.is_active and user.is_superuser)
+    )
 
 
 def reads_nothing(user) -> bool:
@@ -98,24 +102,41 @@ def reads_nothing(user) -> bool:
 
 
 _request_scopes: ContextVar[dict | None] = ContextVar("request_scopes", default=None)
-# Read as: (the person asking, whom they read as) for the request being served
-# (knowledge.visibility.ReadingMiddleware sets it, for an administrator who chose it).
-_reading_as: ContextVar[tuple[int, object] | None] = ContextVar("reading_as", default=None)
+# Read as: (the person asking, whom they read as, the memory they chose it in) for the request
+# being served (knowledge.visibility.ReadingMiddleware sets it, for an administrator who chose
+# it). Read as is bound to its memory: while it applies, rows of every other memory are read by
+# no one, so an object of another memory opened through this memory's addresses is not found.
+_reading_as: ContextVar[tuple[int, object, int] | None] = ContextVar("reading_as", default=None)
+
+
+def _chosen_for(user) -> tuple[int, object, int] | None:
+    chosen = _reading_as.get()
+    if chosen is None or user is None or isinstance(user, Reader) or is_system(user):
+        return None
+    return chosen if user.pk == chosen[0] else None
 
 
 def as_read(user):
     """The reader whose rules apply to ``user``'s request: whom an administrator reads as, or
     ``user`` themselves."""
-    chosen = _reading_as.get()
-    if chosen is not None and user is not None and not isinstance(user, Reader):
-        asking, reader = chosen
-        if user.pk == asking:
-            return reader
-    return user
+    chosen = _chosen_for(user)
+    return chosen[1] if chosen is not None else user
+
+
+def bound_to(user) -> int | None:
+    """The memory ``user``'s reading is bound to (Read as chose it), or None."""
+    chosen = _chosen_for(user)
+    return chosen[2] if chosen is not None else None
+
+
+def reads_all(user) -> bool:
+    """Whether ``user`` reads every row of every memory this request: the system or a superuser,
+    not reading as someone else."""
+    return bound_to(user) is None and reads_everything(as_read(user))
 
 
 @contextmanager
-def request_scope(reading_as: tuple[int, object] | None = None) -> Iterator[None]:
+def request_scope(reading_as: tuple[int, object, int] | None = None) -> Iterator[None]:
     """Scopes are read once inside this block (a request); ``reading_as``: Read as."""
     scopes, chosen = _request_scopes.set({}), _reading_as.set(reading_as)
     try:
@@ -196,8 +217,21 @@ class _Rule(Expression):
         return f"({rule})", params
 
 
+def administered_by(user) -> list[int]:
+    """The memories ``user`` reads whole because they administer them (as read this request:
+    none while reading as someone else, who administers nothing of theirs here)."""
+    bound = bound_to(user)
+    user = as_read(user)
+    if bound is not None or isinstance(user, Reader) or reads_nothing(user):
+        return []
+    return list(scope_of(user).administered)
+
+
 def readable_facts(facts: models.QuerySet, user) -> models.QuerySet:
     """``facts`` narrowed to those ``user`` (a person, None, or a ``Reader``) may read."""
+    bound = bound_to(user)
+    if bound is not None:
+        facts = facts.filter(memory_id=bound)
     user = as_read(user)
     if reads_everything(user):
         return facts
@@ -248,6 +282,9 @@ class _Cites(Expression):
 def readable_passages(passages: models.QuerySet, user) -> models.QuerySet:
     """``passages`` narrowed to those ``user`` may read (one of their roles grants one of its
     labels)."""
+    bound = bound_to(user)
+    if bound is not None:
+        passages = passages.filter(memory_id=bound)
     user = as_read(user)
     if reads_everything(user):
         return passages

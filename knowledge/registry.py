@@ -391,7 +391,11 @@ def sync_entities(
         progress.grow(len(entries))
     with transaction.atomic():
         _lock(memory)
-        known = list(Subject.objects.for_memory(memory).order_by("pk"))
+        known = list(
+            Subject.objects.as_system("keeping the house's entities in step")
+            .for_memory(memory)
+            .order_by("pk")
+        )
         matches = _match(entries, known)
         claimed = {subject.pk for subject in matches.values()}
         leaving = [

@@ -46,7 +46,10 @@ def shown(items: Iterable[ReviewItem]) -> list[ReviewItem]:
             queryset.select_related("source", "conflict__old", "conflict__new").prefetch_related(
                 Prefetch(
                     "passages",
-                    queryset=Passage.objects.select_related("source")
+                    queryset=Passage.objects.as_system(
+                        "passages of items the reader reads (an item is read only with all of them)"
+                    )
+                    .select_related("source")
                     .prefetch_related("labels")
                     .order_by("source_id", "ordinal"),
                 )

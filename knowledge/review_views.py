@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
@@ -46,8 +46,7 @@ def review_queue(request: HttpRequest, memory: Memory) -> HttpResponse:
     return render(request, PAGE, context)
 
 
-def _memory_of_item(request: HttpRequest, pk: int) -> Memory:
-    return get_object_or_404(ReviewItem.objects.select_related("memory"), pk=pk).memory
+_memory_of_item = access.of_object(ReviewItem)
 
 
 def _open_item(request: HttpRequest, memory: Memory, pk: int) -> ReviewItem:

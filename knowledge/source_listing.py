@@ -140,9 +140,9 @@ def sources_for(memory: Memory, reader, filters: SourceFilters) -> QuerySet[Sour
 
 def people_heard(memory: Memory, reader) -> list[str]:
     """Everyone heard in a source of ``memory`` that ``reader`` may see, for the filter."""
-    readable = Fact.objects.for_memory(memory).readable_by(reader)
     return list(
-        Observation.objects.filter(fact__in=readable, source__isnull=False)
+        Observation.objects.readable_by(reader)
+        .filter(fact__memory=memory, source__isnull=False)
         .exclude(said_by_name="")
         .order_by("said_by_name")
         .values_list("said_by_name", flat=True)

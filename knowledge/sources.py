@@ -40,7 +40,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from brain import inputs
-from knowledge import compiling, labeller, passages
+from knowledge import compiling, label_names, labeller, labelling_rules, passages
 from knowledge.models import Label, Memory, Passage, Source, name_of
 
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
@@ -172,7 +172,8 @@ def _labels(memory: Memory, names: Sequence[Label | str]) -> list[Label]:
             shown = name.name
         else:
             shown = str(name).strip()
-            label = Label.objects.filter(memory=memory, name__iexact=shown).first()
+            key = label_names.key(shown)
+            label = next((x for x in memory.labels.all() if label_names.key(x.name) == key), None)
         if label is None:
             have = ", ".join(Label.objects.filter(memory=memory).values_list("name", flat=True))
             raise ValidationError(
@@ -222,6 +223,8 @@ def add_source(
             added_by=by,
             previous=previous,
         )
+        # A person's labels and those of the labelling rules it matches, set alike.
+        chosen += [label for label in labelling_rules.labels_for(source) if label not in chosen]
         if chosen:
             source.labels.set(chosen)
         # No label yet: administrators only, until the labeller has placed each passage.

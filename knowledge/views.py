@@ -78,8 +78,7 @@ def _passages_found(request: HttpRequest, memory: Memory, q: str) -> dict | None
     return {"page": page, "hits": [passage_search.Hit(passage) for passage in page]}
 
 
-def _memory_of_source(request: HttpRequest, pk: int) -> Memory:
-    return get_object_or_404(Source.objects.select_related("memory"), pk=pk).memory
+_memory_of_source = access.of_object(Source)
 
 
 TURNS_SHOWN = 200  # of a long conversation, the turns around the one asked for
@@ -91,7 +90,9 @@ def source(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """A source is shown to a reader only through the facts they may read from it: those it
     taught and those it said again. A conversation is shown turn by turn, the turn that taught
     the fact named by ``?fact=`` highlighted ("See the run"), with its reflections."""
-    item = get_object_or_404(Source, pk=pk, memory=memory)
+    item = Source.objects.readable_by(request.user).filter(pk=pk, memory=memory).first()
+    if item is None:  # not there, or not theirs to read: the same answer after the same work
+        return render(request, "knowledge/source.html", {"source": None}, status=404)
     visibility.mask(item, request.user)  # passages they may not read are masked in its text
     facts = (
         Fact.objects.filter(Q(source=item) | Q(observations__source=item))
@@ -100,9 +101,6 @@ def source(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
         .prefetch_related("subjects")
         .order_by("created_at", "pk")
     )
-    listed = Source.objects.filter(pk=item.pk).readable_by(request.user).exists()
-    if not listed and not facts.exists():
-        return render(request, "knowledge/source.html", {"source": None}, status=404)
     context = {"source": item, "facts": facts, "passages": _passages(request, item)}
     context |= _compile_context(request, item, memory)
     if item.turns:
@@ -115,7 +113,9 @@ def _conversation(request: HttpRequest, item: Source, facts) -> dict:
     taught, and the highlighted turn."""
     taught: dict[int, list[Fact]] = {}
     readable = {fact.pk: fact for fact in facts}
-    said = Observation.objects.filter(source=item, fact__in=list(readable), turn__isnull=False)
+    said = Observation.objects.readable_by(request.user).filter(
+        source=item, fact__in=list(readable), turn__isnull=False
+    )
     for fact_id, turn in said.order_by("created_at", "pk").values_list("fact_id", "turn"):
         if turn is not None and readable[fact_id] not in taught.setdefault(turn, []):
             taught[turn].append(readable[fact_id])
@@ -205,8 +205,7 @@ def _passages(request: HttpRequest, item: Source) -> dict:
     }
 
 
-def _memory_of_passage(request: HttpRequest, pk: int) -> Memory:
-    return get_object_or_404(Passage.objects.select_related("memory"), pk=pk).memory
+_memory_of_passage = access.of_object(Passage)
 
 
 @require_POST
@@ -214,7 +213,7 @@ def _memory_of_passage(request: HttpRequest, pk: int) -> Memory:
 def label_passage(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """An administrator sets a passage's labels (settling the labeller's doubt about it): every
     fact citing it follows at once."""
-    passage = get_object_or_404(Passage, pk=pk, memory=memory)
+    passage = get_object_or_404(Passage.objects.readable_by(request.user), pk=pk, memory=memory)
     chosen = Label.objects.filter(memory=memory, name__in=request.POST.getlist("labels"))
     done = labelling.label_passages([passage], list(chosen))
     back = reverse("knowledge:source", args=[passage.source_id]) + f"#passage-{passage.ordinal}"
@@ -245,8 +244,8 @@ def _compile_context(request: HttpRequest, item: Source, memory: Memory) -> dict
 @access.requires(Permission.READ, of=_memory_of_source)
 def compile_status(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """The #compiling region of the source view, polled while a compile runs."""
-    item = get_object_or_404(Source, pk=pk, memory=memory)
-    if not Source.objects.filter(pk=item.pk).readable_by(request.user).exists():
+    item = Source.objects.readable_by(request.user).filter(pk=pk, memory=memory).first()
+    if item is None:
         return HttpResponse(status=404)
     context = _compile_context(request, item, memory)
     run = context["compile"]["run"]
@@ -258,7 +257,7 @@ def compile_status(request: HttpRequest, pk: int, memory: Memory) -> HttpRespons
 @access.requires(Permission.ADMINISTER, of=_memory_of_source)
 def compile_source(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """Compile again: the passages not compiled yet, and those placed on no page before."""
-    item = get_object_or_404(Source, pk=pk, memory=memory)
+    item = get_object_or_404(Source.objects.readable_by(request.user), pk=pk, memory=memory)
     back = reverse("knowledge:source", args=[item.pk])
     try:
         run = compiling.compile_again(item, by=request.user)
@@ -283,8 +282,7 @@ def page_list(request: HttpRequest, memory: Memory) -> HttpResponse:
     return render(request, "knowledge/pages.html", context)
 
 
-def _memory_of_page(request: HttpRequest, pk: int) -> Memory:
-    return get_object_or_404(Subject.objects.select_related("memory"), pk=pk).memory
+_memory_of_page = access.of_object(Subject)
 
 
 @require_GET
@@ -292,8 +290,8 @@ def _memory_of_page(request: HttpRequest, pk: int) -> Memory:
 def page(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """One page: the facts the person may read, each with the passages it cites, the links
     those facts make to other pages that exist for them, and open conflicts they may read."""
-    subject = get_object_or_404(Subject, pk=pk, memory=memory)
-    shown = pages.page(subject, request.user)
+    subject = Subject.objects.readable_by(request.user).filter(pk=pk, memory=memory).first()
+    shown = pages.page(subject, request.user) if subject is not None else None
     if shown is None:
         return render(request, "knowledge/page.html", {"page": None}, status=404)
     ids = [fact.pk for fact in shown.facts]

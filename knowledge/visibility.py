@@ -75,6 +75,7 @@ from knowledge.models import Label, Memory, Permission, Role
 from knowledge.read_rule import (
     Reader,
     as_read,
+    bound_to,
     readable_facts,
     readable_passages,
     reads_everything,
@@ -95,6 +96,9 @@ __all__ = [
 
 def may_read_all_of(user, memory: Memory) -> bool:
     """Whether ``user`` reads everything in ``memory`` (no passage is masked for them)."""
+    bound = bound_to(user)
+    if bound is not None and bound != memory.pk:
+        return False
     user = as_read(user)
     if reads_everything(user):
         return True
@@ -224,7 +228,9 @@ class ReadingMiddleware:
     def __call__(self, request):
         reader = reader_chosen(request)
         request.reading_as = reader
-        chosen = (request.user.pk, reader) if reader is not None else None
+        chosen = None
+        if reader is not None:
+            chosen = (request.user.pk, reader, request.session[READ_AS]["memory"])
         with request_scope(chosen):
             return self.get_response(request)
 

@@ -39,6 +39,7 @@ from knowledge.models import (
     Subject,
     name_of,
 )
+from knowledge.read_layer import reader_for
 from knowledge.secret_filter import secret_in
 from knowledge.subjects import mentioned_in
 from knowledge.subjects import resolve as resolve_subjects
@@ -104,7 +105,11 @@ def add_to_inbox(
     )
     if (
         memory.learning
-        and InboxItem.objects.for_memory(memory).pending().count() >= consolidator.EARLY_FILING_AT
+        and InboxItem.objects.as_system("the queue's length starts an early pass")
+        .for_memory(memory)
+        .pending()
+        .count()
+        >= consolidator.EARLY_FILING_AT
     ):
         transaction.on_commit(
             lambda: consolidator.request_if_learning(memory, ConsolidationRun.Trigger.EARLY)
@@ -223,7 +228,7 @@ def learn(
     embedder = embedder_for(memory)
     embedding = vector_or_none(embedder, text)  # none from an absent worker: given later
     speaker = name_of(by)
-    judged_for = by if reader is TEACHER else reader
+    judged_for = reader_for(by if reader is TEACHER else reader)
     if verdict:
         judgement = gate.from_agent(memory, verdict, target, outcome=outcome, reader=judged_for)
     elif gate.model_judging(memory):
@@ -356,8 +361,11 @@ def replaces_silently(old: Fact, *, source: Source, origin: str) -> bool:
     versions, earlier = {source.pk}, source.previous_id
     while earlier is not None and earlier not in versions:
         versions.add(earlier)
-        earlier = Source.objects.filter(pk=earlier).values_list("previous_id", flat=True).first()
-    cited = Passage.objects.filter(facts=old, source_id__in=versions)
+        versions_of = Source.objects.as_system("the versions of a source, by id")
+        earlier = versions_of.filter(pk=earlier).values_list("previous_id", flat=True).first()
+    cited = Passage.objects.as_system("whether a fact cites this source").filter(
+        facts=old, source_id__in=versions
+    )
     return old.source_id in versions or cited.exists()
 
 
@@ -436,7 +444,8 @@ def forget(*, fact: Fact, by=None, origin: str = Origin.TYPED) -> str:
     Returns what happened, in words."""
     with transaction.atomic():
         fact.refresh_from_db()
-        item = InboxItem.objects.filter(fact=fact, state=InboxItem.State.PENDING).first()
+        waiting = InboxItem.objects.as_system("the queue line of the fact being forgotten")
+        item = waiting.filter(fact=fact, state=InboxItem.State.PENDING).first()
         if item is not None:
             drop_inbox_item(item=item, by=by)
             return "Forgotten; it was still waiting to be filed, so the document never had it."
@@ -466,12 +475,14 @@ def restore(*, fact: Fact, by=None) -> None:
     """Undo a forget made moments ago: the fact is used again, its queue line is back, and a
     queued removal of its document line is dropped. Older forgets go through the change log."""
     with transaction.atomic():
-        fact = Fact.objects.select_for_update().get(pk=fact.pk)
+        locked = Fact.objects.as_system("the fact being restored, locked")
+        fact = locked.select_for_update().get(pk=fact.pk)
         if fact.status != Fact.Status.FORGOTTEN:
             raise CannotRestore("That fact was not forgotten; nothing to undo.")
         if fact.forgotten_at is None or fact.forgotten_at < timezone.now() - RESTORE_WINDOW:
             raise CannotRestore("It was forgotten too long ago to undo here; add it again.")
-        dropped = InboxItem.objects.filter(fact=fact, state=InboxItem.State.DROPPED).first()
+        lines = InboxItem.objects.as_system("the queue line of the fact being restored")
+        dropped = lines.filter(fact=fact, state=InboxItem.State.DROPPED).first()
         if dropped is not None:
             dropped.state, dropped.settled_at = InboxItem.State.PENDING, None
             dropped.save(update_fields=["state", "settled_at"])
@@ -571,7 +582,11 @@ def settle_conflict(
             settled_by_name=name_of(by),
             settled_at=now,
         )
-        conflict = Conflict.objects.select_related("old", "new", "memory").get(pk=conflict.pk)
+        conflict = (
+            Conflict.objects.as_system("the conflict just settled")
+            .select_related("old", "new", "memory")
+            .get(pk=conflict.pk)
+        )
         if not settled:
             who = f" by {conflict.settled_by_name}" if conflict.settled_by_name else ""
             raise AlreadySettled(
@@ -634,8 +649,18 @@ def _merge_sides(conflict: Conflict, text: str, embedding, embedder: str, by) ->
     taught by the person who wrote it; both sides are replaced by it and it waits to be filed."""
     old, new = conflict.old, conflict.new
     sides = [old.pk, new.pk]
-    cites = list(Passage.objects.filter(facts__in=sides).distinct().order_by("pk"))
-    about = list(Subject.objects.filter(facts__in=sides).distinct().order_by("pk"))
+    cites = list(
+        Passage.objects.as_system("what both sides cite")
+        .filter(facts__in=sides)
+        .distinct()
+        .order_by("pk")
+    )
+    about = list(
+        Subject.objects.as_system("what both sides are about")
+        .filter(facts__in=sides)
+        .distinct()
+        .order_by("pk")
+    )
     merged = knowledge_actions.file_fact(
         memory=conflict.memory,
         text=text,

@@ -29,6 +29,7 @@ from knowledge.admin import (
     MemoryScopedAdmin,
     ObservationInline,
     ReadOnlyInline,
+    RunLogAdmin,
     link_to,
 )
 from knowledge.embedding import embedder_for
@@ -41,6 +42,7 @@ from memory.models import (
     DocumentRevision,
     InboxItem,
     ReflectionRun,
+    StudySession,
 )
 
 LIST_TEXT_CHARS = 120  # a fact or item in a list: a line of the screen, the rest on its page
@@ -123,10 +125,16 @@ class FactAdmin(MemoryScopedAdmin):
         return (
             super()
             .get_queryset(request)
-            .readable_by(request.user)
             .without_vectors()
             .select_related("memory")
-            .prefetch_related(Prefetch("subjects", queryset=Subject.objects.only("pk", "name")))
+            .prefetch_related(
+                Prefetch(
+                    "subjects",
+                    queryset=Subject.objects.as_system(
+                        "pages of facts the list already read for its reader"
+                    ).only("pk", "name"),
+                )
+            )
         )
 
     def get_search_results(self, request, queryset, search_term):
@@ -203,7 +211,9 @@ class FactAdmin(MemoryScopedAdmin):
     @admin.action(permissions=["curate"], description="Re-run expiry", location=EVERYWHERE)
     def expire(self, request, queryset) -> None:
         def expire(facts: list[Fact]) -> str:
-            among = Fact.objects.filter(pk__in=[fact.pk for fact in facts])
+            among = Fact.objects.as_system("the facts the curator chose from the list").filter(
+                pk__in=[fact.pk for fact in facts]
+            )
             expired = knowledge_actions.expire_facts(among=among)
             return f"{expired} of {len(facts)} past their date expired; the rest are in date."
 
@@ -212,7 +222,11 @@ class FactAdmin(MemoryScopedAdmin):
     @admin.action(permissions=["curate"], description="Re-embed", location=EVERYWHERE)
     def reembed(self, request, queryset) -> None:
         def reembed(facts: list[Fact]) -> str:
-            done = reembedding.reembed(facts=Fact.objects.filter(pk__in=[f.pk for f in facts]))
+            done = reembedding.reembed(
+                facts=Fact.objects.as_system("the facts the curator chose from the list").filter(
+                    pk__in=[f.pk for f in facts]
+                )
+            )
             names = sorted({embedder_for(fact.memory_id).name for fact in facts})
             embedders = "embedder" if len(names) == 1 else "embedders"
             return f"Re-embedded {done} with the {' and '.join(names)} {embedders}."
@@ -246,13 +260,7 @@ class ConflictAdmin(MemoryScopedAdmin):
 
     def get_queryset(self, request):
         vectors = ["old__embedding", "old__search_vector", "new__embedding", "new__search_vector"]
-        return (
-            super()
-            .get_queryset(request)
-            .readable_by(request.user)
-            .select_related("old", "new", "memory")
-            .defer(*vectors)
-        )
+        return super().get_queryset(request).select_related("old", "new", "memory").defer(*vectors)
 
     @admin.display(description="old", ordering="old__text")
     def old_fact(self, conflict: Conflict) -> str:
@@ -424,7 +432,7 @@ class BriefAdmin(MemoryScopedAdmin):
 
 
 @admin.register(ReflectionRun)
-class ReflectionRunAdmin(MemoryScopedAdmin):
+class ReflectionRunAdmin(RunLogAdmin):
     """What each reflection over a conversation read, filed, or why it filed nothing. Written
     only by the reflection pass (memory/reflection.py)."""
 
@@ -461,3 +469,15 @@ class ReflectionRunAdmin(MemoryScopedAdmin):
         "lease_expires_at",
         "finished_at",
     ]
+
+
+@admin.register(StudySession)
+class StudySessionAdmin(RunLogAdmin):
+    """Each study session: what it studied, read and found, and what it filed (memory/study.py
+    writes it; the Study button and ``brain learn`` start one)."""
+
+    list_display = ["pk", "topic", "state", "facts_read", "filed", "started_at", "memory"]
+    list_filter = ["state", "chosen"]
+    list_select_related = ["memory"]
+    search_fields = ["topic", "report"]
+    date_hierarchy = "started_at"

@@ -112,7 +112,7 @@ def document(request: Request, memory: Memory) -> Response:
             base_generation=form.validated_data["base_generation"],
             by=request.user,
         )
-    waiting = InboxItem.objects.for_memory(memory).pending().count()
+    waiting = InboxItem.objects.for_memory(memory).pending().readable_by(request.user).count()
     last = ConsolidationRun.objects.latest_for(memory)
     return Response(
         {

@@ -25,16 +25,14 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def compose(memory: Memory, *, now=None) -> str:
-    """The brief in plain words, from the last day's numbers."""
+def compose(memory: Memory, *, reader, now=None) -> str:
+    """The brief in plain words, from the last day's numbers as ``reader`` may count them."""
     now = now or timezone.now()
     since = now - WINDOW
-    # Everyone in the memory reads the brief, so it speaks only of what everyone may read.
-    everyone = visibility.household(memory)
-    learned = Fact.objects.for_memory(memory).readable_by(everyone).filter(created_at__gte=since)
+    learned = Fact.objects.for_memory(memory).readable_by(reader).filter(created_at__gte=since)
     learned_count = learned.count()
     latest = learned.order_by("-created_at").first()
-    waiting = InboxItem.objects.for_memory(memory).pending().count()
+    waiting = InboxItem.objects.for_memory(memory).pending().readable_by(reader).count()
     changes = Change.objects.for_memory(memory).filter(created_at__gte=since)
     change_count = changes.count()
     last_change = changes.order_by("-number").first()
@@ -61,17 +59,24 @@ def compose(memory: Memory, *, now=None) -> str:
     return " ".join(sentences)
 
 
-def for_today(memory: Memory) -> tuple[str, datetime | None]:
-    """What a page shows as this morning's brief, and when it was written: today's written
-    brief, else the same sentences composed now from the numbers (written_at None)."""
+def for_today(memory: Memory, reader) -> tuple[str, datetime | None]:
+    """What a page shows ``reader`` as this morning's brief, and when it was written: today's
+    written brief when its numbers are theirs too (it was written for the household, whose
+    numbers a reader who reads more, or less, does not share), else the same sentences composed
+    now from their own numbers (written_at None)."""
     latest = Brief.objects.latest_for(memory)
     if latest and timezone.localtime(latest.written_at).date() == timezone.localdate():
-        return latest.text, latest.written_at
-    return compose(memory), None
+        now = latest.written_at
+        everyone = visibility.household(memory)
+        if compose(memory, reader=reader, now=now) == compose(memory, reader=everyone, now=now):
+            return latest.text, latest.written_at
+    return compose(memory, reader=reader), None
 
 
 def write(memory: Memory) -> Brief:
-    text, composer = compose(memory), "offline"
+    """Today's brief, for the household: every member reads it, so it speaks only of what
+    every member may read."""
+    text, composer = compose(memory, reader=visibility.household(memory)), "offline"
     if llm.configured(memory, "brief"):
         try:
             answer = llm.complete(

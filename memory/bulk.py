@@ -82,7 +82,8 @@ def add_many(
     for text in cleaned:
         wanted.setdefault(statements.normalise(text), text)
     known = set(
-        Fact.objects.for_memory(memory)
+        Fact.objects.as_system("bulk adds skip lines already known")
+        .for_memory(memory)
         .live()
         .filter(normalized__in=list(wanted))
         .values_list("normalized", flat=True)

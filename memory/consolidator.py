@@ -182,7 +182,12 @@ def _file_taught_next(run: ConsolidationRun) -> None:
     run.refresh_from_db(fields=["state", "trigger"])
     if run.trigger == ConsolidationRun.Trigger.TEACH and run.state != ConsolidationRun.State.FILED:
         return
-    waiting = InboxItem.objects.for_memory(run.memory).pending().filter(file_at_once=True)
+    waiting = (
+        InboxItem.objects.as_system("the pass files what waits")
+        .for_memory(run.memory)
+        .pending()
+        .filter(file_at_once=True)
+    )
     if waiting.exists():
         request_if_learning(run.memory, ConsolidationRun.Trigger.TEACH)
 
@@ -235,7 +240,7 @@ def _pass(run: ConsolidationRun, deadline: float) -> None:
     if not switches.learning_on(memory):  # switched off since the pass was asked for
         _finish(run, ConsolidationRun.State.KEPT, LEARNING_OFF)
         return
-    waiting = InboxItem.objects.for_memory(memory).pending()
+    waiting = InboxItem.objects.as_system("the pass files what waits").for_memory(memory).pending()
     if run.trigger == ConsolidationRun.Trigger.TEACH:  # a one-item pass: only what was taught
         waiting = waiting.filter(file_at_once=True)
     items = list(waiting.in_filing_order().select_related("taught_by"))
@@ -511,7 +516,11 @@ def _write(
     memory = run.memory
     ids = [item.pk for item in items]
     with transaction.atomic():
-        if InboxItem.objects.filter(pk__in=ids, state=InboxItem.State.DROPPED).exists():
+        if (
+            InboxItem.objects.as_system("the pass files what waits")
+            .filter(pk__in=ids, state=InboxItem.State.DROPPED)
+            .exists()
+        ):
             _retry_later(
                 run,
                 "An item was dropped from the queue while the pass ran; nothing "
@@ -696,7 +705,12 @@ def restart_if_due(memory: Memory) -> None:
     the pause its failures in a row call for), or when enough wait for early filing."""
     if not memory.learning:
         return
-    waiting = InboxItem.objects.for_memory(memory).pending().count()
+    waiting = (
+        InboxItem.objects.as_system("the pass files what waits")
+        .for_memory(memory)
+        .pending()
+        .count()
+    )
     if not waiting or ConsolidationRun.objects.running().filter(memory=memory).exists():
         return
     failures, last = _failures_in_a_row(memory)
@@ -712,7 +726,7 @@ def sweep() -> None:
     """Settle passes that died, ask again for every pass that did not finish its work, and
     re-send start messages nobody picked up."""
     settle_lost_runs()
-    waiting = InboxItem.objects.pending().values("memory_id")
+    waiting = InboxItem.objects.as_system("the pass files what waits").pending().values("memory_id")
     for memory in Memory.objects.filter(learning=True, pk__in=waiting):
         restart_if_due(memory)
     stale = timezone.now() - RESEND_AFTER
@@ -725,5 +739,10 @@ def sweep() -> None:
 def daily() -> None:
     """The daily pass for every memory that is learning and has something waiting."""
     for memory in Memory.objects.filter(learning=True):
-        if InboxItem.objects.for_memory(memory).pending().exists():
+        if (
+            InboxItem.objects.as_system("the pass files what waits")
+            .for_memory(memory)
+            .pending()
+            .exists()
+        ):
             request_if_learning(memory, ConsolidationRun.Trigger.DAILY)

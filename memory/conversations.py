@@ -300,15 +300,19 @@ def _record(memory: Memory, channel: str, person, turns: list[Turn], ref: str) -
                 created_at=when,
             )
     except IntegrityError:  # the same conversation posted at the same moment: the first wins
-        source = Source.objects.get(memory=memory, kind=Source.Kind.CONVERSATION, reference=ref)
+        source = Source.objects.as_system("the conversation a message belongs to").get(
+            memory=memory, kind=Source.Kind.CONVERSATION, reference=ref
+        )
         return _again(source, turns)
     return Recorded(source, created=True, added=tuple(turns))
 
 
 def _find(memory: Memory, reference: str) -> Source | None:
-    return Source.objects.filter(
-        memory=memory, kind=Source.Kind.CONVERSATION, reference=reference
-    ).first()
+    return (
+        Source.objects.as_system("the conversation a message belongs to")
+        .filter(memory=memory, kind=Source.Kind.CONVERSATION, reference=reference)
+        .first()
+    )
 
 
 def _first_moment(turns: list[Turn]) -> datetime:
@@ -341,7 +345,8 @@ def add_turns(source: Source, messages: Sequence) -> list[Turn]:
     conversation's. Raises ValidationError (TooLarge over a limit)."""
     with transaction.atomic():
         locked = (
-            Source.objects.select_for_update(of=("self",))
+            Source.objects.as_system("the conversation a message belongs to")
+            .select_for_update(of=("self",))
             .select_related("person")
             .get(pk=source.pk)
         )

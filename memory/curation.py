@@ -27,6 +27,10 @@ from knowledge.curation import CannotReverse
 from knowledge.models import Fact, Memory, Subject, name_of
 from memory.models import Change, InboxItem
 
+# Curation changes rows a surface has already found for the person (the page, fact or change
+# they may change, read through the read rule there); what it reads to do so it reads whole.
+_CURATING = "curating what the person was shown"
+
 MERGE, SPLIT, EDIT = "merge_pages", "split_page", "edit_fact"
 EDIT_UNDONE = "its edit was undone"
 
@@ -134,13 +138,17 @@ def undo(change: Change, *, by=None) -> Change:
 
 def _unedit(data: dict) -> None:
     """The old words back as they were; the new words withdrawn (and their waiting item)."""
-    old = Fact.objects.select_for_update().filter(pk=data["old"]).first()
+    old = Fact.objects.as_system(_CURATING).select_for_update().filter(pk=data["old"]).first()
     if old is None or old.status != Fact.Status.FORGOTTEN:
         raise CannotReverse(
             f"Fact #{data['old']} is no longer set aside for its edit: it was restored or "
             "removed since."
         )
-    new = Fact.objects.select_for_update().filter(pk=data["new"]).first() if data["new"] else None
+    new = (
+        Fact.objects.as_system(_CURATING).select_for_update().filter(pk=data["new"]).first()
+        if data["new"]
+        else None
+    )
     if new is not None and new.in_document:
         raise CannotReverse(
             f"The new words (fact #{new.pk}) were filed into the memory document since: undo "

@@ -58,8 +58,7 @@ def settle_as_posted(request: HttpRequest, conflict: Conflict) -> tuple[Settled 
     return settled, Toast(settled.message)
 
 
-def _memory_of_conflict(request: HttpRequest, pk: int) -> Memory:
-    return get_object_or_404(Conflict.objects.select_related("memory"), pk=pk).memory
+_memory_of_conflict = access.of_object(Conflict)
 
 
 @require_POST
@@ -71,7 +70,7 @@ def resolve_conflict(request: HttpRequest, pk: int, memory: Memory) -> HttpRespo
         Conflict.objects.for_memory(memory).readable_by(request.user), pk=pk
     )
     settled, toast = settle_as_posted(request, conflict)
-    conflict = Conflict.objects.select_related("old", "new").get(pk=pk)
+    conflict = Conflict.objects.readable_by(request.user).select_related("old", "new").get(pk=pk)
     review.with_sides([conflict])
     context = {
         "conflict": conflict,
@@ -88,8 +87,7 @@ def resolve_conflict(request: HttpRequest, pk: int, memory: Memory) -> HttpRespo
     )
 
 
-def _memory_of_page(request: HttpRequest, pk: int) -> Memory:
-    return get_object_or_404(Subject.objects.select_related("memory"), pk=pk).memory
+_memory_of_page = access.of_object(Subject)
 
 
 def _back_to(request: HttpRequest, where: str, toast: Toast) -> HttpResponse:
@@ -104,11 +102,11 @@ def _back_to(request: HttpRequest, where: str, toast: Toast) -> HttpResponse:
 @access.requires(Permission.ADMINISTER, of=_memory_of_page)
 def merge_pages(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """Merge the page ``merged`` (an id) into this one."""
-    keep = get_object_or_404(Subject, pk=pk, memory=memory)
+    keep = get_object_or_404(Subject.objects.readable_by(request.user), pk=pk, memory=memory)
     here = reverse("knowledge:page", args=[keep.pk])
     merged = request.POST.get("merged", "")
     other = (
-        Subject.objects.for_memory(memory).filter(pk=int(merged)).first()
+        Subject.objects.readable_by(request.user).for_memory(memory).filter(pk=int(merged)).first()
         if merged.isdigit()
         else None
     )
@@ -125,7 +123,7 @@ def merge_pages(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
 @access.requires(Permission.ADMINISTER, of=_memory_of_page)
 def split_page(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """Move the chosen ``facts`` off this page onto a new page (``name``, ``kind``)."""
-    page = get_object_or_404(Subject, pk=pk, memory=memory)
+    page = get_object_or_404(Subject.objects.readable_by(request.user), pk=pk, memory=memory)
     here = reverse("knowledge:page", args=[page.pk])
     chosen = [int(f) for f in request.POST.getlist("facts") if f.isdigit()]
     try:
@@ -141,8 +139,7 @@ def split_page(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     return _back_to(request, reverse("knowledge:page", args=[done.page.pk]), Toast(done.message))
 
 
-def _memory_of_fact(request: HttpRequest, pk: int) -> Memory:
-    return get_object_or_404(Fact.objects.select_related("memory"), pk=pk).memory
+_memory_of_fact = access.of_object(Fact)
 
 
 @require_POST

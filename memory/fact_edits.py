@@ -119,7 +119,12 @@ def edit_fact(*, fact: Fact, text: str, by=None) -> Edited:
     whatever ``learn`` raises, in which case nothing has changed."""
     text = check_words(text)
     with transaction.atomic():
-        old = Fact.objects.select_for_update().select_related("memory").get(pk=fact.pk)
+        old = (
+            Fact.objects.as_system("the fact being edited, found for its editor by the surface")
+            .select_for_update()
+            .select_related("memory")
+            .get(pk=fact.pk)
+        )
         if not old.is_live:
             raise CannotEdit(
                 f"Fact #{old.pk} is not in use ({old.get_status_display()}"

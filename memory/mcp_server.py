@@ -44,6 +44,7 @@ from knowledge import actions as knowledge_actions
 from knowledge import episodes as knowledge_episodes
 from knowledge.gate import BadVerdict
 from knowledge.models import Fact, Memory, Permission
+from knowledge.read_layer import reader_for
 from knowledge.subjects import UnknownSubject
 from memory import actions
 from memory.models import InboxItem, Origin
@@ -125,14 +126,18 @@ class Serving:
         if memory is None:
             raise ToolError("The memory this server was started for no longer exists.")
         try:
-            access.require(self.reader(), memory, needed)
+            access.require(self.person(), memory, needed)
         except access.NotPermitted as refused:
             raise ToolError(str(refused)) from None
         return memory
 
     def reader(self):
-        """The person writes are recorded under and whose read rules apply; None: no person
-        (the system's view, which reads the whole memory)."""
+        """Whose read rules apply: the person, or the read layer's SYSTEM for a server started
+        with no person (the operator's, which administers every memory)."""
+        return reader_for(self.person())
+
+    def person(self):
+        """The person writes are recorded under, and whose permissions apply; None: no person."""
         if self.user_id is None:
             return None
         user = get_user_model().objects.filter(pk=self.user_id).first()
@@ -146,7 +151,7 @@ class Serving:
     def fact(self, fact_id: int) -> Fact:
         fact = self.facts().filter(pk=fact_id).first()
         if fact is None:
-            raise ToolError(f"There is no fact #{fact_id} in {self.memory().name}.")
+            raise ToolError(access.not_found_words("fact", fact_id))
         return fact
 
     async def call[T](self, work: Callable[..., T], /, *args: Any) -> T:
@@ -253,7 +258,7 @@ def write(
     learned, episode = _learn_as_episode(
         serving.memory(Permission.TEACH),
         content=actions.clean_fact_text(content),
-        by=serving.reader(),
+        by=serving.person(),
         outcome=outcome,
         confidence=confidence,
         verdict=verdict,
@@ -309,7 +314,7 @@ def outcome(serving: Serving, fact_id: int, success: bool) -> OutcomeRecorded:
 
 
 def explain(serving: Serving, fact_id: int) -> dict[str, Any]:
-    return provenance.explain(serving.fact(fact_id))
+    return provenance.explain(serving.fact(fact_id), reader=serving.reader())
 
 
 def status(serving: Serving) -> Status:
@@ -319,7 +324,10 @@ def status(serving: Serving) -> Status:
     return Status(
         memory=memory.slug,
         facts_known=live.count(),
-        waiting_to_be_filed=InboxItem.objects.for_memory(memory).pending().count(),
+        waiting_to_be_filed=InboxItem.objects.for_memory(memory)
+        .pending()
+        .readable_by(serving.reader())
+        .count(),
         last_learned=LastLearned(
             fact_id=newest.pk, text=newest.text, at=newest.created_at.isoformat()
         )

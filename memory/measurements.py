@@ -51,12 +51,14 @@ def _plural(count: int, word: str, plural: str = "") -> str:
     return word if count == 1 else plural or f"{word}s"
 
 
-def measure(memory: Memory) -> list[Measurement]:
+def measure(memory: Memory, reader) -> list[Measurement]:
+    """What brain measures, counted for ``reader``: the facts and waiting lines they may read."""
     now = timezone.now()
-    live = Fact.objects.for_memory(memory).live()
+    facts = Fact.objects.for_memory(memory).readable_by(reader)
+    live = facts.live()
     known = live.count()
-    this_week = Fact.objects.for_memory(memory).filter(created_at__gte=now - timedelta(days=7))
-    waiting = InboxItem.objects.for_memory(memory).pending().count()
+    this_week = facts.filter(created_at__gte=now - timedelta(days=7))
+    waiting = InboxItem.objects.for_memory(memory).pending().readable_by(reader).count()
     guesses = _review_count("open_guesses", memory) or 0
     rules = _review_count("rules", memory)
     if rules is None:

@@ -720,7 +720,8 @@ def _file(run: ReflectionRun, source: Source, statement: Statement) -> dict | No
     """File one statement through ``learn``; None (and a note) when it was refused. A
     statement this conversation's turn already taught (a run taken over) is not filed again."""
     already = (
-        Observation.objects.filter(source=source, turn=statement.turn, text=statement.text)
+        Observation.objects.as_system("what this turn already taught")
+        .filter(source=source, turn=statement.turn, text=statement.text)
         .select_related("fact")
         .first()
     )

@@ -74,8 +74,8 @@ def _answer(request: HttpRequest, name: str, context: dict, **answer) -> HttpRes
 # Contexts, one per region ---------------------------------------------------------------------
 
 
-def _brief_context(memory: Memory) -> dict:
-    text, written_at = brief.for_today(memory)
+def _brief_context(memory: Memory, reader) -> dict:
+    text, written_at = brief.for_today(memory, reader)
     return {"brief_text": text, "brief_when": written_at}
 
 
@@ -171,8 +171,8 @@ def _changes_context(memory: Memory) -> dict:
     return {"changes": Change.objects.for_memory(memory).newest_first()[:CHANGES_SHOWN]}
 
 
-def _measures_context(memory: Memory) -> dict:
-    return {"measures": measurements.measure(memory)}
+def _measures_context(memory: Memory, reader) -> dict:
+    return {"measures": measurements.measure(memory, reader)}
 
 
 def _reembedding_context(memory: Memory, *, polled: bool = False) -> dict:
@@ -202,7 +202,7 @@ def knowledge(request: HttpRequest, memory: Memory) -> HttpResponse:
 @require_GET
 @access.requires(Permission.READ)
 def measures(request: HttpRequest, memory: Memory) -> HttpResponse:
-    return _partial(request, "measures", _measures_context(memory))
+    return _partial(request, "measures", _measures_context(memory, request.user))
 
 
 @require_GET
@@ -273,8 +273,8 @@ def _full_context(request: HttpRequest, memory: Memory) -> dict:
     """Every region of the page but the document (whose state the caller decides)."""
     return {
         "memory": memory,
-        **_brief_context(memory),
-        **_measures_context(memory),
+        **_brief_context(memory, request.user),
+        **_measures_context(memory, request.user),
         **_reembedding_context(memory),
         **_waiting_context(request, memory),
         **_banner_context(ConsolidationRun.objects.running().filter(memory=memory).first()),
@@ -316,7 +316,7 @@ def teach(request: HttpRequest, memory: Memory) -> HttpResponse:
 @require_POST
 @access.requires(Permission.CURATE)
 def drop_item(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
-    item = get_object_or_404(InboxItem, pk=pk, memory=memory)
+    item = get_object_or_404(InboxItem.objects.readable_by(request.user), pk=pk, memory=memory)
     dropped = actions.drop_inbox_item(item=item, by=request.user)
     toast = (
         Toast(f"Dropped “{item.text}” from the queue.")

@@ -20,6 +20,7 @@ from knowledge.admin import (
     EVERYWHERE,
     MemoryScopedAdmin,
     ReadOnlyInline,
+    RunLogAdmin,
     link_to,
     memories_where,
 )
@@ -27,7 +28,16 @@ from knowledge.models import Fact, Subject
 from review import findings as review_findings
 from review import guesses as review_guesses
 from review import merging
-from review.models import DeepReview, Event, Finding, Guess, Judgement, Rule
+from review.models import (
+    DeepReview,
+    Event,
+    Finding,
+    Guess,
+    HouseEvent,
+    InsightRun,
+    Judgement,
+    Rule,
+)
 
 # Subjects ------------------------------------------------------------------------------------
 
@@ -83,12 +93,9 @@ class SubjectAdmin(MemoryScopedAdmin):
         """For anyone but a superuser, only the pages that exist for them (the read rule: a
         page with a fact they read) — and every subject of a memory they administer, since its
         administrators read all of it, a room with no fact yet included."""
-        subjects = super().get_queryset(request)
-        administered = memories_where(request, Permission.ADMINISTER)
-        if administered is None:
+        subjects = super().get_queryset(request)  # the read rule: SubjectQuerySet._narrow
+        if memories_where(request, Permission.ADMINISTER) is None:
             return subjects.annotate(fact_count=Count("facts"))
-        readable = Subject.objects.readable_by(request.user).values("pk")
-        subjects = subjects.filter(Q(pk__in=readable) | Q(memory__in=administered))
         # The facts column counts what they read, never what is kept from them.
         facts = Fact.objects.readable_by(request.user).values("pk")
         return subjects.annotate(fact_count=Count("facts", filter=Q(facts__in=facts)))
@@ -96,7 +103,9 @@ class SubjectAdmin(MemoryScopedAdmin):
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)
         if obj is not None and "room" in form.base_fields:
-            rooms = Subject.objects.filter(memory=obj.memory_id, kind=Subject.Kind.ROOM)
+            rooms = Subject.objects.as_system("the rooms a person may file a subject in").filter(
+                memory=obj.memory_id, kind=Subject.Kind.ROOM
+            )
             form.base_fields["room"].queryset = rooms.exclude(pk=obj.pk)
         return form
 
@@ -337,9 +346,33 @@ class JudgementAdmin(MemoryScopedAdmin):
 
 
 @admin.register(DeepReview)
-class DeepReviewAdmin(MemoryScopedAdmin):
+class DeepReviewAdmin(RunLogAdmin):
     list_display = ["pk", "state", "requested_by", "started_at", "finished_at", "memory"]
     list_filter = ["state"]
     list_select_related = ["requested_by", "memory"]
     search_fields = ["report"]
     date_hierarchy = "started_at"
+
+
+@admin.register(InsightRun)
+class InsightRunAdmin(RunLogAdmin):
+    """Each daily insight run: the house events it read, the guesses it opened and what it
+    filed (review/insight.py writes it)."""
+
+    list_display = ["pk", "state", "events_read", "started_at", "finished_at", "memory"]
+    list_filter = ["state"]
+    list_select_related = ["memory"]
+    search_fields = ["report"]
+    date_hierarchy = "started_at"
+
+
+@admin.register(HouseEvent)
+class HouseEventAdmin(MemoryScopedAdmin):
+    """What the house reported (a device turned on by hand, by an automation…), kept 60 days
+    for the insight runs (review/house_events.py). Never edited."""
+
+    list_display = ["at", "entity_id", "state", "from_state", "cause", "who", "memory"]
+    list_filter = ["cause"]
+    list_select_related = ["memory"]
+    search_fields = ["entity_id", "state", "who"]
+    date_hierarchy = "at"

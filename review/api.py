@@ -350,8 +350,9 @@ def dismiss(request: Request, pk: int, memory: Memory) -> Response:
 @access.requires(Permission.READ)
 def sensors(request: Request, memory: Memory) -> Response:
     """The four sensors, as pushed to Home Assistant: memory_waiting_on_you, memory_facts_learned,
-    memory_last_learned and findings_open_findings, each with its state and attributes."""
-    return Response(review_status.sensors(memory))
+    memory_last_learned and findings_open_findings, each with its state and attributes —
+    counted for the person asking (Home Assistant is told what every member may read)."""
+    return Response(review_status.sensors(memory, reader=request.user))
 
 
 class EventSerializer(serializers.ModelSerializer):

@@ -38,7 +38,7 @@ from django.utils import timezone
 
 from brain import llm
 from brain.celery import send_on_commit
-from knowledge import statements
+from knowledge import statements, visibility
 from knowledge.models import Fact, Memory, Subject
 from review import findings as review_findings
 from review import guesses as review_guesses
@@ -181,7 +181,13 @@ class Candidate:
 def run(memory: Memory, *, now: datetime | None = None) -> Report:
     """One deep review of ``memory``. Safe to run twice; each proposal is its own transaction."""
     now = now or timezone.now()
-    facts = list(Fact.objects.for_memory(memory).live(now=now).prefetch_related("subjects"))
+    # A deep review's proposals are the household's: drawn only from what every member reads.
+    facts = list(
+        Fact.objects.for_memory(memory)
+        .readable_by(visibility.household(memory))
+        .live(now=now)
+        .prefetch_related("subjects")
+    )
     rules = list(Rule.objects.for_memory(memory).active(now=now).select_related("subject"))
     report = Report(
         memory=memory.name,
@@ -503,7 +509,13 @@ def _ask_the_model(
 def _named(memory: Memory, words: str) -> Subject | None:
     if not words.strip():
         return None
-    return Subject.objects.for_memory(memory).named(words).order_by("-present", "pk").first()
+    return (
+        Subject.objects.as_system("the subject a proposal names")
+        .for_memory(memory)
+        .named(words)
+        .order_by("-present", "pk")
+        .first()
+    )
 
 
 def start_every_deep_review() -> list[DeepReview]:

@@ -120,8 +120,18 @@ class Loaded:
     guesses: int = 0
 
     def summary(self) -> str:
-        known = Fact.objects.for_memory(self.memory).live().count()
-        waiting = InboxItem.objects.for_memory(self.memory).pending().count()
+        known = (
+            Fact.objects.as_system("the demo household counts what it loaded")
+            .for_memory(self.memory)
+            .live()
+            .count()
+        )
+        waiting = (
+            InboxItem.objects.as_system("the demo household counts what it loaded")
+            .for_memory(self.memory)
+            .pending()
+            .count()
+        )
         if not self.taught:
             head = f"{self.memory.name}: nothing new, the demo household was already here"
         else:
@@ -202,7 +212,12 @@ def file_everything(memory: Memory, *, wait_s: float | None = None) -> int:
     ran = 0
     give_up_at = time.monotonic() + wait_s
     for _ in range(MAX_PASSES):
-        if not InboxItem.objects.for_memory(memory).pending().exists():
+        if (
+            not InboxItem.objects.as_system("the demo household, loaded as the system")
+            .for_memory(memory)
+            .pending()
+            .exists()
+        ):
             break
         request = consolidator.request_consolidation(
             memory=memory, trigger=ConsolidationRun.Trigger.CLI, send=False
@@ -249,7 +264,8 @@ def _teach(
     when = now - timedelta(days=moment.days_ago)
     by = people.get(moment.by) if moment.by else None
     known = set(
-        Fact.objects.for_memory(memory)
+        Fact.objects.as_system("the demo household, loaded as the system")
+        .for_memory(memory)
         .filter(text__in=[actions.clean_fact_text(line.text) for line in moment.lines])
         .values_list("text", flat=True)
     )
@@ -280,7 +296,7 @@ def _teach(
 def _source(memory: Memory, moment: Moment, by, when: datetime) -> Source:
     """One source per moment, found again by its reference on a second load."""
     who = (by.first_name or by.get_username()) if by is not None else "brain"
-    source, _ = Source.objects.get_or_create(
+    source, _ = Source.objects.as_system("the demo household, loaded as the system").get_or_create(
         memory=memory,
         kind=SOURCE_KINDS[Origin(moment.via)],
         reference=REFERENCE.format(index=moment.index),
@@ -330,7 +346,11 @@ def _raise_findings(memory: Memory, entries: tuple[dict, ...], people: dict, now
     raised = 0
     settler = next(iter(people.values()), None)
     for entry in entries:
-        subject = Subject.objects.filter(memory=memory, entity_id=entry["entity_id"]).first()
+        subject = (
+            Subject.objects.as_system("the demo household, loaded as the system")
+            .filter(memory=memory, entity_id=entry["entity_id"])
+            .first()
+        )
         if Finding.objects.filter(memory=memory, check_id=entry["check"], subject=subject).exists():
             continue
         finding = review_findings.raise_finding(

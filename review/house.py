@@ -120,7 +120,7 @@ def overview(memory: Memory, reader, *, now: datetime | None = None) -> House:
     open_findings = Finding.objects.for_memory(memory).open()
     open_guesses = Guess.objects.for_memory(memory).open()
     readable = Fact.objects.for_memory(memory).readable_by(reader)
-    brief_text, brief_written_at = briefs.for_today(memory)
+    brief_text, brief_written_at = briefs.for_today(memory, reader)
     worker = health.worker_status()
     return House(
         findings=list(open_findings.in_review_order().select_related("subject")[:FIRST_FEW]),
@@ -132,7 +132,7 @@ def overview(memory: Memory, reader, *, now: datetime | None = None) -> House:
         recent=list(
             readable.live(now=now).without_vectors().order_by("-created_at", "-pk")[:RECENT]
         ),
-        measured={measure.key: measure for measure in measurements.measure(memory)},
+        measured={measure.key: measure for measure in measurements.measure(memory, reader)},
         worker=worker["status"],
         worker_seen=datetime.fromisoformat(worker["last_seen"]) if worker["last_seen"] else None,
         chart=chart(memory, readable, now=now),

@@ -160,7 +160,8 @@ def record(*, memory: Memory, body: Any, now: datetime | None = None) -> Receive
     at the same moment: one post stores it, the other finds it stored (it tries again once)."""
     events = check(body, now=now)
     subjects = dict(
-        Subject.objects.for_memory(memory)
+        Subject.objects.as_system("the subjects house events name")
+        .for_memory(memory)
         .filter(entity_id__in={event["entity_id"] for event in events})
         .values_list("entity_id", "pk")
     )

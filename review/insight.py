@@ -44,7 +44,7 @@ from django.utils import timezone
 
 from brain import llm
 from brain.celery import send_on_commit
-from knowledge import statements
+from knowledge import statements, visibility
 from knowledge.models import Fact, Memory, Source, Subject
 from memory import actions as memory_actions
 from memory import switches
@@ -196,7 +196,14 @@ def routines(memory: Memory, *, now: datetime | None = None) -> list[Routine]:
 
 def _already_known(memory: Memory, routine: Routine) -> Fact | None:
     """A live fact that says what the routine says (the household told brain already)."""
-    facts = Fact.objects.for_memory(memory).live().without_vectors()
+    # What the household told brain: an insight is the household's, so it is judged against,
+    # and drawn from, only what every member may read (knowledge.visibility.household).
+    facts = (
+        Fact.objects.for_memory(memory)
+        .readable_by(visibility.household(memory))
+        .live()
+        .without_vectors()
+    )
     if routine.subject is not None:
         facts = facts.filter(subjects=routine.subject)
     else:
@@ -305,6 +312,7 @@ def _ask_the_model(
 ) -> InsightAnswer | None:
     facts = (
         Fact.objects.for_memory(memory)
+        .readable_by(visibility.household(memory))
         .live()
         .without_vectors()
         .order_by("-created_at")[:MODEL_FACTS_AT_MOST]

@@ -278,7 +278,7 @@ class EventQuerySet(ReadQuerySet):
         ``Fact.objects.readable_by``); findings and guesses are the house's, read by every
         reader of the memory. Whoever reads everything (the system, a superuser) reads every
         event, those naming no fact (made before events named theirs) included."""
-        if read_rule.reads_everything(read_rule.as_read(user)):
+        if read_rule.reads_all(user):
             return self
         named = models.functions.Cast(KT("data__fact"), models.BigIntegerField())
         return self.annotate(named_fact=named).filter(

@@ -52,7 +52,12 @@ def _subjects_by_entity(memory: Memory, entity_ids) -> dict[str, Subject]:
     wanted = {e for e in entity_ids if e}
     if not wanted:
         return {}
-    return {s.entity_id: s for s in Subject.objects.for_memory(memory).filter(entity_id__in=wanted)}
+    return {
+        s.entity_id: s
+        for s in Subject.objects.as_system("an import finds what it names")
+        .for_memory(memory)
+        .filter(entity_id__in=wanted)
+    }
 
 
 class FindingsSection(Section):
@@ -153,7 +158,9 @@ class RulesSection(Section):
         subjects = _subjects_by_entity(memory, (entry.get("entity_id", "") for entry, _ in fresh))
         rooms = {
             room.name.casefold(): room
-            for room in Subject.objects.for_memory(memory).filter(kind=Subject.Kind.ROOM)
+            for room in Subject.objects.as_system("an import finds what it names")
+            .for_memory(memory)
+            .filter(kind=Subject.Kind.ROOM)
         }
         # The findings section ran first: a rule finds its finding under the uid it got here.
         linked = placements(
@@ -302,7 +309,8 @@ class JudgementsSection(Section):
             if (values["check_id"], subject.pk if subject else None) in ours:
                 continue
             fact = (
-                Fact.objects.for_memory(memory)
+                Fact.objects.as_system("an import finds what it names")
+                .for_memory(memory)
                 .live()
                 .filter(kind=Fact.Kind.JUDGEMENT, text=entry["text"])
                 .first()
@@ -368,7 +376,8 @@ class EventsSection(Section):
         here: set[tuple] = set()
         for chunk in in_batches({when(e["created_at"]) for e in data}, LOOKUP_BATCH):
             here.update(
-                Event.objects.for_memory(memory)
+                Event.objects.as_system("an import finds what it names")
+                .for_memory(memory)
                 .filter(created_at__in=chunk)
                 .values_list("kind", "created_at", "text")
             )

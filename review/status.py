@@ -1,4 +1,8 @@
-"""What Home Assistant would show as sensors, read in one place for the API and the push."""
+"""What Home Assistant would show as sensors, read in one place for the API and the push.
+
+Computed for a reader: the status API's for the person asking (how many facts *they* may read,
+the last one *they* may read), the push's for the household (``knowledge.visibility.household``:
+what every member of the memory reads), since Home Assistant's screens are shared."""
 
 from __future__ import annotations
 
@@ -14,9 +18,9 @@ def waiting_on_you(memory: Memory) -> int:
     )
 
 
-def sensors(memory: Memory) -> dict:
+def sensors(memory: Memory, *, reader) -> dict:
     guesses = list(Guess.objects.for_memory(memory).open().order_by("offered_at", "pk"))
-    live = Fact.objects.for_memory(memory).live()
+    live = Fact.objects.for_memory(memory).live().readable_by(reader)
     last = live.order_by("-created_at", "-pk").first()
     findings = list(Finding.objects.for_memory(memory).open().in_review_order())
     split = {level: sum(1 for f in findings if f.severity == level) for level in Severity.values}

@@ -15,7 +15,12 @@ from review.models import Event
     ignore_result=True,
 )
 def push_event(event_id: int) -> None:
-    event = Event.objects.select_related("memory").filter(pk=event_id).first()
+    event = (
+        Event.objects.as_system("the event a push sends (it sends what every member reads)")
+        .select_related("memory")
+        .filter(pk=event_id)
+        .first()
+    )
     if event is not None and event.pushed_at is None:
         timeline.push(event)
 

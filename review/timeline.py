@@ -18,6 +18,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from brain.celery import send_on_commit
+from knowledge import visibility
 from knowledge.models import Fact, Memory
 from review import status
 from review.models import Event, Guess
@@ -30,16 +31,33 @@ def configured() -> bool:
     return bool(settings.HA_URL and settings.HA_TOKEN)
 
 
-def record(memory: Memory, kind: str, text: str, data: dict) -> Event:
-    """Put an event on the timeline, and push it once the transaction commits."""
+def record(memory: Memory, kind: str, text: str, data: dict, *, shared: bool = True) -> Event:
+    """Put an event on the timeline, and push it once the transaction commits when it is
+    ``shared``: what every member of the memory may read (Home Assistant's screens are the
+    household's)."""
     event = Event.objects.create(memory=memory, kind=kind, text=text, data=data)
-    if configured():
+    if configured() and shared:
         send_on_commit("review.tasks.push_event", event.pk)
     return event
 
 
 def record_learned(*, fact: Fact, memory: Memory) -> Event:
-    return record(memory, Event.Kind.LEARNED, f"brain learned: {fact.text}", {"fact": fact.pk})
+    """brain_learned, on the timeline of those who may read ``fact`` (``Event`` readable_by);
+    pushed only when every member of the memory may."""
+    return record(
+        memory,
+        Event.Kind.LEARNED,
+        f"brain learned: {fact.text}",
+        {"fact": fact.pk},
+        shared=_shared(memory, fact.pk),
+    )
+
+
+def _shared(memory: Memory, fact_id: int | None) -> bool:
+    if fact_id is None:
+        return True
+    everyone = visibility.household(memory)
+    return Fact.objects.readable_by(everyone).filter(pk=fact_id).exists()
 
 
 WAITING_WORDS = {
@@ -75,7 +93,12 @@ def record_waiting(*, guess: Guess, change: str) -> Event:
 
 
 def push(event: Event) -> None:
-    """Send one event and the sensors' states to Home Assistant. Raises httpx2.HTTPError."""
+    """Send one event and the sensors' states to Home Assistant, as every member of the memory
+    may read them: an event about a fact some of them may not read (relabelled since it was
+    recorded) is not sent. Raises httpx2.HTTPError."""
+    if event.kind == Event.Kind.LEARNED and not _shared(event.memory, event.data.get("fact")):
+        return
+    everyone = visibility.household(event.memory)
     base = settings.HA_URL.rstrip("/")
     headers = {"Authorization": f"Bearer {settings.HA_TOKEN}"}
     with httpx2.Client(timeout=PUSH_TIMEOUT_S, headers=headers) as client:
@@ -83,7 +106,7 @@ def push(event: Event) -> None:
             f"{base}/api/events/{event.kind}", json={"text": event.text, **event.data}
         )
         response.raise_for_status()
-        for name, sensor in status.sensors(event.memory).items():
+        for name, sensor in status.sensors(event.memory, reader=everyone).items():
             domain = "binary_sensor" if name == "memory_waiting_on_you" else "sensor"
             client.post(
                 f"{base}/api/states/{domain}.brain_{name}",

@@ -55,7 +55,9 @@ Q3_NOTES = (
 HR_NOTE = f"Marta Verdi passed her {HR} probation review with an excellent rating."
 DEMO_KIT = "The demo kit is kept in the blue cupboard by the lift."
 CONTRACT_OWNER = f"The {SALES} framework contract with Rossi Srl is owned by Luca Bianchi."
-CONTRACT_MOVED = f"The {HR} framework contract with Rossi Srl is now owned by Marta Verdi, not Luca Bianchi."
+CONTRACT_MOVED = (
+    f"The {HR} framework contract with Rossi Srl is now owned by Marta Verdi, not Luca Bianchi."
+)
 HEALTH_NOTE = f"Sarah takes {HEALTH} tablets every morning for her heart condition."
 OTHER_NOTE = f"The {OTHER} server room door code changes every month."
 # A question whose words are those of every canary's text, and no canary.
@@ -151,7 +153,10 @@ def build() -> World:
         channel="chat",
         person=people["hr"],
         messages=[
-            {"role": "user", "text": f"Remember that Luca Bianchi's {HR} exit interview is on Friday."},
+            {
+                "role": "user",
+                "text": f"Remember that Luca Bianchi's {HR} exit interview is on Friday.",
+            },
             {"role": "assistant", "text": "Noted."},
         ],
     )
@@ -164,7 +169,12 @@ def build() -> World:
     _role(home, "Sarah", [private], [people["sarah"]])
     for name in ("sarah", "tom"):
         _grant(home, people[name], Permission.TEACH)
-    learn(memory=home, text="The bins go out on Thursday night.", origin=Origin.TYPED, by=people["tom"])
+    learn(
+        memory=home,
+        text="The bins go out on Thursday night.",
+        origin=Origin.TYPED,
+        by=people["tom"],
+    )
     world.sources["health"] = _note(home, people["sarah"], "Sarah's health", HEALTH_NOTE, [private])
 
     # The other memory: a note only its administrators read.

@@ -23,6 +23,8 @@ from knowledge.embedding import get_embedder
 from knowledge.models import (
     Conflict,
     Fact,
+    Label,
+    LabellingRule,
     Membership,
     Memory,
     PageType,
@@ -31,10 +33,10 @@ from knowledge.models import (
     Subject,
 )
 from memory import actions, consolidator, conversations, reflection
-from memory.models import Brief, Change, DocumentRevision, InboxItem, Origin
+from memory.models import Brief, Change, DocumentRevision, InboxItem, Origin, StudySession
 from review import findings as review_findings
 from review import guesses as review_guesses
-from review.models import DeepReview, Guess, Judgement, Rule
+from review.models import DeepReview, Guess, HouseEvent, InsightRun, Judgement, Rule
 
 LAMP = "light.office_lamp"
 
@@ -127,6 +129,14 @@ def content(home, admin_user, alice) -> SimpleNamespace:
     PageType.objects.get_or_create(memory=home, key="person", defaults={"name": "Person"})
     ReviewItem.objects.create(memory=home, kind="labelling", question="Which label?")
     sources.add_source(memory=home, by=admin_user, text="The boiler is serviced in May.")
+    rule_for = LabellingRule.objects.create(memory=home, name="Boiler notes", title_words="boiler")
+    rule_for.labels.add(*Label.objects.filter(memory=home))
+    soon = timezone.now() + timedelta(minutes=5)
+    StudySession.objects.create(memory=home, topic="the boiler", lease_expires_at=soon)
+    InsightRun.objects.create(memory=home, lease_expires_at=soon)
+    HouseEvent.objects.create(
+        memory=home, entity_id=LAMP, state="on", cause="by_hand", at=timezone.now()
+    )
     Group.objects.create(name="household")
     Token.objects.create(user=admin_user)
     return SimpleNamespace(

@@ -39,6 +39,7 @@ from brain import run
 from brain.cli import GroupCommand
 from knowledge import access, provenance, retrieval
 from knowledge.models import Fact, Memory, Permission, name_of
+from knowledge.read_layer import reader_for
 
 # What each verb needs in the memory (knowledge/access.py), when run locally.
 NEEDS = {

@@ -65,7 +65,9 @@ class Command(GroupCommand):
 
     def do_list(self, **_) -> None:
         subjects = sorted(
-            Subject.objects.as_system("the house's entities, kept in step").for_memory(self.memory).select_related("room"),
+            Subject.objects.as_system("the house's entities, kept in step")
+            .for_memory(self.memory)
+            .select_related("room"),
             key=lambda s: (not s.present, KIND_ORDER[s.kind], s.name.casefold()),
         )
         if not subjects:
