@@ -17,6 +17,11 @@ _started_here: list = []
 
 def pytest_configure(config: pytest.Config) -> None:
     testing.use_test_broker()
+    # Every ModelAdmin registered, as a web process has them once its URLs load (brain/apps.py):
+    # a test that walks the admin's registry need not load the URLs first.
+    from brain.apps import discover_admin
+
+    discover_admin()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -3,7 +3,9 @@
 import os
 
 from celery import Celery
+from celery.schedules import crontab
 from celery.signals import beat_init, before_task_publish, celeryd_init
+from django.conf import settings
 from django.db import transaction
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brain.settings")
@@ -11,6 +13,20 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brain.settings")
 app = Celery("brain")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+def beat_schedule(entries: dict) -> dict:
+    """``CELERY_BEAT_SCHEDULE`` as beat reads it: an entry's "crontab" (the keyword arguments of
+    celery's crontab, kept as data so that loading the settings does not load Celery) made a
+    crontab schedule."""
+    return {
+        name: {key: value for key, value in entry.items() if key != "crontab"}
+        | ({"schedule": crontab(**entry["crontab"])} if "crontab" in entry else {})
+        for name, entry in entries.items()
+    }
+
+
+app.conf.beat_schedule = beat_schedule(settings.CELERY_BEAT_SCHEDULE)
 
 
 def _ensure_embedded_broker(**_kwargs) -> None:

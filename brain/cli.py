@@ -7,6 +7,8 @@
   ``command_first`` moves those typed before the group's name behind it, for manage.py.
 - A group runs no system checks: they import every URL and view to check them, which a command
   that reads one row does not need (``make run`` and ``manage.py check`` still run them).
+- What a command prints is its answer: log lines under a warning (a model chosen, a pass's
+  progress) are for servers' logs, and show at the terminal with ``-v 2``.
 - ``brain --help`` lists every group in one line each (``overview``).
 
 This module imports no app: a group resolves its memory by the model's name.
@@ -15,6 +17,7 @@ This module imports no app: a group resolves its memory by the model's name.
 from __future__ import annotations
 
 import argparse
+import logging
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -60,6 +63,11 @@ class GroupCommand(BaseCommand):
 
     def memory_default(self) -> str:
         return ""
+
+    def execute(self, *args: Any, **options: Any) -> Any:
+        if options.get("verbosity", 1) < 2:
+            logging.getLogger().setLevel(logging.WARNING)
+        return super().execute(*args, **options)
 
     def add_anywhere(self, parser: CommandParser, **default: Any) -> None:
         """The options the group and each verb take; ``default`` is empty for a verb (argparse's

@@ -9,8 +9,6 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-import dj_database_url
-from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
@@ -41,7 +39,8 @@ ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # Django's admin, its modules found when the URLs or the checks need them (brain/apps.py).
+    "brain.apps.AdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -111,6 +110,8 @@ TEMPLATES = [
 # Database: DATABASE_URL when set, else the embedded PostgreSQL under var/postgres.
 DATABASES: dict[str, dict[str, Any]]
 if env_str("DATABASE_URL"):
+    import dj_database_url
+
     DATABASES = {"default": dict(dj_database_url.config(conn_max_age=60, conn_health_checks=True))}
 else:
     DATABASES = {
@@ -214,19 +215,23 @@ CELERY_RESULT_EXPIRES = 24 * 3600
 CELERY_TIMEZONE = TIME_ZONE
 # Redis redelivers an unacknowledged message after this long; it must exceed the time limit.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
-CELERY_BEAT_SCHEDULE = {
+# Each entry runs every "schedule" seconds, or at the times a "crontab" names (celery's crontab's
+# keyword arguments): brain/celery.py makes those crontabs, so loading the settings does not
+# load Celery (a third of a second of every terminal command, which sends no task).
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     "worker-heartbeat": {"task": "brain.tasks.heartbeat", "schedule": 60.0},
     # The daily filing pass, early in the morning when nobody is editing.
     "memory-daily-pass": {
         "task": "memory.tasks.consolidate_daily",
-        "schedule": crontab(
-            hour=env_int("BRAIN_DAILY_PASS_HOUR", 3, minimum=0, maximum=23), minute=30
-        ),
+        "crontab": {
+            "hour": env_int("BRAIN_DAILY_PASS_HOUR", 3, minimum=0, maximum=23),
+            "minute": 30,
+        },
     },
     # This morning's brief, written before people are up.
     "memory-brief": {
         "task": "memory.tasks.write_briefs",
-        "schedule": crontab(hour=env_int("BRAIN_BRIEF_HOUR", 7, minimum=0, maximum=23), minute=0),
+        "crontab": {"hour": env_int("BRAIN_BRIEF_HOUR", 7, minimum=0, maximum=23), "minute": 0},
     },
     # Restarts a pass whose worker died or whose start message was lost.
     "memory-sweep": {"task": "memory.tasks.sweep_consolidations", "schedule": 120.0},
@@ -377,6 +382,8 @@ BRAIN_BENCHMARKS = [
     "bench.visibility.read_rules",
     # gunicorn and a worker under 50 writers and 5 readers (BRAIN_BENCH_LOAD_SECONDS, 120).
     "bench.load.production_server_under_load",
+    # The terminal's commands as whole processes against a bare django.setup().
+    "bench.cli.terminal_commands",
 ]
 # Run after the benchmarks, whatever happened to them: what they shared is deleted.
 BRAIN_BENCHMARK_CLEANUPS = ["bench.knowledge.release_shared"]
@@ -405,20 +412,20 @@ CELERY_BEAT_SCHEDULE["knowledge-home-assistant-sync"] = {
 # Guesses expire and wake, fixes that held close: daily.
 CELERY_BEAT_SCHEDULE["review-tend"] = {
     "task": "review.tasks.tend",
-    "schedule": crontab(hour=4, minute=15),
+    "crontab": {"hour": 4, "minute": 15},
 }
 # What the house's own events show (review/insight.py): guesses about what is done by hand at a
 # regular time, findings through the inbox. Daily, after tending and before the brief; events
 # past their keeping are removed first.
 CELERY_BEAT_SCHEDULE["review-insight"] = {
     "task": "review.tasks.insight_every_memory",
-    "schedule": crontab(hour=5, minute=0),
+    "crontab": {"hour": 5, "minute": 0},
 }
 # Deep review of every learning memory, as the Knowledge tab's button starts it: weekly, since it
 # reads everything known and what it finds changes slowly.
 CELERY_BEAT_SCHEDULE["review-deep-review"] = {
     "task": "review.tasks.deep_review_every_memory",
-    "schedule": crontab(hour=5, minute=30, day_of_week="mon"),
+    "crontab": {"hour": 5, "minute": 30, "day_of_week": "mon"},
 }
 # Stale vectors are re-embedded in the background: after a change of BRAIN_EMBEDDER or of a
 # memory's embed route, and facts stored without one while its worker was away.

@@ -3,7 +3,11 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
+import brain.celery  # noqa: F401  the app the tasks a request sends bind to (brain/apps.py)
 from brain import views
+from brain.apps import discover_admin
+
+discover_admin()
 
 urlpatterns = [
     path("", include("review.house_urls")),

@@ -13,7 +13,6 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 from knowledge.models import Permission
-from review import guesses
 from review.models import MAX_REASON, Guess
 
 # What each verb needs (knowledge/access.py): answering a guess is teaching, as on the page.
@@ -101,5 +100,7 @@ def _answer(command, number: int, answer: str, options: dict) -> None:
     reason = " ".join((options.get("reason") or "").split())
     if len(reason) > MAX_REASON:
         raise CommandError(f"The reason is {len(reason):,} characters; the limit is {MAX_REASON}.")
+    from review import guesses  # with what it imports, most of a second: only when answering
+
     answered = guesses.answer_guess(guess=guess, answer=answer, by=command.person, reason=reason)
     command.stdout.write(f"“{guess.text}”: {answered.message}")

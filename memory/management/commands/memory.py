@@ -1,5 +1,8 @@
 """`brain memory …`: the memory document from the terminal, as the seed's commands are written.
 
+A verb imports what it uses when it runs: the actions behind teaching (the gate, the embedder,
+Celery) are most of a second to import, which `brain memory list` need not pay.
+
 Every refusal is one line on stderr and a non-zero exit; nothing is half-written.
 """
 
@@ -23,10 +26,10 @@ from django.utils import timezone
 
 from brain.cli import GroupCommand
 from brain.errors import StateConflict
+from brain.portable import ImportRejected
 from brain.progress import Progress
 from knowledge import access
 from knowledge.models import Conflict, Fact, Permission
-from memory import actions, consolidator, portable, revisions
 from memory.models import (
     Change,
     Confidence,
@@ -120,7 +123,7 @@ class Command(GroupCommand):
             handler(**options)
         except ValidationError as error:
             raise CommandError(" ".join(error.messages)) from None
-        except (access.NotPermitted, StateConflict, portable.ImportRejected) as error:
+        except (access.NotPermitted, StateConflict, ImportRejected) as error:
             raise CommandError(str(error)) from None
 
     def _handler(self, verb: str):
@@ -136,6 +139,8 @@ class Command(GroupCommand):
         self.stdout.write(DocumentRevision.objects.current(self.memory).text, ending="")
 
     def do_add(self, *, text: str, confidence: str, **_) -> None:
+        from memory import actions
+
         learned = actions.learn(
             memory=self.memory,
             text=text,
@@ -146,6 +151,8 @@ class Command(GroupCommand):
         self.stdout.write(learned.message)
 
     def do_forget(self, *, text: str, **_) -> None:
+        from memory import actions
+
         item = actions.add_to_inbox(
             memory=self.memory,
             text=text,
@@ -185,6 +192,8 @@ class Command(GroupCommand):
         )
 
     def do_settle(self, *, number: int, keep: str, text=None, since=None, **_) -> None:
+        from memory import actions
+
         readable = Conflict.objects.for_memory(self.memory).readable_by(self.person)
         conflict = readable.filter(pk=number).first()
         if conflict is None:
@@ -195,6 +204,8 @@ class Command(GroupCommand):
         self.stdout.write(settled.message)
 
     def do_consolidate(self, *, background: bool, verbosity: int = 1, **_) -> None:
+        from memory import consolidator
+
         request = consolidator.request_consolidation(
             memory=self.memory,
             trigger=ConsolidationRun.Trigger.CLI,
@@ -236,10 +247,14 @@ class Command(GroupCommand):
             self.stdout.write(f"#{change.number}  {when}  {change.summary}{by}{undone}")
 
     def do_undo(self, *, number: int, **_) -> None:
+        from memory import revisions
+
         undo = revisions.undo_change(memory=self.memory, number=number, by=self.person)
         self.stdout.write(f"#{undo.number}  {undo.summary}")
 
     def do_edit(self, **_) -> None:
+        from memory import revisions
+
         current = DocumentRevision.objects.current(self.memory)
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
         with tempfile.NamedTemporaryFile("w", suffix=".md", prefix="memory-", delete=False) as f:
@@ -273,6 +288,8 @@ class Command(GroupCommand):
         )
 
     def do_clear(self, *, confirm: bool, **_) -> None:
+        from memory import revisions
+
         if not confirm:
             raise CommandError(
                 "This forgets the whole memory document; run it again with "
@@ -286,6 +303,8 @@ class Command(GroupCommand):
         )
 
     def do_export(self, *, file: str | None, **_) -> None:
+        from memory import portable
+
         text = portable.export_json(self.memory, reader=self.person)
         if not file:
             self.stdout.write(text, ending="")
@@ -297,6 +316,8 @@ class Command(GroupCommand):
         self.stdout.write(f"Exported {self.memory.name} to {file}.")
 
     def do_import(self, *, file: str, replace_memory: bool, **_) -> None:
+        from memory import portable
+
         try:
             raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
         except OSError as error:
