@@ -3,13 +3,13 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render, resolve_url
+from django.shortcuts import resolve_url
+from django.template.loader import render_to_string
 from django.utils.http import urlencode
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
-from brain import htmx, workers
-from brain.db import retry
+from brain import api_errors, htmx, workers
 
 
 class HtmxLoginRedirectMiddleware:
@@ -53,10 +53,13 @@ class NotPermittedToastMiddleware:
 
 
 class BusyWriteMiddleware:
-    """A write that lost its lock race on every attempt (``brain.db.retry``) is a 503 saying
-    "busy, nothing saved, send it again", never a 500 — the pages' side of the API's 503
-    (``brain.api_errors``), for every view at once. htmx swaps nothing on a 503,
-    so the answer raises a toast; a full page gets ``503.html``. Either way ``Retry-After``."""
+    """A write that lost its lock race on every attempt (``brain.db.retry``), or the database or
+    the broker not answering, is a 503 — "busy, nothing saved, send it again", "brain is
+    restarting" — never a 500: the pages' side of the API's 503 (``brain.api_errors.
+    unavailable`` tells them apart), for every view at once. htmx swaps nothing on a 503, so the
+    answer raises a toast; a full page gets ``503.html``. Either way ``Retry-After``. What fails
+    before a view runs (the session, the sign-in) is answered the same way by the 500 handler
+    (``brain.views.server_error``)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -65,17 +68,26 @@ class BusyWriteMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not retry.is_retryable(exception):
-            return None
-        if getattr(request, "htmx", False):
-            response = HttpResponse(retry.BUSY_MESSAGE, status=503, content_type="text/plain")
-            response = htmx.raise_toast(response, htmx.Toast(retry.BUSY_MESSAGE, "warning"))
-        else:
-            response = render(request, "503.html", {"message": retry.BUSY_MESSAGE}, status=503)
-        response["Retry-After"] = str(retry.BUSY_RETRY_AFTER_S)
-        return response
+        answer = api_errors.unavailable(exception)
+        return None if answer is None else unavailable_answer(request, answer)
 
 
+def unavailable_answer(request: HttpRequest, answer: api_errors.Unavailable) -> HttpResponse:
+    """The 503 for ``answer``: JSON for the API, a toast for htmx, else the plain ``503.html``,
+    rendered without the request's context (which reads the database that may be away)."""
+    if request.path.startswith(API_PATH_PREFIX):
+        response: HttpResponse = JsonResponse({"detail": answer.message}, status=503)
+    elif request.headers.get("HX-Request") == "true":
+        response = HttpResponse(answer.message, status=503, content_type="text/plain")
+        response = htmx.raise_toast(response, htmx.Toast(answer.message, "warning"))
+    else:
+        page = render_to_string("503.html", {"message": answer.message, "heading": answer.heading})
+        response = HttpResponse(page, status=503)
+    response["Retry-After"] = str(answer.retry_after)
+    return response
+
+
+API_PATH_PREFIX = "/api/"
 WORKER_PATH_PREFIX = "/api/worker/"
 WORKER_ONLY_MESSAGE = "A worker token may only take and answer model calls."
 

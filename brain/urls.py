@@ -9,6 +9,10 @@ from brain.apps import discover_admin
 
 discover_admin()
 
+# What an error no view caught is answered with: never a traceback, a 503 while the database
+# or the broker is away (brain/views.py).
+handler500 = "brain.views.server_error"
+
 urlpatterns = [
     path("", include("review.house_urls")),
     path("healthz", views.healthz, name="healthz"),
