@@ -14,7 +14,7 @@ The interface (keyword-only; each returns a result object carrying its own messa
     procedure_outcome(procedure=, outcome=) -> ProcedureRecorded
     record_outcome(memory=, ref=, outcome=) -> OutcomeRecorded  # "12": a fact, "p3": a procedure
     set_core(memory=, text=, by=None) -> CoreSaved
-    stats(memory=, reader=None) -> Stats
+    stats(memory=, reader=) -> Stats
     parse_outcome(value) -> "ok" | "fail" | "unknown"   # ValidationError for anything else
 
 Refusals are ``django.core.exceptions.ValidationError`` (bad outcome, empty or secret text, an
@@ -54,6 +54,7 @@ from knowledge import episodes as knowledge_episodes
 from knowledge import gate, retrieval, statements
 from knowledge.embedding import embedder_for, vector_or_none
 from knowledge.models import CORE_MAX_CHARS, Episode, Fact, Memory, Procedure, Source, name_of
+from knowledge.read_layer import reader_for
 from knowledge.secret_filter import secret_in
 from memory import actions as memory_actions
 from memory.models import Origin
@@ -302,7 +303,9 @@ def encode(
         "embedding": embedding,
         "embedder": embedder.name,
     }
-    judgement = gate.judge(memory, text, outcome=as_bool, embedding=embedding, speaker=speaker)
+    judgement = gate.judge(
+        memory, text, outcome=as_bool, embedding=embedding, speaker=speaker, reader=reader_for(by)
+    )
     if (
         judgement.verdict == "same"
         and judgement.target is not None  # a "same" verdict always names the fact it repeats
@@ -667,7 +670,7 @@ def set_core(*, memory: Memory, text: str, by=None) -> CoreSaved:
     return CoreSaved(text, changed)
 
 
-def stats(*, memory: Memory, reader=None) -> Stats:
+def stats(*, memory: Memory, reader) -> Stats:
     """How much the agent's memory holds, as ``reader`` may read it."""
     facts = Fact.objects.for_memory(memory).readable_by(reader)
     live = facts.live()

@@ -51,7 +51,7 @@ class ProcedureResult(TypedDict):
 def pending(serving: Serving, limit: int) -> Pending:
     memory = serving.memory(Permission.READ)
     waiting = actions.pending(memory=memory, limit=limit)
-    count = actions.stats(memory=memory).pending
+    count = actions.stats(memory=memory, reader=serving.reader()).pending
     return Pending(
         episodes=[
             PendingEpisode(

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from knowledge.read_layer import SYSTEM
 from memory import actions as memory_actions
 from memory.composers.base import Candidate
 from memory.composers.offline import OfflineComposer
@@ -184,7 +185,7 @@ def import_rate() -> str:
         knowledge_bench.delete_household(slug)
     try:
         household = knowledge_bench.generate_household(slug=slugs[0], count=IMPORT_FACTS)
-        raw = portable.export_json(household.memory)
+        raw = portable.export_json(household.memory, reader=SYSTEM)
         into = Memory.objects.create(slug=slugs[1], name="Imported", learning=False)
         plain = Memory.objects.create(slug=slugs[2], name="Plain", learning=False)
         started = time.perf_counter()

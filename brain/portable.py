@@ -516,7 +516,9 @@ def placements(
     derived = {uid: uuid.uuid5(uid, f"memory:{memory.pk}") for uid in uids}
     owners: dict[uuid.UUID, int] = {}
     for chunk in batched([*uids, *derived.values()], LOOKUP_BATCH):
-        owners.update(model._default_manager.filter(uid__in=chunk).values_list("uid", "memory_id"))
+        # Where a uid is already held, in any memory, to place an import's rows: no row's words
+        # are read, so the plain manager (the read layer's rule is for what a reader is shown).
+        owners.update(model._base_manager.filter(uid__in=chunk).values_list("uid", "memory_id"))
     found = {}
     for uid in uids:
         if owners.get(uid) == memory.pk:
@@ -557,7 +559,7 @@ def remember(
     pks: dict[uuid.UUID, int] = {}
     for chunk in in_batches((uid for uid, _ in where.values()), LOOKUP_BATCH):
         pks.update(
-            model._default_manager.filter(memory=memory, uid__in=chunk).values_list("uid", "pk")
+            model._base_manager.filter(memory=memory, uid__in=chunk).values_list("uid", "pk")
         )
     options.here.setdefault(key, {}).update(
         (uid, pks[here]) for uid, (here, _) in where.items() if here in pks

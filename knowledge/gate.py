@@ -68,7 +68,7 @@ class Judgement:
 
 
 def neighbours(
-    memory: Memory, text: str, embedding: list[float] | None, *, reader=None
+    memory: Memory, text: str, embedding: list[float] | None, *, reader
 ) -> dict[Fact, float | None]:
     """The live facts ``reader`` may read nearest to ``text`` (the same words, full-text
     matches and the nearest vectors, each once, in that order; ``search.neighbours``), each
@@ -91,7 +91,7 @@ def judge(
     outcome: bool | None,
     embedding: list[float] | None,
     speaker: str = "",
-    reader=None,
+    reader,
 ) -> Judgement:
     """The offline judge: the strongest relation between ``text`` and its neighbours (those
     ``reader``, its teacher, may read).
@@ -147,7 +147,7 @@ def judge_with_model(
     outcome: bool | None,
     embedding: list[float] | None,
     speaker: str = "",
-    reader=None,
+    reader,
 ) -> Judgement:
     """The model's verdict over the same neighbours the offline judge reads. Falls back to the
     offline judge when the model fails or answers about a fact it was not shown."""
@@ -187,7 +187,7 @@ def judge_with_model(
 
 
 def from_agent(
-    memory: Memory, verdict: str, target: int | None, *, outcome: bool | None, reader=None
+    memory: Memory, verdict: str, target: int | None, *, outcome: bool | None, reader
 ) -> Judgement:
     """Use the verdict an agent supplied (it has both statements in front of it), about a
     fact ``reader`` may read."""

@@ -12,16 +12,25 @@ from __future__ import annotations
 import unicodedata
 
 # Characters that show nothing: format characters (zero-width space and joiners, bidi marks,
-# the soft hyphen), controls, and the variation selectors.
+# the soft hyphen), controls, unassigned and private code points; and the letters and marks
+# that draw as blank space: the Hangul fillers, the braille blank, the combining grapheme joiner,
+# the Khmer inherent vowels and the variation selectors.
 _INVISIBLE = frozenset({"Cf", "Cc", "Cs", "Co", "Cn"})
+_BLANK = frozenset({0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x2800, 0x3164, 0xFFA0})
+
+
+def _shows(char: str) -> bool:
+    code = ord(char)
+    return (
+        unicodedata.category(char) not in _INVISIBLE
+        and code not in _BLANK
+        and not 0xFE00 <= code <= 0xFE0F
+        and not 0xE0100 <= code <= 0xE01EF
+    )
 
 
 def _visible(text: str) -> str:
-    kept = (
-        char
-        for char in text
-        if unicodedata.category(char) not in _INVISIBLE and not 0xFE00 <= ord(char) <= 0xFE0F
-    )
+    kept = (char for char in text if _shows(char))
     return " ".join("".join(kept).split())
 
 

@@ -88,7 +88,7 @@ def label_source(source: Source, labels: Iterable[Label]) -> Relabelled:
     _same_memory(source.memory_id, labels)
     with transaction.atomic():
         source.labels.set(labels)
-        moved = list(source.passages.all())
+        moved = list(source.passages.as_system("every passage of the source takes its labels"))
         passages.set_labels(moved, labels)
     return Relabelled(source, len(moved), tuple(label.name for label in labels))
 

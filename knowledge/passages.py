@@ -25,7 +25,16 @@ from django.db.models import Case, OuterRef, Q, Subquery, When
 from django.utils import timezone
 
 from knowledge import labelling_rules, visibility
-from knowledge.models import Citation, Fact, Label, Memory, Passage, PassageLabel, Source
+from knowledge.models import (
+    Citation,
+    Fact,
+    Label,
+    LabelSet,
+    Memory,
+    Passage,
+    PassageLabel,
+    Source,
+)
 from knowledge.subjects import mentioned_ids
 
 MAX_PASSAGE_CHARS = 2_000  # about a long paragraph; longer ones are cut by sentence
@@ -339,6 +348,40 @@ def cite_lines(facts: Sequence[Fact], cited: Sequence[Passage]) -> None:
         [Citation(fact=fact, passage=passage) for fact, passage in zip(facts, cited, strict=True)],
         ignore_conflicts=True,
     )
+
+
+def _labels_of_sets(ids: Iterable[int]) -> dict[int, frozenset[int]]:
+    return {
+        pk: frozenset(labels)
+        for pk, labels in LabelSet.objects.filter(pk__in=set(ids)).values_list("pk", "labels")
+    }
+
+
+def reads_as_widely(new: Fact, old: Fact) -> bool:
+    """Whether everyone who reads ``old`` reads ``new`` too, so ``new`` may replace it: every
+    label set ``new`` cites is one ``old`` cites (a reader of ``old`` reads each of those). A
+    newer statement read by fewer people — an HR note contradicting a Sales line — does not
+    retire what the others read; a person settles it (``learn`` opens a conflict)."""
+    return set(new.label_sets) <= set(old.label_sets)
+
+
+def keeping_readers(fact: Fact, said: Sequence[Passage]) -> list[Passage]:
+    """Of the passages that said ``fact`` again, those it may cite without being taken from
+    anyone who reads it now: each passage whose labels hold all the labels of one of the label
+    sets ``fact`` cites (a reader of the fact holds one of that set's labels, so reads the
+    passage). A restatement cites where it was said, so a passage relabelled later takes the
+    fact with it; one that would narrow it now (a line with no label) is only observed."""
+    sets = _labels_of_sets([*fact.label_sets, *(p.label_set_id or 0 for p in said)])
+    cited = [sets.get(pk, frozenset()) for pk in fact.label_sets if pk]
+    return [
+        passage
+        for passage in said
+        if (passage.label_set_id or 0) in fact.label_sets
+        or any(
+            labels and labels <= sets.get(passage.label_set_id or 0, frozenset())
+            for labels in cited
+        )
+    ]
 
 
 def cite(fact: Fact, passages: Iterable[Passage]) -> None:

@@ -1094,14 +1094,13 @@ class PassagesSection:
 
     def dump(self, memory: Memory) -> list[dict]:
         reader = export_reader()
-        facts = set(
-            Fact.objects.for_memory(memory).readable_by(reader).values_list("pk", flat=True)
-        )
+        readable = Fact.objects.for_memory(memory).readable_by(reader)
+        facts = set(readable.values_list("pk", flat=True))
         rows = (
             Passage.objects.for_memory(memory)
             .readable_by(reader)
             .select_related("source")
-            .prefetch_related("labels", "facts")
+            .prefetch_related("labels", Prefetch("facts", queryset=readable.only("pk", "uid")))
             .order_by("source_id", "ordinal")
         )
         return [

@@ -36,14 +36,6 @@ from django.conf import settings
 from django.db import models
 
 
-def _enforced() -> bool:
-    # While every caller is moved onto a named reader: BRAIN_READ_LAYER_STRICT turns the checks
-    # on; off, an unnamed query and ``readable_by(None)`` read as the system, as before.
-    return os.environ.get("BRAIN_READ_LAYER_STRICT") == "1" or getattr(
-        settings, "BRAIN_READ_LAYER_STRICT", False
-    )
-
-
 class ReaderMissing(RuntimeError):
     """A query of rows that carry labels ran without saying for whom it reads."""
 
@@ -104,9 +96,11 @@ def _note_missing(model: str) -> None:
 
 
 # Relations whose rows are read with the row they start from: the pages a fact is about (a page
-# exists for whoever reads one of its facts) and the passages it cites (a fact is read only by
-# those who read every passage it cites). Keyed by (the row's model, the related model) names.
-READ_WITH_THEIR_ROW = {("Fact", "Subject"), ("Fact", "Passage")}
+# exists for whoever reads one of its facts), the passages it cites (a fact is read only by
+# those who read every passage it cites) and the passages a review item asks about (an item is
+# read only by those who read every passage it names). Keyed by (the row's model, the related
+# model) names.
+READ_WITH_THEIR_ROW = {("Fact", "Subject"), ("Fact", "Passage"), ("ReviewItem", "Passage")}
 
 
 class ReadManager(models.Manager):
@@ -145,8 +139,6 @@ class ReadQuerySet(models.QuerySet):
 
     def readable_by(self, reader) -> Self:
         """The rows ``reader`` may read: a person, a ``Reader``, or ``SYSTEM`` (every row)."""
-        if reader is None and not _enforced():
-            reader = SYSTEM
         if reader is None:
             raise ReaderMissing(
                 f"{self.model.__name__}.objects.readable_by(None): pass the person, or name "
@@ -178,7 +170,7 @@ class ReadQuerySet(models.QuerySet):
         return None if self._reader is _UNSET else self._reader
 
     def __repr__(self) -> str:
-        if self._reader is _UNSET and self._result_cache is None and _enforced():
+        if self._reader is _UNSET and self._result_cache is None:
             return f"<{type(self).__name__} of {self.model.__name__} rows, no reader named>"
         return super().__repr__()
 
@@ -190,7 +182,7 @@ class ReadQuerySet(models.QuerySet):
         return clone
 
     def _check(self) -> None:
-        if self._reader is _UNSET and _enforced() and not _asked_by_a_test():
+        if self._reader is _UNSET and not self.query.is_empty() and not _asked_by_a_test():
             _note_missing(self.model.__name__)
             raise ReaderMissing(
                 f"A query of {self.model.__name__} rows ran without a reader: add "

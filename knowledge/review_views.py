@@ -66,7 +66,7 @@ def label_item(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
         toast = Toast("Someone settled this already.", "error")
     else:
         labels = {label.name: label for label in Label.objects.filter(memory=memory)}
-        for passage in item.passages.all():
+        for passage in item.passages.as_system("the passages of an item its reader reads"):
             chosen = [
                 labels[n] for n in request.POST.getlist(f"labels-{passage.pk}") if n in labels
             ]

@@ -15,13 +15,25 @@ version keeps that passage's labels, and only new text is labelled.
 
 Bad input is a ValidationError naming the problem, never a half-written source: nothing to add
 (empty text, an empty file, a file of only spaces), a file over MAX_UPLOAD_BYTES (the limit is
-named), a file that is not text (binary bytes in a .txt or .md, an unknown extension), a PDF
-with no text layer (a scan: nothing to read), a PDF that cannot be opened, an email with
-attachments only, and a label the memory does not have.
+named), a text that cuts into more than MAX_PASSAGES passages (the limit is named, with how
+many it would be; it is counted before anything is written), a file that is not text (binary
+bytes in a .txt or .md, an unknown extension), a PDF with no text layer (a scan: nothing to
+read), a PDF that cannot be opened, an email with attachments only, and a label the memory does
+not have.
 
 MAX_UPLOAD_BYTES: 50 MB. A long book is a few MB of text; a PDF with pictures is larger, but
 only its text is kept, and pypdf reads a 50 MB file in seconds — larger uploads are scans or
 archives that hold nothing brain can read.
+
+MAX_PASSAGES: 2,000 passages a source (about 400 KB of prose). What a source costs grows with
+its passages, not its bytes: each is looked at for the subjects it names, labelled, and then
+compiled on a worker (a model call's worth of passages at a time). 1.2 MB of blank-line-separated
+"line" was 200,000 passages: 104 s to cut before anything was written, and a worker's whole time
+limit to compile. 2,000 are cut, written and labelled in about 3 s, so the upload answers while
+the person waits, and compile in turns on the compile queue (memory/compiling.py). A longer text
+is refused before anything is written, saying so: it goes in as several sources. Counting is
+two steps: the paragraphs alone first (no subject lookups: 200,000 of them counted in well under
+a second), then the passages as cut.
 """
 
 from __future__ import annotations
@@ -44,6 +56,7 @@ from knowledge import compiling, label_names, labeller, labelling_rules, passage
 from knowledge.models import Label, Memory, Passage, Source, name_of
 
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
+MAX_PASSAGES = 2_000
 MAX_TITLE_CHARS = 300
 EXTENSIONS = {".txt": "text", ".md": "text", ".pdf": "pdf", ".eml": "email"}
 _TAGS = re.compile(r"<[^>]+>")
@@ -213,7 +226,9 @@ def add_source(
     title = inputs.clean_text("title", title).strip() or _untitled(by)
     if len(title) > MAX_TITLE_CHARS:
         raise ValidationError(f"A title may be at most {MAX_TITLE_CHARS} characters.")
+    _within_passages(passages.cut(body), title)  # paragraphs alone: fast, before any lookup
     pieces = passages.cut(body, memory)
+    _within_passages(pieces, title)
     with transaction.atomic():
         source = Source.objects.create(
             memory=memory,
@@ -236,6 +251,15 @@ def add_source(
     return SourceAdded(source, made, len(kept), asked, shown, compiling=run is not None)
 
 
+def _within_passages(pieces: list[str], title: str) -> None:
+    if len(pieces) > MAX_PASSAGES:
+        raise ValidationError(
+            f"“{title}” cuts into {len(pieces):,} passages; a source may hold at most "
+            f"{MAX_PASSAGES:,} (about 400 KB of prose). Add it as several smaller sources: "
+            "nothing was added."
+        )
+
+
 def _untitled(by) -> str:
     """A note's title when none is given: who and when, never its words (a title is shown to
     everyone the source is listed for, and its first passage may be one they may not read)."""
@@ -252,7 +276,8 @@ def _passages(
     if previous is None:
         return made, set()
     earlier: dict[str, Passage] = {}
-    for passage in previous.passages.prefetch_related("labels").order_by("ordinal"):
+    kept_before = previous.passages.as_system("a new version keeps its unchanged passages' labels")
+    for passage in kept_before.prefetch_related("labels").order_by("ordinal"):
         earlier.setdefault(passage.text_hash, passage)
     kept: set[int] = set()
     by_labels: dict[tuple, list[Passage]] = {}

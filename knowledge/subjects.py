@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 
 from django.db import connection
@@ -42,7 +43,11 @@ def resolve(memory: Memory, references: list) -> list[Subject]:
 
 
 def _words(text: str) -> list[str]:
-    return re.findall(r"[\w.]+", text.casefold())
+    """Words as labels are matched: entity ids keep their dots ("light.office_lamp"), a word
+    does not keep the full stop that ends its sentence ("… the moon." names the moon)."""
+    return [
+        word for word in (raw.strip(".") for raw in re.findall(r"[\w.]+", text.casefold())) if word
+    ]
 
 
 @lru_cache(maxsize=4096)
@@ -53,19 +58,25 @@ def _label_key(label: str) -> str:
 def _mentioned(labelled, text: str) -> list[int]:
     """The pks of the subjects ``text`` names, in order, from (pk, name, aliases, entity_id)
     rows in pk order: a label two subjects share names the older."""
+    return list(_named_by(labelled, text))
+
+
+def _named_by(labelled, text: str) -> dict[int, str]:
+    """``_mentioned`` with the words that named each subject (its labels as ``text`` wrote
+    them, lower case, joined by spaces), in the order the subjects appear."""
     labels: dict[str, int] = {}
     for pk, name, aliases, entity_id in labelled:
         for label in (name, *aliases, entity_id):
             if label:
                 labels.setdefault(_label_key(label), pk)
     words = _words(text)
-    hits: list[int] = []
+    hits: dict[int, str] = {}
     for start in range(len(words)):
         for length in range(min(MAX_LABEL_WORDS, len(words) - start), 0, -1):
-            pk = labels.get(" ".join(words[start : start + length]))
+            label = " ".join(words[start : start + length])
+            pk = labels.get(label)
             if pk is not None:
-                if pk not in hits:
-                    hits.append(pk)
+                hits[pk] = f"{hits[pk]} {label}" if pk in hits else label
                 break
     return hits
 
@@ -152,13 +163,34 @@ _LABELS_SQL = """SELECT id, kind, name, aliases, entity_id FROM knowledge_subjec
 def mentioned_ids_and_page(memory: Memory, text: str, reader) -> tuple[list[int], int | None]:
     """``mentioned_ids`` and the pk of the reader's own page (``person_of``), from one read
     of the labels."""
+    named = question_subjects(memory, text, reader)
+    return list(named.words), named.own_page
+
+
+@dataclass(frozen=True)
+class Named:
+    """What a question says about whom: the subjects it names, each with the words that named
+    it (``words``: pk → its labels as written, lower case, in the order they appear), and the
+    pk of the reader's own page (None for the system, or a person without a page)."""
+
+    words: dict[int, str]
+    own_page: int | None
+
+    @property
+    def ids(self) -> list[int]:
+        return list(self.words)
+
+
+def question_subjects(memory: Memory, text: str, reader) -> Named:
+    """The subjects ``text`` names (``mentioned_in``, as ids with the words that named them)
+    and the reader's own page (``person_of``), from one read of the labels. ``reader`` may be
+    a person, a ``Reader`` or the system: only a person has a page."""
     with connection.cursor() as cursor:  # on every recall: a plain statement, not the ORM's
         cursor.execute(_LABELS_SQL, [memory.pk])
         rows = cursor.fetchall()
-    mentioned = _mentioned(
-        [(pk, name, aliases, entity) for pk, _, name, aliases, entity in rows], text
-    )
-    return mentioned, _page_of(rows, reader)
+    named = _named_by([(pk, name, aliases, entity) for pk, _, name, aliases, entity in rows], text)
+    person = reader if hasattr(reader, "get_username") else None
+    return Named(named, _page_of(rows, person))
 
 
 def person_named(memory: Memory, name: str, *, user=None) -> Subject:

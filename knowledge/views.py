@@ -189,7 +189,8 @@ def add_source(request: HttpRequest, memory: Memory) -> HttpResponse:
 def _passages(request: HttpRequest, item: Source) -> dict:
     """A source's passages as the person may see them: those they read with their label chips,
     the others masked; administrators may set labels."""
-    rows = list(item.passages.prefetch_related("labels").order_by("ordinal"))
+    every = item.passages.as_system("each passage, shown or masked for the reader below")
+    rows = list(every.prefetch_related("labels").order_by("ordinal"))
     readable = set(
         Passage.objects.filter(source=item).readable_by(request.user).values_list("pk", flat=True)
     )

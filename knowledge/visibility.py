@@ -160,7 +160,7 @@ def reads_whole(source, user) -> bool:
     """Whether ``user`` reads every passage of ``source`` (then its whole text is theirs)."""
     if may_read_all_of(user, source.memory):
         return True
-    every = source.passages.all()
+    every = source.passages.as_system("all of a source's passages, beside those the reader reads")
     return every.exists() and not every.exclude(pk__in=readable_passages(every, user)).exists()
 
 
@@ -170,9 +170,10 @@ def masked_text(source, user) -> str:
     one), and nothing of the text that lies outside the passages."""
     if reads_whole(source, user):
         return source.text
-    readable = set(readable_passages(source.passages.all(), user).values_list("pk", flat=True))
+    readable = set(source.passages.readable_by(user).values_list("pk", flat=True))
     shown: list[str] = []
-    for pk, text in source.passages.order_by("ordinal").values_list("pk", "text"):
+    every = source.passages.as_system("the source's text, each passage masked or not")
+    for pk, text in every.order_by("ordinal").values_list("pk", "text"):
         piece = text if pk in readable else MASKED
         if not (piece == MASKED and shown and shown[-1] == MASKED):
             shown.append(piece)

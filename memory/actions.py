@@ -260,6 +260,12 @@ def learn(
         if source is None:
             source = _source_for(memory, text, origin, by)
         if judgement.verdict == "same":
+            said = list(cites) or [
+                passages.line_of_new_source(source, text)
+                if made
+                else passages.of_line(source, text)
+            ]
+            passages.cite(_judged(judgement), passages.keeping_readers(_judged(judgement), said))
             fact = knowledge_actions.strengthen(
                 fact=_judged(judgement),
                 text=text,
@@ -291,7 +297,16 @@ def learn(
             cites=cites or ([passages.line_of_new_source(source, text)] if made else ()),
         )
         superseded = conflict = earlier = None
-        if (
+        if judgement.verdict in ("contradiction", "refinement") and not passages.reads_as_widely(
+            fact, _judged(judgement)
+        ):
+            conflict = knowledge_actions.open_conflict(
+                old=_judged(judgement),
+                new=fact,
+                reason=f"{judgement.reason}; some who read the older statement may not read "
+                "the newer one",
+            )
+        elif (
             judgement.verdict in ("contradiction", "refinement")
             and not verdict  # the teller's own verdict is done as said
             and not replaces_silently(_judged(judgement), source=source, origin=origin)

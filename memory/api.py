@@ -220,7 +220,7 @@ def inbox(request: Request, memory: Memory) -> Response:
 @access.requires(Permission.CURATE)
 def inbox_item(request: Request, pk: int, memory: Memory) -> Response:
     """Drop a queued item: it leaves the queue and the document is not touched."""
-    item = get_object_or_404(InboxItem, pk=pk, memory=memory)
+    item = get_object_or_404(InboxItem.objects.readable_by(request.user), pk=pk, memory=memory)
     if not actions.drop_inbox_item(item=item, by=request.user):
         raise StateConflict(f"Item #{pk} is no longer waiting (it is {item.state}).")
     return Response(status=status.HTTP_204_NO_CONTENT)

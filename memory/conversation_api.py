@@ -21,7 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from brain.inputs import allows_body
-from knowledge import access
+from knowledge import access, visibility
 from knowledge.models import Memory, Permission, Source, name_of
 from memory import conversations, reflection
 from memory.models import ReflectionRun
@@ -74,7 +74,12 @@ class ReflectionSerializer(serializers.ModelSerializer):
         ]
 
 
-def _conversation(source: Source) -> dict:
+def _conversation(source: Source, reader) -> dict:
+    """A conversation as ``reader`` may see it: what its reflections filed only when they read
+    all of it (a reflection reads every turn)."""
+    reflections = source.reflections.order_by("since_turn")
+    if not visibility.reads_whole(source, reader):
+        reflections = reflections.none()
     return {
         "id": source.pk,
         "title": source.title,
@@ -84,9 +89,7 @@ def _conversation(source: Source) -> dict:
         "messages": len(source.turns),
         "created_at": source.created_at,
         "url": reverse("knowledge:source", args=[source.pk]),
-        "reflections": ReflectionSerializer(
-            source.reflections.order_by("since_turn"), many=True
-        ).data,
+        "reflections": ReflectionSerializer(reflections, many=True).data,
     }
 
 
@@ -124,7 +127,7 @@ def new_conversation(request: Request, memory: Memory) -> Response:
         )
     except conversations.TooLarge as too_large:
         return _too_large(" ".join(too_large.messages))
-    body = {**_conversation(recorded.source), "created": recorded.created}
+    body = {**_conversation(recorded.source, request.user), "created": recorded.created}
     body["detail"] = recorded.message
     return Response(body, status=status.HTTP_201_CREATED if recorded.added else status.HTTP_200_OK)
 
@@ -139,5 +142,8 @@ def _too_large(message: str) -> Response:
 def conversation_detail(request: Request, pk: int, memory: Memory) -> Response:
     """One conversation: what it is, and every reflection over it (what each filed, or why
     nothing)."""
-    source = get_object_or_404(Source, pk=pk, memory=memory, kind=Source.Kind.CONVERSATION)
-    return Response(_conversation(source))
+    conversations_read = Source.objects.readable_by(request.user)
+    source = get_object_or_404(
+        conversations_read, pk=pk, memory=memory, kind=Source.Kind.CONVERSATION
+    )
+    return Response(_conversation(source, request.user))

@@ -91,8 +91,9 @@ def merge_pages(request: Request, pk: int, memory: Memory) -> Response:
     """Merge page ``merged`` into page ``pk``: its facts move, its names become nicknames."""
     form = MergeSerializer(data=request.data)
     form.is_valid(raise_exception=True)
-    keep = get_object_or_404(Subject, pk=pk, memory=memory)
-    merged = get_object_or_404(Subject, pk=form.validated_data["merged"], memory=memory)
+    pages = Subject.objects.readable_by(request.user)
+    keep = get_object_or_404(pages, pk=pk, memory=memory)
+    merged = get_object_or_404(pages, pk=form.validated_data["merged"], memory=memory)
     return _curated(curation.merge_pages(keep=keep, merged=merged, by=request.user))
 
 
@@ -109,7 +110,7 @@ def split_page(request: Request, pk: int, memory: Memory) -> Response:
     """Move ``facts`` off page ``pk`` onto a new page called ``name`` of type ``kind``."""
     form = SplitSerializer(data=request.data)
     form.is_valid(raise_exception=True)
-    page = get_object_or_404(Subject, pk=pk, memory=memory)
+    page = get_object_or_404(Subject.objects.readable_by(request.user), pk=pk, memory=memory)
     return _curated(curation.split_page(page=page, by=request.user, **form.validated_data))
 
 

@@ -78,7 +78,9 @@ def start_study(request: Request, memory: Memory) -> Response:
 def study_session(request: Request, pk: int, memory: Memory) -> Response:
     """One study session: its step while it runs, its report once it has landed."""
     return Response(
-        StudySessionSerializer(get_object_or_404(StudySession, pk=pk, memory=memory)).data
+        StudySessionSerializer(
+            get_object_or_404(StudySession.objects.readable_by(request.user), pk=pk, memory=memory)
+        ).data
     )
 
 
@@ -106,10 +108,24 @@ class UsedFactSerializer(serializers.ModelSerializer):
         fields = ["id", "text", "confidence", "successes", "failures"]
 
 
+class UsedPassageSerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="passage.pk")
+    source = serializers.IntegerField(source="passage.source_id")
+    source_title = serializers.CharField()
+    text = serializers.CharField()
+    url = serializers.CharField()
+
+
 class ExchangeSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=[ask.ASK, ask.TEACH])
     answer = serializers.CharField()
-    facts = UsedFactSerializer(many=True, help_text="What the answer used, or what was filed.")
+    knows = serializers.BooleanField(help_text="A line or a passage passed the relevance floor.")
+    facts = UsedFactSerializer(
+        many=True, help_text="What the answer used, the best first, or what was filed."
+    )
+    passages = UsedPassageSerializer(
+        many=True, help_text="Passages of the household's notes and documents it used."
+    )
     note = serializers.CharField()
     conversation = serializers.IntegerField(allow_null=True)
     reflection = serializers.CharField(allow_blank=True)
@@ -138,10 +154,12 @@ def ask_or_teach(request: Request, memory: Memory) -> Response:
         {
             "kind": exchange.kind,
             "answer": exchange.answer,
+            "knows": exchange.knows,
             "facts": UsedFactSerializer(exchange.facts, many=True).data,
+            "passages": UsedPassageSerializer(exchange.passages, many=True).data,
             "note": exchange.note,
             "conversation": exchange.conversation.pk if exchange.conversation else None,
-            "reflection": exchange.reflection.message if exchange.reflection else "",
+            "reflection": exchange.reflection_message,
             "detail": exchange.message,
         }
     )

@@ -3,9 +3,10 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Func
-from django.db.models.lookups import LessThanOrEqual
+from django.db.models.lookups import LessThanOrEqual, Lookup
 from django.utils import timezone
 
 from brain import leases
@@ -436,7 +437,26 @@ class ReflectionRun(leases.Lease):
         return f"Failed: {self.reason}"
 
 
-class StudySessionQuerySet(models.QuerySet):
+class OneOf(Lookup):
+    """``value = ANY(array)``: the left side is one of the array's elements."""
+
+    lookup_name = "one_of"
+
+    def as_sql(self, compiler, connection):
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        rhs, rhs_params = self.process_rhs(compiler, connection)
+        return f"{lhs} = ANY({rhs})", [*lhs_params, *rhs_params]
+
+
+class StudySessionQuerySet(ReadQuerySet):
+    def _narrow(self, user) -> StudySessionQuerySet:
+        """A session's report speaks of the facts it read: it is read by those who may read
+        every one of them (a session that read none, by everyone who reads the memory)."""
+        unread = Fact.objects.exclude(pk__in=Fact.objects.readable_by(user).values("pk")).filter(
+            OneOf(models.F("pk"), models.OuterRef("read_facts"))
+        )
+        return self.filter(~models.Exists(unread))
+
     def running(self) -> StudySessionQuerySet:
         return self.filter(state=StudySession.State.RUNNING)
 
@@ -476,6 +496,12 @@ class StudySession(models.Model):
     )
     step = models.CharField(max_length=200, blank=True, help_text="What it is doing now.")
     facts_read = models.PositiveIntegerField(default=0)
+    read_facts = ArrayField(
+        models.BigIntegerField(),
+        default=list,
+        blank=True,
+        help_text="The facts it read: its report is read by those who may read all of them.",
+    )
     stale = models.PositiveIntegerField(default=0)
     thin = models.PositiveIntegerField(default=0)
     contradictions = models.PositiveIntegerField(default=0)

@@ -58,8 +58,9 @@ def sections() -> list:
     return [import_string(path) for path in settings.BRAIN_EXPORT_SECTIONS]
 
 
-def export_memory(memory: Memory, reader=None) -> dict:
-    """Everything in ``memory`` that ``reader`` may read (None: the system, everything)."""
+def export_memory(memory: Memory, *, reader) -> dict:
+    """Everything in ``memory`` that ``reader`` may read (a person, a ``Reader``, or the read
+    layer's ``SYSTEM``, which reads everything)."""
     data = {
         "format": FORMAT,
         "version": VERSION,
@@ -78,8 +79,8 @@ def export_memory(memory: Memory, reader=None) -> dict:
     return data
 
 
-def export_json(memory: Memory, reader=None) -> str:
-    return json.dumps(export_memory(memory, reader), ensure_ascii=False, indent=2) + "\n"
+def export_json(memory: Memory, *, reader) -> str:
+    return json.dumps(export_memory(memory, reader=reader), ensure_ascii=False, indent=2) + "\n"
 
 
 def parse(raw: bytes | str) -> dict:

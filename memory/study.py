@@ -7,10 +7,11 @@ tab (``start``); without a topic it studies the stalest subject (``stalest_subje
 whose live facts were least recently taught, said again or acted on (``Fact.used_at``, set
 when an outcome is reported).
 
-What a session reads: the live facts about the subjects the topic names, and the facts that
-share its words (full text), at most FACTS_READ_AT_MOST, newest first — enough for one subject,
-and few enough that comparing every pair (1,770 at most) takes milliseconds. What it finds,
-offline, deterministically:
+What a session reads: the live facts the one ranking (``knowledge.retrieval.rank``, what the
+ask bar and ``context()`` use) finds relevant to the topic, by its words and by its meaning,
+with the subject it names in play, the most relevant first, at most FACTS_READ_AT_MOST — enough
+for one subject, and few enough that comparing every pair (1,770 at most) takes milliseconds.
+What it finds, offline, deterministically:
 
 - **stale**: not taught, said again or acted on for STALE_AFTER (90 days: a season);
 - **thin**: resting on one mention at low confidence (at most LOW_CONFIDENCE), never confirmed or
@@ -50,9 +51,9 @@ from django.utils import timezone
 from brain import inputs, llm
 from brain.celery import send_on_commit
 from brain.errors import StateConflict
-from knowledge import search, statements
-from knowledge.models import Conflict, Fact, Memory, Source, Subject
-from knowledge.subjects import mentioned_in
+from knowledge import retrieval, statements
+from knowledge.models import Conflict, Fact, Memory, Passage, Source, Subject
+from knowledge.read_layer import reader_for
 from memory import actions, switches
 from memory.models import Confidence, Origin, StudySession
 
@@ -106,11 +107,13 @@ def clean_topic(topic: str | None) -> str:
     return inputs.clean_text("topic", topic)
 
 
-def stalest_subject(memory: Memory) -> Subject | None:
-    """The subject whose live facts were least recently taught, said again or acted on."""
+def stalest_subject(memory: Memory, reader) -> Subject | None:
+    """The page ``reader`` may read whose live facts were least recently taught, said again or
+    acted on."""
     live = Q(facts__status__in=_LIVE, facts__valid_to__isnull=True, facts__subject_removed=False)
     return (
-        Subject.objects.for_memory(memory)
+        Subject.objects.readable_by(reader)
+        .for_memory(memory)
         .present()
         .annotate(
             last_sign=Max(
@@ -124,8 +127,9 @@ def stalest_subject(memory: Memory) -> Subject | None:
     )
 
 
-def _subject_named(memory: Memory, topic: str) -> Subject | None:
-    return Subject.objects.for_memory(memory).named(topic).order_by("-present", "pk").first()
+def _subject_named(memory: Memory, topic: str, reader) -> Subject | None:
+    pages = Subject.objects.readable_by(reader).for_memory(memory)
+    return pages.named(topic).order_by("-present", "pk").first()
 
 
 # Asking for a session -------------------------------------------------------------------------
@@ -150,7 +154,7 @@ def start(*, memory: Memory, topic: str = "", by=None, send: bool = True) -> Sta
     switches.require_learning(memory)
     subject, chosen = None, not topic
     if chosen:
-        subject = stalest_subject(memory)
+        subject = stalest_subject(memory, reader_for(by))
         if subject is None:
             raise NothingToStudy(
                 "Nothing to study yet: no subject has a fact. Teach brain something first, or "
@@ -158,9 +162,10 @@ def start(*, memory: Memory, topic: str = "", by=None, send: bool = True) -> Sta
             )
         topic = subject.name
     else:
-        subject = _subject_named(memory, topic)
+        subject = _subject_named(memory, topic, reader_for(by))
     _settle_lost(memory)
-    running = StudySession.objects.running().filter(memory=memory).first()
+    sessions = StudySession.objects.as_system("whether a session already studies this memory")
+    running = sessions.running().filter(memory=memory).first()
     if running is not None:
         return Started(running, started=False)
     try:
@@ -175,7 +180,7 @@ def start(*, memory: Memory, topic: str = "", by=None, send: bool = True) -> Sta
                 lease_expires_at=timezone.now() + LEASE,
             )
     except IntegrityError:  # another request won the partial unique index
-        return Started(StudySession.objects.running().get(memory=memory), started=False)
+        return Started(sessions.running().get(memory=memory), started=False)
     if send:
         send_on_commit("memory.tasks.study", session.pk)
     return Started(session, started=True)
@@ -245,32 +250,28 @@ def _ids(facts: list[Fact]) -> str:
     return shown + (f" and {len(facts) - SHOWN_IDS} more" if len(facts) > SHOWN_IDS else "")
 
 
-def facts_about(memory: Memory, topic: str, subject: Subject | None) -> list[Fact]:
-    """The live facts a study of ``topic`` reads: about the subjects it names, then those that
-    share its words, at most FACTS_READ_AT_MOST."""
-    live = (
+def facts_about(memory: Memory, topic: str, subject: Subject | None, reader) -> list[Fact]:
+    """The live facts a study of ``topic`` reads, as ``reader`` (who asked for it) may read
+    them, the most relevant first, at most FACTS_READ_AT_MOST: the lines the one ranking
+    (``retrieval.rank``) finds relevant to the topic, by its words and by its meaning, with
+    the subject it names (and ``subject``) in play: "energy" reads the heat pump's running
+    costs and the electricity meter, not only a page called Energy."""
+    ranking = retrieval.rank(
+        memory=memory,
+        question=topic,
+        subjects=[subject] if subject is not None else [],
+        reader=reader,
+        procedures=False,
+    )
+    ids = [line.pk for line in ranking.lines][:FACTS_READ_AT_MOST]
+    found = (
         Fact.objects.for_memory(memory)
-        .live()
-        .readable_by(None)
+        .readable_by(reader)
         .without_vectors()
         .annotate(last_said=Max("observations__created_at"))
+        .in_bulk(ids)
     )
-    subjects = [subject] if subject is not None else []
-    subjects += [s for s in mentioned_in(memory, topic) if s not in subjects]
-    found: list[Fact] = []
-    if subjects:
-        found = list(
-            live.filter(subjects__in=subjects)
-            .distinct()
-            .order_by("-created_at")[:FACTS_READ_AT_MOST]
-        )
-    if len(found) < FACTS_READ_AT_MOST:
-        seen = {fact.pk for fact in found}
-        for fact in search.text_matches(live, topic, FACTS_READ_AT_MOST):
-            if fact.pk not in seen and len(found) < FACTS_READ_AT_MOST:
-                found.append(fact)
-                seen.add(fact.pk)
-    return found
+    return [found[pk] for pk in ids if pk in found]
 
 
 def _last_sign(fact: Fact) -> datetime:
@@ -281,8 +282,9 @@ def _last_sign(fact: Fact) -> datetime:
     )
 
 
-def review(memory: Memory, topic: str, facts: list[Fact], now: datetime) -> Findings:
-    """What is stale, thin or contradictory among ``facts`` (offline, deterministic)."""
+def review(memory: Memory, topic: str, facts: list[Fact], now: datetime, reader) -> Findings:
+    """What is stale, thin or contradictory among ``facts`` (offline, deterministic), and the
+    conflicts waiting about them that ``reader`` may read (both sides)."""
     found = Findings(topic=topic, facts=facts)
     found.stale = [fact for fact in facts if now - _last_sign(fact) >= STALE_AFTER]
     found.thin = [
@@ -295,6 +297,7 @@ def review(memory: Memory, topic: str, facts: list[Fact], now: datetime) -> Find
     ids = [fact.pk for fact in facts]
     waiting = (
         Conflict.objects.for_memory(memory)
+        .readable_by(reader)
         .to_settle()
         .filter(Q(old_id__in=ids) | Q(new_id__in=ids))
     )
@@ -378,8 +381,9 @@ def _ask_the_model(found: Findings, memory: Memory) -> StudyAnswer | None:
     return answer.parsed
 
 
-def _conclusions(found: Findings, answer: StudyAnswer) -> list[str]:
-    """The conclusions worth filing: citing a fact read, a statement, not a passing state."""
+def _conclusions(found: Findings, answer: StudyAnswer) -> list[tuple[str, list[int]]]:
+    """The conclusions worth filing, each with the facts read that it rests on: citing a fact
+    read, a statement, not a passing state."""
     read = {fact.pk for fact in found.facts}
     kept = []
     for conclusion in answer.conclusions[:CONCLUSIONS_AT_MOST]:
@@ -391,7 +395,7 @@ def _conclusions(found: Findings, answer: StudyAnswer) -> list[str]:
         elif text.endswith("?") or _TRANSIENT.search(text):
             found.lines.append(f"Not filed (not a durable statement): “{text[:200]}”")
         else:
-            kept.append(text)
+            kept.append((text, sorted(read & set(conclusion.because))))
     return kept
 
 
@@ -418,9 +422,12 @@ def study(session: StudySession, *, now: datetime | None = None) -> Findings:
     """Read, review and (with a model) conclude; each conclusion is its own transaction."""
     now = now or timezone.now()
     _step(session, "Reading what is known")
-    facts = facts_about(session.memory, session.topic, session.subject)
+    reader = reader_for(session.requested_by)
+    facts = facts_about(session.memory, session.topic, session.subject, reader)
+    session.read_facts = [fact.pk for fact in facts]
+    StudySession.objects.filter(pk=session.pk).update(read_facts=session.read_facts)
     _step(session, f"Looking for what is stale, thin or contradictory in {len(facts)} facts")
-    found = review(session.memory, session.topic, facts, now)
+    found = review(session.memory, session.topic, facts, now, reader)
     if not llm.configured(session.memory, "study"):
         found.model = "Offline: it reports what it found and files nothing new."
         return found
@@ -434,12 +441,14 @@ def study(session: StudySession, *, now: datetime | None = None) -> Findings:
     if conclusions:
         _step(session, f"Filing {len(conclusions)} conclusions")
     source = None
-    for text in conclusions:
+    for text, because in conclusions:
         if not switches.learning_on(session.memory):
             found.lines.append("Learning was switched off during the session: nothing filed.")
             break
         source = source or _source(session)
         try:
+            # A conclusion cites the passages of the facts it rests on, so it is read only by
+            # those who may read all of them; and it is judged against what the session read.
             learned = actions.learn(
                 memory=session.memory,
                 text=text,
@@ -447,6 +456,12 @@ def study(session: StudySession, *, now: datetime | None = None) -> Findings:
                 confidence=Confidence.LOW,
                 by=None,
                 source=source,
+                cites=list(
+                    Passage.objects.as_system("the passages of the facts a conclusion rests on")
+                    .filter(facts__in=because)
+                    .distinct()
+                ),
+                reader=reader,
             )
         except ValidationError as error:
             found.lines.append(f"Not filed: {' '.join(error.messages)}")
@@ -468,7 +483,11 @@ def execute(session_id: int) -> StudySession | None:
     ).update(claimed_at=now, lease_expires_at=now + LEASE, step="Starting")
     if claimed != 1:
         return None
-    session = StudySession.objects.select_related("memory", "subject").get(pk=session_id)
+    session = (
+        StudySession.objects.as_system("the session a worker claimed")
+        .select_related("memory", "subject")
+        .get(pk=session_id)
+    )
     if not switches.learning_on(session.memory):
         return _finish(session, StudySession.State.FAILED, "learning is switched off.")
     try:

@@ -37,9 +37,11 @@ def banner_context(session: StudySession | None) -> dict:
     return {"study": session, "study_elapsed": _elapsed(session)}
 
 
-def study_context(memory: Memory) -> dict:
-    """The session the tab shows: the one running, else the last one if it landed recently."""
-    latest = StudySession.objects.for_memory(memory).order_by("-started_at", "-pk").first()
+def study_context(memory: Memory, reader) -> dict:
+    """The session the tab shows ``reader``: the one running, else the last one if it landed
+    recently — among those whose report they may read (StudySession's read rule)."""
+    sessions = StudySession.objects.readable_by(reader).for_memory(memory)
+    latest = sessions.order_by("-started_at", "-pk").first()
     landed_long_ago = (
         latest is not None
         and not latest.is_running
@@ -60,7 +62,7 @@ def start_study(request: HttpRequest, memory: Memory) -> HttpResponse:
         words = (
             refused.message if isinstance(refused, StateConflict) else " ".join(refused.messages)
         )
-        context = study_context(memory)
+        context = study_context(memory, request.user)
         return htmx.answer(
             request, f"{TEMPLATE}#study", context, back=back, toast=Toast(words, "error")
         )
@@ -78,7 +80,9 @@ def start_study(request: HttpRequest, memory: Memory) -> HttpResponse:
 @require_GET
 @access.requires(Permission.READ)
 def study_status(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
-    session = get_object_or_404(StudySession, pk=pk, memory=memory)
+    session = get_object_or_404(
+        StudySession.objects.readable_by(request.user), pk=pk, memory=memory
+    )
     landed = not session.is_running
     return htmx.partial(
         request,

@@ -278,7 +278,7 @@ def _full_context(request: HttpRequest, memory: Memory) -> dict:
         **_reembedding_context(memory),
         **_waiting_context(request, memory),
         **_banner_context(ConsolidationRun.objects.running().filter(memory=memory).first()),
-        **study_views.study_context(memory),
+        **study_views.study_context(memory, request.user),
         **ask_views.ask_context(request, memory),
         **_facts_context(request, memory),
         **_to_settle_context(request, memory),

@@ -410,7 +410,9 @@ def _uids_of(model, memory: Memory, pks: set[Any]) -> dict[int, uuid.UUID]:
     wanted = [pk for pk in pks if isinstance(pk, int)]
     found: dict[int, uuid.UUID] = {}
     for chunk in in_batches(wanted, LOOKUP_BATCH):
-        found.update(model.objects.filter(memory=memory, pk__in=chunk).values_list("pk", "uid"))
+        # Ids to uids for rows the exported entries name: no row's words are read.
+        named = model._base_manager.filter(memory=memory, pk__in=chunk)
+        found.update(named.values_list("pk", "uid"))
     return found
 
 

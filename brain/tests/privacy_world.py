@@ -23,8 +23,17 @@ from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
 
-from knowledge import passages
-from knowledge.models import Label, Membership, Memory, Passage, Permission, Role, Source
+from knowledge import passages, visibility
+from knowledge.models import (
+    Label,
+    Membership,
+    Memory,
+    Passage,
+    Permission,
+    Role,
+    Source,
+    Subject,
+)
 from knowledge.sources import add_source
 from memory import compiling
 from memory.actions import learn
@@ -125,6 +134,14 @@ def build() -> World:
     _grant(team, people["salescurator"], Permission.CURATE)
     _grant(other, people["otheradmin"], Permission.ADMINISTER)
 
+    # Pages the team keeps, so compiled facts land on them (and pages carry canaries).
+    for kind, name in (
+        ("person", "Luca Bianchi"),
+        ("person", "Marta Verdi"),
+        ("company", "Rossi Srl"),
+    ):
+        Subject.objects.create(memory=team, kind=kind, name=name)
+
     # The document: two Sales passages and one HR passage.
     notes = add_source(
         memory=team, by=people["sales"], title="q3-notes.txt", text=Q3_NOTES, labels=[sales]
@@ -162,10 +179,8 @@ def build() -> World:
     )
 
     # The household: Household for everyone, Private for Sarah.
-    household = Label.objects.create(memory=home, name="Household", default=True)
+    visibility.default_labels(home)  # Household, and the Everyone role granting it
     private = Label.objects.create(memory=home, name="Private", meaning="Sarah's health.")
-    everyone = Role.objects.create(memory=home, name="Everyone", everyone=True)
-    everyone.labels.add(household)
     _role(home, "Sarah", [private], [people["sarah"]])
     for name in ("sarah", "tom"):
         _grant(home, people[name], Permission.TEACH)

@@ -15,6 +15,7 @@ from brain.llm.stub import stub_error, stub_hang, stub_json, stub_text
 from brain.models import ModelCall
 from knowledge.actions import record_outcome
 from knowledge.models import Conflict, Fact, Memory, Observation, Source, Subject
+from knowledge.read_layer import SYSTEM
 from memory import actions, study
 from memory.models import InboxItem, StudySession
 
@@ -130,10 +131,10 @@ def test_brain_learn_alone_studies_the_subject_least_recently_confirmed_or_used(
     _teach(home, "The heat pump runs on weather compensation", about=[heat_pump], age=OLD)
     used = _teach(home, "The garage fridge is meant to run 24/7", about=[fridge], age=OLD * 2)
 
-    assert study.stalest_subject(home) == fridge  # taught longest ago, never used
+    assert study.stalest_subject(home, SYSTEM) == fridge  # taught longest ago, never used
 
     record_outcome(fact=used, success=True)  # acting on it: fresh again
-    assert study.stalest_subject(home) == heat_pump
+    assert study.stalest_subject(home, SYSTEM) == heat_pump
 
     printed = _learn()
     assert printed.startswith(f"Studying {HEAT_PUMP}…")
@@ -147,7 +148,7 @@ def test_saying_a_fact_again_makes_its_subject_fresh(home, heat_pump):
 
     actions.learn(memory=home, text="The garage fridge is meant to run 24/7", origin="typed")
 
-    assert study.stalest_subject(home) == heat_pump
+    assert study.stalest_subject(home, SYSTEM) == heat_pump
 
 
 def test_with_nothing_known_brain_learn_says_there_is_nothing_to_study(home):

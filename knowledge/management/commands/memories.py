@@ -12,6 +12,7 @@ from django.db import IntegrityError
 
 from brain.cli import GroupCommand
 from knowledge import access
+from knowledge.read_layer import reader_for
 from knowledge.models import Memory
 
 
@@ -41,7 +42,7 @@ class Command(GroupCommand):
             listed = listed.filter(pk__in=[m.pk for m in access.readable_memories(person)])
         for one in listed:
             facts = one.facts.live()
-            count = (facts if person is None else facts.readable_by(person)).count()
+            count = facts.readable_by(reader_for(person)).count()
             mark = "  (default)" if one.pk == default.pk else ""
             self.stdout.write(f"{one.slug}  {one.name}  {count} facts{mark}")
 

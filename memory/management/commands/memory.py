@@ -30,6 +30,7 @@ from brain.portable import ImportRejected
 from brain.progress import Progress
 from knowledge import access
 from knowledge.models import Conflict, Fact, Permission
+from knowledge.read_layer import reader_for
 from memory.models import (
     Change,
     Confidence,
@@ -305,7 +306,7 @@ class Command(GroupCommand):
     def do_export(self, *, file: str | None, **_) -> None:
         from memory import portable
 
-        text = portable.export_json(self.memory, reader=self.person)
+        text = portable.export_json(self.memory, reader=reader_for(self.person))
         if not file:
             self.stdout.write(text, ending="")
             return
