@@ -47,6 +47,7 @@ from django.utils import timezone
 from knowledge import retrieval, search, statements
 from knowledge.embedding import DIMENSIONS, embed_question, get_embedder
 from knowledge.models import Fact, Memory, Source, Subject
+from knowledge.read_layer import SYSTEM
 
 SIZES = (10_000, 100_000)  # `make bench`; `make bench SIZES=1m` measures 1M on its own
 QUERIES = 200
@@ -718,8 +719,8 @@ def measure(household: Household, *, seed: int = 7, brainmem=None) -> Figures:
     embedder = get_embedder()
     pairs = list(zip(asked.texts, asked.subjects, strict=True))
     for text, subjects in pairs[:10]:  # warm up: caches, the model, the connection
-        retrieval.context(memory=memory, question=text, subjects=subjects)
-        retrieval.plain_context(memory=memory, question=text, subjects=subjects)
+        retrieval.context(memory=memory, question=text, subjects=subjects, reader=SYSTEM)
+        retrieval.plain_context(memory=memory, question=text, subjects=subjects, reader=SYSTEM)
     theirs = []
     if brainmem is not None:
         for text in asked.texts[:5]:
@@ -730,20 +731,24 @@ def measure(household: Household, *, seed: int = 7, brainmem=None) -> Figures:
         # Each question is new to the process: its vector is not kept from an earlier call.
         context_times.append(
             _timed(
-                lambda t=text, s=subjects: retrieval.context(memory=memory, question=t, subjects=s)
+                lambda t=text, s=subjects: retrieval.context(
+                    memory=memory, question=t, subjects=s, reader=SYSTEM
+                )
             )[0]
         )
         plain_times.append(
             _timed(
                 lambda t=text, s=subjects: retrieval.plain_context(
-                    memory=memory, question=t, subjects=s
+                    memory=memory, question=t, subjects=s, reader=SYSTEM
                 )
             )[0]
         )
         # Asked again, as a session's hooks ask: everything but embedding the question.
         again_times.append(
             _timed(
-                lambda t=text, s=subjects: retrieval.context(memory=memory, question=t, subjects=s)
+                lambda t=text, s=subjects: retrieval.context(
+                    memory=memory, question=t, subjects=s, reader=SYSTEM
+                )
             )[0]
         )
         if brainmem is not None:

@@ -1,35 +1,58 @@
 """Recall: the block of memory a run is given, and searches over what is known.
 
-``context()`` fills a token budget with facts about the subjects in play first, then facts that
-share words (full text) or meaning (vectors) with the question. The reader's own page (their
-person subject, ``subjects.person_of``) is in play too, so what they said about themselves ("I
-like the bedroom at 19") comes back for them and not as everyone's. One subject may take at most
-SUBJECT_SHARE of the budget, so a chatty device cannot crowd out the rest. Failures are fitted
-first, under their own heading, so under pressure the expensive lessons are the last dropped.
-Each block is ordered as a V (best at the head and the tail, where a model reads best), each
-line carries ``[id]`` for outcome reports, and the whole is wrapped in a nonce envelope.
+One ranking (``rank``) serves every surface: ``context()`` (the block a run is given, MCP's
+``memory_context``, ``POST /api/context``, the SessionStart hook), ``retrieve()`` (the agent's
+search, MCP's ``memory_search``, ``POST /api/agent/retrieve``), the ask bar
+(``memory/ask.py``) and study sessions (``memory/study.py``). Relevance decides what is
+recalled; subjects, outcomes and recency only adjust the order:
+
+- Candidates: the slice of each subject in play (named in the question, given by the caller,
+  the reader's own page), the full-text tiers of the question's words and its vector
+  neighbours, each at most PER_SOURCE.
+- Relevance (``scored``), in [0, 1]: the words' evidence (BM25 over the candidates, with IDF,
+  as a share of a full match) and the meaning's (the cosine read through the embedder's span)
+  joined so that either may carry a line alone and both together more: a list that is sure
+  of a line (every word of the question, or a near paraphrase) is heard whatever the other
+  says. The words that name a subject are not evidence: a subject's lines are ranked by the
+  rest of the question, so naming Ollie narrows and boosts and never fills the block with
+  Ollie's newest lines.
+- The floor: a line below RELEVANCE_FLOOR is not recalled — not in the block, not a failure
+  under "What has gone wrong before", not the ask bar's line; with none above it the ask bar
+  says brain does not know.
+- The order: relevance, then SUBJECT_BOOST for each subject in play a line is about and
+  UTILITY_WEIGHT × ``utility`` (proven use); ties go to the newer line.
+- The block (``_fitted``): the relevant lines in that order until the budget is spent. One
+  subject may take SUBJECT_SHARE of the budget while lines as relevant as its own (within TIE)
+  wait: a line its share holds back goes in before the first less relevant line, or at the
+  end while room is left, so the share never drops a relevant line to keep a less relevant
+  one and the block fills its budget while relevant lines remain. Failures are lines like any
+  other, shown under their own heading. Each block is ordered as a V (best at the head and
+  the tail, where a model reads best), each line carries ``[id]`` for outcome reports, and
+  the whole is wrapped in a nonce envelope.
 
 The memory's core (who the agent works for, standing rules) is loaded before anything else,
 under its own heading, and counted against the budget. Procedures that match the question come
 after the facts under their own heading (``[p<id>]`` lines, ranked by success like facts); they
-are fitted after the failures and before the facts, but may take at most PROCEDURE_SHARE of the
-budget: a way of doing the task that worked is the most directly useful line an agent can get,
-and a quarter still leaves most of the block to what is known.
+are fitted before the facts, but may take at most PROCEDURE_SHARE of the budget: a way of doing
+the task that worked is the most directly useful line an agent can get, and a quarter still
+leaves most of the block to what is known.
 
-Diversity (``diversify``): candidates are re-ranked by maximal marginal relevance, where only a
-near-identical line (cosine of the embeddings at least NEAR_IDENTICAL, in the same class) counts
-as redundant, so the relevance order — subjects first, proven use, fused ranks — stands
-everywhere else. ``retrieve`` returns that order; ``context()`` does not spend a slot on a line
-nearly identical to one it already holds.
+Diversity (``_rerank``): the relevant lines are re-ranked by maximal marginal relevance, where
+only a near-identical line (cosine of the embeddings at least NEAR_IDENTICAL, in the same
+class) counts as redundant, so the relevance order stands everywhere else. ``retrieve`` returns
+that order; ``context()`` does not spend a slot on a line nearly identical to one it already
+holds.
 
 Never included: the inbox, guesses, the change log, expired, forgotten or superseded facts,
 facts about removed entities, or anything the reader may not read (``readable_by``).
 
-Two paths give the same block, line for line (``knowledge/tests/test_fast_paths.py`` holds
-them to it on 500 generated questions). ``plain_context`` is the reference: a query per
-subject, per full-text tier, for the vectors, the hydration, the vectors again for diversity
-and the subjects of each line, each through the ORM, and the question embedded before any of
-them. ``context`` is what every surface calls. Measured at 100k live facts (benchmark
+Two paths give the same ranking and block, line for line (``knowledge/tests/test_fast_paths.py``
+holds them to it on 500 generated questions): both score with ``scored`` and fit with
+``_block``; they differ only in how the candidates' rows are read. ``plain_rank`` (and
+``plain_context``) is the reference: a query per subject, per full-text tier, for the vectors,
+the rows, their subjects and their vectors, each through the ORM, and the question embedded
+before any of them. ``rank`` (behind ``context``, ``retrieve``, the ask bar and study) is what
+every surface calls. Measured at 100k live facts (benchmark
 household), almost all of the plain path's time was fixed cost per call rather than growth
 with the memory: ranking every full-text match, slices sorted after walking the wrong index,
 the MiniLM question embedding, parsing 80 vectors from text for diversity, three empty
@@ -72,26 +95,20 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from brain import llm
-from knowledge import envelope, search
+from knowledge import envelope, passage_search, search, word_stats
 from knowledge.embedding import (
     QUESTION_TIMEOUT_S,
     embed_question,
     embedder_for,
     question_vector_soon,
 )
-from knowledge.models import Fact, Memory, Procedure, Subject
-from knowledge.subjects import (
-    mentioned_ids_and_page,
-    mentioned_in,
-    person_of,
-    resolve,
-)
+from knowledge.models import Fact, Memory, Passage, Procedure
+from knowledge.subjects import Named, question_subjects, resolve
 
 MIN_BUDGET = 50  # below this not one line and its envelope fit
 MAX_BUDGET = 32_000
 SUBJECT_SHARE = 0.4
 PER_SOURCE = 40  # candidates read from each of: subjects, full text, vectors
-RRF_K = 60  # reciprocal-rank fusion constant
 PROCEDURE_SHARE = 0.25  # of the budget, at most, for procedures (see the module docstring)
 PROCEDURES_READ = 20  # procedures matching a question that are ranked for a block
 # Cosine at or above which two lines say nearly the same words. Measured on pairs that differ
@@ -102,10 +119,41 @@ NEAR_IDENTICAL = 0.97
 MMR_LAMBDA = 0.5  # relevance against redundancy: a near-identical line drops about half the list
 MMR_WINDOW = 80  # candidates re-ranked; a 600-token block holds about 25 lines
 
+# The ranking (see the module docstring for what chose each figure).
+BM25_K1 = 1.2  # term-frequency saturation: BM25's usual value
+BM25_B = 0.75  # length normalisation: BM25's usual value
+POOL_AT_LEAST = 50  # the candidates counted as at least this many documents for the IDF
+# Relevance: how much of the question a line's words hold (BM25's share of a full match, 0..1)
+# and how close its meaning is (the cosine read through the embedder's span, 0..1), combined as
+# two pieces of evidence, either of which may carry a line alone: 1 - (1 - 0.7 × words) ×
+# (1 - 1.0 × meaning). A line holding every word scores 0.7 on its words alone.
+WORDS_WEIGHT = 0.7
+MEANING_WEIGHT = 1.0
+# Cosines of a question's vector to a line's, per embedder, read as no evidence at the first
+# figure and as full evidence at the second (linearly between).
+COSINE_SPANS = {"minilm-int8-v1": (0.3, 0.8), "hash-ngram-v1": (0.0, 0.8)}
+COSINE_SPAN = (0.3, 0.8)  # any other embedder (a worker's model): MiniLM's
+# A question of one or two words ("energy", "the dog": a study's topic, a word in the ask bar)
+# is far from every sentence, even those about it (MiniLM: 0.2-0.6 for the lines about ten
+# labelled topics, 0.1-0.25 for the rest), so its cosines are read on spans of their own.
+SHORT_QUESTION_WORDS = 2
+SHORT_COSINE_SPANS = {"minilm-int8-v1": (0.15, 0.35), "hash-ngram-v1": (0.0, 0.8)}
+SHORT_COSINE_SPAN = (0.15, 0.35)
+RELEVANCE_FLOOR = 0.6  # below it a line is not recalled, and the ask bar does not know
+SUBJECT_BOOST = 0.05  # a line about a subject in play, in the order only (never the floor)
+UTILITY_WEIGHT = 0.1  # proven (utility 1) over unproven (0.42): 0.06, in the order only
+TIE = 0.02  # relevance within which two lines count as equally relevant for a subject's share
+
 CORE_HEADING = "## Core"
 FAILURES_HEADING = "## What has gone wrong before"
 FACTS_HEADING = "## What I know"
 PROCEDURES_HEADING = "## How it was done before"
+
+# Words that frame a question rather than say what it is about ("tell me about Ollie", "what
+# did Tom say about the loft"): left out of the words a line is ranked by and searched for.
+_ASKING = """tell know knows remember recall say said says saying mention mentioned talk talked
+    brain anybody anyone somebody someone"""
+ASKING_WORDS = frozenset(_ASKING.split())
 
 
 class BadBudget(ValueError):
@@ -119,6 +167,10 @@ class Context:
     nonce: str = ""
     tokens: int = 0
     procedure_ids: list[int] = field(default_factory=list)
+    # The facts of the block best first (``fact_ids`` is in the block's order) and how
+    # relevant each is to the question (RELEVANCE_FLOOR and above; 1.0 with no question).
+    ranked: list[int] = field(default_factory=list)
+    relevance: dict[int, float] = field(default_factory=dict)
 
 
 def tokens(text: str) -> int:
@@ -127,10 +179,9 @@ def tokens(text: str) -> int:
 
 
 PROVEN_AFTER = 5  # successes at which a fact counts as fully proven in use
-UTILITY_WEIGHT = 0.002  # in the fused ranking, about eight ranks between unproven and proven
 
 
-def utility(fact: Fact | Procedure) -> float:
+def utility(fact: Fact | Procedure | search.Row) -> float:
     """How much a fact (or a procedure) has earned its place: 0.7 × confidence + 0.3 × proven
     use (successes reported for it, up to PROVEN_AFTER). Repetition is not evidence: a fact said
     ten times and never acted on ranks below one that worked 9 times out of 9."""
@@ -140,7 +191,7 @@ def utility(fact: Fact | Procedure) -> float:
 _AVOID = re.compile(r"^\s*avoid\b\s*:?\s*", re.IGNORECASE)
 
 
-def _line(fact: Fact) -> str:
+def _line(fact: Fact | search.Row) -> str:
     observed = fact.successes + fact.failures
     if fact.valence == Fact.Valence.FAILURE:
         trust = "unverified" if not observed else f"conf {fact.confidence:.2f}"
@@ -174,50 +225,174 @@ def check_budget(token_budget: int) -> None:
         )
 
 
-def ranked_facts(memory: Memory, *, question: str, subjects: list[Subject], reader) -> list[Fact]:
-    """Every candidate, best first: the subjects' facts (by utility), then the question's
-    (full-text and vector ranks fused; a tie goes to the newer fact)."""
-    readable = Fact.objects.for_memory(memory).live().readable_by(reader).without_vectors()
-    ordered: list[Fact] = []
-    seen: set[int] = set()
-    about: list[Fact] = []
-    for subject in subjects:  # each subject its own slice, so one cannot take all the places
-        about += readable.filter(subjects=subject).order_by("-confidence", "-pk")[:PER_SOURCE]
-    for fact in sorted(about, key=utility, reverse=True):
-        if fact.pk not in seen:
-            ordered.append(fact)
-            seen.add(fact.pk)
-    if question.strip():
-        text = [fact.pk for fact in search.text_matches(readable.only("pk"), question, PER_SOURCE)]
-        embedding = _question_vector(memory, question)
-        near = (
-            [pk for pk, _distance in search.nearest(memory, embedding, limit=PER_SOURCE)]
-            if embedding is not None
-            else []
-        )
-        scores = _fused(text, near)
-        wanted = [pk for pk in scores if pk not in seen]
-        # The read rule applies to the vector hits here, through the one queryset method.
-        found = readable.filter(pk__in=wanted).in_bulk()
-        ordered += _by_score(found.values(), scores)
-    return ordered
+# What a question asks, and how relevant each line is to it ------------------------------------
 
 
-def _fused(text: list[int], near: list[int]) -> dict[int, float]:
-    """Reciprocal-rank fusion of the full-text and vector rankings."""
-    scores: dict[int, float] = {}
-    for ranking in (text, near):
-        for rank, pk in enumerate(ranking):
-            scores[pk] = scores.get(pk, 0) + 1 / (RRF_K + rank)
-    return scores
+@dataclass
+class Asked:
+    """A question as the ranking reads it.
+
+    ``terms``: the lexemes of its words (``search._words`` less ASKING_WORDS and less the words
+    that named a subject, stemmed as the facts' ``search_vector`` is): what the question asks
+    about its subjects; ``named``: the subjects it names; ``boosted``: every subject in play
+    (named, given, the reader's own page); ``vector``: its embedding (None without one);
+    ``embedder``: whose cosines these are; ``text``: the words full text searches for (its
+    words less the asking words, names included)."""
+
+    question: str
+    terms: frozenset[str]
+    named: frozenset[int]
+    boosted: frozenset[int]
+    text: str = ""
+    names: dict[int, str] = field(default_factory=dict)
+    vector: np.ndarray | None = None
+    embedder: str = ""
+
+    @property
+    def asked(self) -> bool:
+        return bool(self.question.strip())
 
 
-def _by_score(facts, scores: dict[int, float]) -> list:
-    return sorted(
-        facts,
-        key=lambda fact: (scores[fact.pk] + UTILITY_WEIGHT * utility(fact), fact.pk),
-        reverse=True,
+def asking(memory: Memory, question: str, named: Named, given: list[int]) -> Asked:
+    """The question's terms and subjects (see ``Asked``); its vector is set by the caller."""
+    words = [word for word in search._words(question) if word not in ASKING_WORDS]
+    lexemes = word_stats.lexemes(words) if words else {}
+    naming = {word for label in named.words.values() for word in search._words(label)}
+    terms = frozenset(lexemes[word] for word in words if word not in naming and lexemes[word])
+    boosted = {*given, *named.ids, *([named.own_page] if named.own_page else [])}
+    return Asked(
+        question,
+        terms,
+        frozenset(named.ids),
+        frozenset(boosted),
+        text=" ".join(words),
+        names=dict(named.words),
     )
+
+
+@dataclass
+class Scored:
+    """A candidate line with how relevant it is to the question (``relevance``, in [0, 1])
+    and its place in the ranking (``score``: relevance adjusted by subjects and use)."""
+
+    row: search.Row
+    relevance: float
+    score: float
+
+    @property
+    def pk(self) -> int:
+        return self.row.pk
+
+    @property
+    def valence(self) -> str:
+        return self.row.valence
+
+
+def _cosine_span(embedder: str, short: bool = False) -> tuple[float, float]:
+    if short:
+        return SHORT_COSINE_SPANS.get(embedder, SHORT_COSINE_SPAN)
+    return COSINE_SPANS.get(embedder, COSINE_SPAN)
+
+
+def scored(rows: list[search.Row], asked: Asked) -> list[Scored]:
+    """Every candidate scored against the question, best first (ties to the newer line).
+
+    Relevance joins two pieces of evidence, each as sure as its own score, so either may carry
+    a line alone and both together more than either: 1 - (1 - WORDS_WEIGHT × words) ×
+    (1 - MEANING_WEIGHT × meaning). Words: BM25 over the candidates (IDF from how many of them
+    hold each term, the pool counted as at least POOL_AT_LEAST) of the question's terms,
+    divided by what a line holding every term once at the average length scores, so 1 is
+    "holds all of it" whatever the question. The words that name a subject are not terms: a
+    subject's lines are ranked by the rest of the question, and a question of names alone
+    ("tell me about Ollie") finds every line about them relevant (1.0). Meaning: the cosine of
+    the vectors read through the embedder's COSINE_SPANS (0 for a line with no vector, or a
+    question without one). With no question every line is relevant (1.0).
+
+    The score adds SUBJECT_BOOST for each subject in play a line is about (two at most) and
+    UTILITY_WEIGHT × ``utility``: the order, never relevance (the floor reads relevance)."""
+    if not rows:
+        return []
+    if not asked.asked:
+        return sorted(
+            (Scored(row, 1.0, utility(row)) for row in rows),
+            key=lambda line: (line.score, line.pk),
+            reverse=True,
+        )
+    lexical = _lexical(rows, asked) if asked.terms else None
+    semantic = _semantic(rows, asked) if asked.vector is not None else None
+    names_only = not asked.terms and bool(asked.named)
+    lines = []
+    for index, row in enumerate(rows):
+        words = lexical[index] if lexical is not None else None
+        meaning = semantic[index] if semantic is not None and row.vector is not None else None
+        about = asked.boosted.intersection(row.subject_ids)
+        if names_only and asked.named.intersection(row.subject_ids):
+            relevance = 1.0
+        else:
+            relevance = 1 - (1 - WORDS_WEIGHT * (words or 0.0)) * (
+                1 - MEANING_WEIGHT * (meaning or 0.0)
+            )
+        boost = SUBJECT_BOOST * min(2, len(about))
+        lines.append(Scored(row, relevance, relevance + boost + UTILITY_WEIGHT * utility(row)))
+    return sorted(lines, key=lambda line: (line.score, line.pk), reverse=True)
+
+
+def _lexical(rows: list[search.Row], asked: Asked) -> list[float]:
+    """BM25 of each row over the rows, as a share of a full match (``scored``)."""
+    held = [
+        {term: row.lexemes[term] for term in asked.terms if term in row.lexemes} for row in rows
+    ]
+    pool = max(len(rows), POOL_AT_LEAST)
+    idf = {}
+    for term in asked.terms:
+        holding = sum(1 for counts in held if term in counts)
+        idf[term] = math.log(1 + (pool - holding + 0.5) / (holding + 0.5))
+    full = sum(idf.values())
+    lengths = [max(1, sum(row.lexemes.values())) for row in rows]
+    average = sum(lengths) / len(lengths)
+    found = []
+    for counts, length in zip(held, lengths, strict=True):
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / average)
+        total = sum(
+            idf[term] * count * (BM25_K1 + 1) / (count + norm) for term, count in counts.items()
+        )
+        found.append(min(1.0, total / full) if full > 0 else 0.0)
+    return found
+
+
+def _semantic(rows: list[search.Row], asked: Asked) -> list[float]:
+    """Each row's cosine to the question read through the embedder's span (0 for a row with
+    no vector: ``scored`` does not use it)."""
+    low, high = _cosine_span(asked.embedder, short=len(asked.text.split()) <= SHORT_QUESTION_WORDS)
+    question = asked.vector / max(float(np.linalg.norm(asked.vector)), 1e-12)
+    found = []
+    for row in rows:
+        if row.vector is None:
+            found.append(0.0)
+            continue
+        cosine = float(row.vector @ question) / max(float(np.linalg.norm(row.vector)), 1e-12)
+        found.append(min(1.0, max(0.0, (cosine - low) / (high - low))))
+    return found
+
+
+@dataclass
+class Ranking:
+    """What one question recalls: the relevant lines best first (``lines``: RELEVANCE_FLOOR
+    and above, every line with no question), the ids of those nearly identical to a line
+    placed before them (``near_identical``), and the procedures that match."""
+
+    lines: list[Scored]
+    near_identical: set[int]
+    procedures: list[Procedure]
+
+
+def _ranking(rows: list[search.Row], asked: Asked, procedures: list[Procedure]) -> Ranking:
+    lines = [line for line in scored(rows, asked) if line.relevance >= RELEVANCE_FLOOR]
+    vectors = {
+        line.pk: line.row.vector for line in lines[:MMR_WINDOW] if line.row.vector is not None
+    }
+    lines, near_identical = _rerank(lines, vectors)
+    return Ranking(lines, near_identical, procedures)
 
 
 def _question_vector(memory: Memory, question: str) -> list[float] | None:
@@ -239,41 +414,36 @@ def _vector_of(soon) -> list[float] | None:
         return None
 
 
-def subject_ids(facts: list[Fact]) -> dict[int, list[int]]:
-    """Which subjects each fact is about, in one query (ids only: the share needs no more)."""
-    about: dict[int, list[int]] = {fact.pk: [] for fact in facts}
-    links = Fact.subjects.through.objects.filter(fact_id__in=list(about))
-    for fact_id, subject_id in links.values_list("fact_id", "subject_id"):
-        about[fact_id].append(subject_id)
-    return about
+def rank(
+    *, memory: Memory, question: str, subjects: list = (), reader, procedures: bool = True
+) -> Ranking:
+    """The one ranking behind ``context``, ``retrieve``, the ask bar, MCP and the agent API,
+    in three round trips (the module docstring). Raises subjects.UnknownSubject."""
+    rows, asked, any_procedures = candidates(
+        memory=memory, question=question, subjects=subjects, reader=reader
+    )
+    chosen = procedures_for(memory, question) if procedures and any_procedures else []
+    return _ranking(rows, asked, chosen)
 
 
-def _in_play(memory: Memory, subjects: list, question: str) -> list[Subject]:
-    in_play = resolve(memory, list(subjects))
-    return in_play + [s for s in mentioned_in(memory, question) if s not in in_play]
-
-
-def context(
-    *, memory: Memory, question: str = "", subjects: list = (), reader=None, token_budget: int = 600
-) -> Context:
-    """The memory block for one prompt. Raises BadBudget, subjects.UnknownSubject.
-
-    The same block as ``plain_context``, in three round trips (see the module docstring)."""
-    check_budget(token_budget)
-    if not memory.memory_injection:
-        return Context("")
-    asked = bool(question.strip())
+def candidates(
+    *, memory: Memory, question: str, subjects: list = (), reader
+) -> tuple[list[search.Row], Asked, bool]:
+    """What ``rank`` ranks: every candidate line's row, the question as it is read, and
+    whether the memory holds any procedure."""
+    asked_now = bool(question.strip())
     embedder = embedder_for(memory, timeout=QUESTION_TIMEOUT_S)
-    soon = question_vector_soon(embedder, question) if asked else None
-    in_play = [subject.pk for subject in resolve(memory, list(subjects))]
-    mentioned, own_page = mentioned_ids_and_page(memory, question, reader)
-    in_play += [pk for pk in [*mentioned, own_page] if pk is not None and pk not in in_play]
+    soon = question_vector_soon(embedder, question) if asked_now else None
+    given = [subject.pk for subject in resolve(memory, list(subjects))]
+    named = question_subjects(memory, question, reader)
+    in_play = list(dict.fromkeys([*given, *named.ids, *filter(None, [named.own_page])]))
+    asked = asking(memory, question, named, given)
     rule = search.readable_where(Fact.objects.for_memory(memory).live().readable_by(reader))
     found = search.candidates(
         memory,
         rule,
         subject_ids=in_play,
-        question=question if asked else "",
+        question=asked.text if asked_now else "",
         limit=PER_SOURCE,
         hydrate=True,
     )
@@ -283,56 +453,108 @@ def context(
     near, rows = search.nearest_rows(
         memory, embedding, limit=PER_SOURCE, readable=rule, known=found.rows
     )
-    ordered: list[search.Row] = []
-    seen: set[int] = set()
-    for row in sorted((rows[pk] for pk in found.about), key=utility, reverse=True):
-        if row.pk not in seen:
-            ordered.append(row)
-            seen.add(row.pk)
-    if asked:
-        scores = _fused(found.text, near)
-        ordered += _by_score([rows[pk] for pk in scores if pk not in seen and pk in rows], scores)
-    candidates, near_identical = _rerank(
-        ordered, {row.pk: row.vector for row in ordered[:MMR_WINDOW] if row.vector is not None}
+    pool = dict.fromkeys([*found.about, *found.text, *near])
+    asked.vector = np.asarray(embedding, dtype=np.float32) if embedding is not None else None
+    asked.embedder = embedder.name
+    return [rows[pk] for pk in pool if pk in rows], asked, found.procedures
+
+
+def plain_rank(*, memory: Memory, question: str, subjects: list = (), reader) -> Ranking:
+    """``rank`` the plain way, a query for each part through the ORM: the reference the fast
+    path is held to (``knowledge/tests/test_fast_paths.py``)."""
+    embedder = embedder_for(memory, timeout=QUESTION_TIMEOUT_S)
+    given = [subject.pk for subject in resolve(memory, list(subjects))]
+    named = question_subjects(memory, question, reader)
+    in_play = list(dict.fromkeys([*given, *named.ids, *filter(None, [named.own_page])]))
+    asked = asking(memory, question, named, given)
+    readable = Fact.objects.for_memory(memory).live().readable_by(reader).without_vectors()
+    pool: list[int] = []
+    for subject in in_play:  # each subject its own slice, so one cannot take all the places
+        pool += (
+            readable.filter(subjects=subject)
+            .order_by("-confidence", "-pk")
+            .values_list("pk", flat=True)[:PER_SOURCE]
+        )
+    if asked.asked:
+        pool += [
+            fact.pk for fact in search.text_matches(readable.only("pk"), asked.text, PER_SOURCE)
+        ]
+        embedding = _question_vector(memory, question)
+        if embedding is not None:
+            asked.vector = np.asarray(embedding, dtype=np.float32)
+            near = [pk for pk, _ in search.nearest(memory, embedding, limit=PER_SOURCE)]
+            # The read rule applies to the vector hits here, through the one queryset method.
+            pool += list(readable.filter(pk__in=near).values_list("pk", flat=True))
+    asked.embedder = embedder.name
+    rows = _plain_rows(readable, list(dict.fromkeys(pool)), embedder.name)
+    return _ranking(rows, asked, procedures_for(memory, question))
+
+
+def _plain_rows(readable, pks: list[int], embedder: str) -> list[search.Row]:
+    """``search.Row``s of ``pks`` (in that order) through the ORM: fields, subjects, vectors."""
+    fields = ["pk", "text", "valence", "confidence", "support", "successes", "failures"]
+    values = {
+        row["pk"]: row for row in readable.filter(pk__in=pks).values(*fields, "search_vector")
+    }
+    about: dict[int, list[int]] = {pk: [] for pk in values}
+    links = Fact.subjects.through.objects.filter(fact_id__in=list(values)).order_by("pk")
+    for fact_id, subject_id in links.values_list("fact_id", "subject_id"):
+        about[fact_id].append(subject_id)
+    vectors = dict(
+        readable.filter(pk__in=list(values), embedder=embedder)
+        .exclude(embedding=None)
+        .values_list("pk", "embedding")
     )
-    procedures = procedures_for(memory, question) if found.procedures else []
-    about = {row.pk: row.subject_ids for row in candidates}
-    return _block(memory, token_budget, candidates, near_identical, about, procedures)
+    rows = []
+    for pk in pks:
+        if pk not in values:
+            continue
+        value = values[pk]
+        vector = vectors.get(pk)
+        rows.append(
+            search.Row(
+                *(value[name] for name in fields),
+                about[pk],
+                np.asarray(vector, dtype=np.float32) if vector is not None else None,
+                search.lexemes_of(value["search_vector"]),
+            )
+        )
+    return rows
 
 
-def plain_context(
-    *, memory: Memory, question: str = "", subjects: list = (), reader=None, token_budget: int = 600
+# The block ------------------------------------------------------------------------------------
+
+
+def context(
+    *, memory: Memory, question: str = "", subjects: list = (), reader, token_budget: int = 600
 ) -> Context:
-    """``context`` the plain way: the reference the fast path is held to (and the baseline of
-    the recall benchmark)."""
+    """The memory block for one prompt, read as ``reader`` (a person, a ``Reader`` or
+    ``read_layer.SYSTEM``). Raises BadBudget, subjects.UnknownSubject."""
     check_budget(token_budget)
     if not memory.memory_injection:
         return Context("")
-    in_play = _in_play(memory, subjects, question)
-    own_page = person_of(memory, reader)
-    in_play += [own_page] if own_page is not None and own_page not in in_play else []
-    candidates, near_identical = diversify(
-        ranked_facts(memory, question=question, subjects=in_play, reader=reader)
-    )
-    procedures = procedures_for(memory, question)
-    about = subject_ids(candidates)
-    return _block(memory, token_budget, candidates, near_identical, about, procedures)
+    ranking = rank(memory=memory, question=question, subjects=subjects, reader=reader)
+    return _block(memory, token_budget, ranking)
 
 
-def _block(
-    memory: Memory,
-    token_budget: int,
-    candidates: list,
-    near_identical: set[int],
-    about: dict[int, list[int]],
-    procedures: list[Procedure],
+def plain_context(
+    *, memory: Memory, question: str = "", subjects: list = (), reader, token_budget: int = 600
 ) -> Context:
-    """The block: the core, then failures, procedures and facts fitted to the budget."""
+    """``context`` the plain way (``plain_rank``): the reference the fast path is held to."""
+    check_budget(token_budget)
+    if not memory.memory_injection:
+        return Context("")
+    ranking = plain_rank(memory=memory, question=question, subjects=subjects, reader=reader)
+    return _block(memory, token_budget, ranking)
+
+
+def _block(memory: Memory, token_budget: int, ranking: Ranking) -> Context:
+    """The block: the core, then procedures and the relevant lines fitted to the budget."""
     core = [line.strip() for line in memory.core.splitlines() if line.strip()]
     nonce = envelope.new_nonce()
     headings = [FAILURES_HEADING, FACTS_HEADING]
     headings += [CORE_HEADING] if core else []
-    headings += [PROCEDURES_HEADING] if procedures else []
+    headings += [PROCEDURES_HEADING] if ranking.procedures else []
     overhead = tokens(envelope.wrap("\n".join(headings), nonce=nonce, memory_slug=memory.slug))
     left = token_budget - overhead
     # The core first, always, and within the budget like everything else.
@@ -343,52 +565,78 @@ def _block(
             break
         core_lines.append(line)
         left -= cost
-    share = max(1, int(token_budget * SUBJECT_SHARE))
-    spent_on: dict[int, int] = {}
-    chosen: dict[str, list] = {Fact.Valence.FAILURE: [], Fact.Valence.FACT: []}
-
-    def fit(valence: str) -> None:
-        nonlocal left
-        for fact in candidates:
-            if fact.valence != valence or fact.pk in near_identical:
-                continue
-            cost = tokens(_line(fact)) + 1
-            fact_subjects = about[fact.pk]
-            if cost > left or any(spent_on.get(pk, 0) + cost > share for pk in fact_subjects):
-                continue
-            chosen[valence].append(fact)
-            left -= cost
-            for pk in fact_subjects:
-                spent_on[pk] = spent_on.get(pk, 0) + cost
-
-    # Failures are fitted first: under pressure they are the last thing dropped.
-    fit(Fact.Valence.FAILURE)
     chosen_procedures = []
     allowance = min(left, int(token_budget * PROCEDURE_SHARE))
-    for procedure in procedures:
+    for procedure in ranking.procedures:
         cost = tokens(_procedure_line(procedure)) + 1
         if cost <= allowance:
             chosen_procedures.append(procedure)
             allowance -= cost
             left -= cost
-    fit(Fact.Valence.FACT)
-    if not core_lines and not chosen_procedures and not any(chosen.values()):
+    chosen = _fitted(
+        [line for line in ranking.lines if line.pk not in ranking.near_identical],
+        left,
+        max(1, int(token_budget * SUBJECT_SHARE)),
+    )
+    if not core_lines and not chosen_procedures and not chosen:
         return Context("", nonce=nonce)
+    failures = [line.row for line in chosen if line.row.valence == Fact.Valence.FAILURE]
+    facts = [line.row for line in chosen if line.row.valence != Fact.Valence.FAILURE]
     blocks = []
     if core_lines:
         blocks.append(CORE_HEADING + "\n" + "\n".join(core_lines))
-    if chosen[Fact.Valence.FAILURE]:
-        lines = [_line(f) for f in v_order(chosen[Fact.Valence.FAILURE])]
-        blocks.append(FAILURES_HEADING + "\n" + "\n".join(lines))
-    if chosen[Fact.Valence.FACT]:
-        lines = [_line(f) for f in v_order(chosen[Fact.Valence.FACT])]
-        blocks.append(FACTS_HEADING + "\n" + "\n".join(lines))
+    if failures:
+        blocks.append(FAILURES_HEADING + "\n" + "\n".join(_line(f) for f in v_order(failures)))
+    if facts:
+        blocks.append(FACTS_HEADING + "\n" + "\n".join(_line(f) for f in v_order(facts)))
     if chosen_procedures:
         lines = [_procedure_line(p) for p in chosen_procedures]
         blocks.append(PROCEDURES_HEADING + "\n" + "\n".join(lines))
     text = envelope.wrap("\n\n".join(blocks), nonce=nonce, memory_slug=memory.slug)
-    ids = [f.pk for f in chosen[Fact.Valence.FAILURE] + chosen[Fact.Valence.FACT]]
-    return Context(text, ids, nonce, tokens(text), [p.pk for p in chosen_procedures])
+    ids = [row.pk for row in v_order(failures) + v_order(facts)]
+    return Context(
+        text,
+        ids,
+        nonce,
+        tokens(text),
+        [p.pk for p in chosen_procedures],
+        ranked=[line.pk for line in chosen],
+        relevance={line.pk: line.relevance for line in chosen},
+    )
+
+
+def _fitted(lines: list[Scored], left: int, share: int) -> list[Scored]:
+    """The lines that fit in ``left`` tokens, in the ranking's order, each subject taking at
+    most ``share`` tokens while lines as relevant as its own (within TIE) remain: a line its
+    subject's share holds back waits, and goes in before the first line less relevant than it,
+    or at the end while room is left. So a subject's share keeps a chatty subject from
+    crowding out other lines as relevant, and never drops a line to keep a less relevant one;
+    and the block fills its budget while relevant lines remain."""
+    chosen: list[Scored] = []
+    spent_on: dict[int, int] = {}
+    waiting: list[Scored] = []
+
+    def place(line: Scored) -> None:
+        nonlocal left
+        cost = tokens(_line(line.row)) + 1
+        if cost > left:
+            return
+        chosen.append(line)
+        left -= cost
+        for pk in line.row.subject_ids:
+            spent_on[pk] = spent_on.get(pk, 0) + cost
+
+    for line in lines:
+        while waiting and waiting[0].relevance > line.relevance + TIE:
+            place(waiting.pop(0))
+        cost = tokens(_line(line.row)) + 1
+        if any(spent_on.get(pk, 0) + cost > share for pk in line.row.subject_ids):
+            waiting.append(line)
+            continue
+        place(line)
+    for line in waiting:
+        place(line)
+    return chosen
 
 
 def procedures_for(memory: Memory, question: str) -> list[Procedure]:
@@ -402,32 +650,48 @@ def procedures_for(memory: Memory, question: str) -> list[Procedure]:
     return sorted(found, key=lambda procedure: (utility(procedure), procedure.pk), reverse=True)
 
 
-def retrieve(*, memory: Memory, question: str, reader=None, k: int = 3) -> list[Fact]:
-    """The k best facts for a question (the agent's search), best first, a near-identical
-    line behind the others (``diversify``)."""
-    ranked = ranked_facts(
-        memory, question=question, subjects=mentioned_in(memory, question), reader=reader
-    )
-    return diversify(ranked)[0][:k]
+PASSAGES_READ = 20  # passages holding a word of the question that are ranked for the ask bar
 
 
-def diversify(facts: list[Fact]) -> tuple[list[Fact], set[int]]:
-    """``facts`` (best first) re-ranked by maximal marginal relevance, and the ids of those
-    nearly identical to a fact placed before them (see the module docstring).
+def rank_passages(
+    *, memory: Memory, question: str, reader, kinds: tuple = (), limit: int = 3
+) -> list[tuple[Passage, float]]:
+    """The passages (of sources of ``kinds``, every kind when empty) that ``reader`` may read,
+    relevant to ``question`` by their words, best first, each with its relevance: the same
+    words and BM25 as ``scored`` over the PASSAGES_READ that full text ranks best
+    (``passage_search.matching``, the read rule's own search), RELEVANCE_FLOOR and above.
+    Passages have no vectors, so their words are all the evidence."""
+    # A passage is about no page: the names in the question are words like any other here.
+    asked = asking(memory, question, Named({}, None), [])
+    if not asked.terms:
+        return []
+    matching = passage_search.matching(memory, reader, asked.text)
+    if kinds:
+        matching = matching.filter(source__kind__in=kinds)
+    passages = list(matching[:PASSAGES_READ])
+    rows = [
+        search.Row(passage.pk, passage.text, Fact.Valence.FACT, 0.0, 0, 0, 0, [], None,
+                   search.lexemes_of(passage.search_vector))
+        for passage in passages
+    ]  # fmt: skip
+    relevance = _lexical(rows, asked) if rows else []
+    found = [
+        (passage, value)
+        for passage, value in zip(passages, relevance, strict=True)
+        if value >= RELEVANCE_FLOOR
+    ]
+    return sorted(found, key=lambda pair: (pair[1], pair[0].pk), reverse=True)[:limit]
 
-    Relevance is the rank given (1 for the first, falling evenly); redundancy is the highest
-    cosine to a fact already placed in the same class (a failure is never redundant with a
-    success), counted only from NEAR_IDENTICAL. Only the first MMR_WINDOW are re-ranked."""
-    window = facts[:MMR_WINDOW]
-    if len(window) < 2:
-        return facts, set()
-    name = embedder_for(window[0].memory_id).name
-    vectors = dict(
-        Fact.objects.filter(pk__in=[fact.pk for fact in window], embedder=name)
-        .exclude(embedding=None)
-        .values_list("pk", "embedding")
-    )
-    return _rerank(facts, vectors)
+
+def retrieve(*, memory: Memory, question: str, reader, k: int = 3) -> list[Fact]:
+    """The k most relevant facts for a question (the agent's search, MCP's ``memory_search``),
+    best first: the head of ``rank``'s lines, the ranking ``context`` fills its block from, so
+    the block holds what this returns whenever its budget has room for it. Fewer than k, or
+    none, when fewer are relevant."""
+    ranking = rank(memory=memory, question=question, reader=reader, procedures=False)
+    ids = [line.pk for line in ranking.lines[:k]]
+    facts = Fact.objects.for_memory(memory).readable_by(reader).without_vectors().in_bulk(ids)
+    return [facts[pk] for pk in ids if pk in facts]
 
 
 def _rerank(facts: list, vectors: dict) -> tuple[list, set[int]]:

@@ -306,8 +306,9 @@ def readable_where(readable) -> tuple[str, list] | None:
 
 @dataclass
 class Row:
-    """A fact as ``retrieval.context`` reads it: no model instance, its subjects' ids and its
-    vector (None when made by another embedder) alongside."""
+    """A fact as ``retrieval`` ranks it: no model instance, its subjects' ids, its vector (None
+    when made by another embedder) and its words as full text holds them (``lexemes``: each
+    lexeme of ``search_vector`` and how often it occurs) alongside."""
 
     pk: int
     text: str
@@ -318,6 +319,7 @@ class Row:
     failures: int
     subject_ids: list[int]
     vector: np.ndarray | None
+    lexemes: dict[str, int] = field(default_factory=dict)
 
 
 # A fact's row as both statements read it, after a tag, an id and two spare columns.
@@ -325,19 +327,43 @@ _ROW_SQL = """knowledge_fact.text, knowledge_fact.valence, knowledge_fact.confid
     knowledge_fact.support, knowledge_fact.successes, knowledge_fact.failures,
     ARRAY(SELECT link.subject_id FROM knowledge_fact_subjects link
           WHERE link.fact_id = knowledge_fact.id),
-    CASE WHEN knowledge_fact.embedder = %s THEN vector_send(knowledge_fact.embedding) END"""
+    CASE WHEN knowledge_fact.embedder = %s THEN vector_send(knowledge_fact.embedding) END,
+    knowledge_fact.search_vector::text"""
 _NO_ROW_SQL = (
     "NULL::text, NULL::varchar, NULL::float8, NULL::int, NULL::int, NULL::int, "
-    "NULL::bigint[], NULL::bytea"
+    "NULL::bigint[], NULL::bytea, NULL::text"
 )
+
+# One lexeme of a tsvector's text: 'word':1,5B (positions optional, quotes doubled inside).
+_LEXEME = re.compile(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?")
+
+
+def lexemes_of(search_vector: str | None) -> dict[str, int]:
+    """A ``search_vector`` as its text reads (``'batteri':4 'spare':1,7``): each lexeme and
+    the number of places it holds (1 for a lexeme stored without positions)."""
+    found: dict[str, int] = {}
+    for word, places in _LEXEME.findall(search_vector or ""):
+        found[word.replace("''", "'")] = places.count(",") + 1 if places else 1
+    return found
 
 
 def _row(pk: int, columns) -> Row:
-    text, valence, confidence, support, successes, failures, subject_ids, raw = columns
+    text, valence, confidence, support, successes, failures, subject_ids, raw, words = columns
     vector = None
     if raw is not None:  # vector_send: dimensions and a spare int16, then big-endian floats
         vector = np.frombuffer(bytes(raw), dtype=">f4", offset=4).astype(np.float32)
-    return Row(pk, text, valence, confidence, support, successes, failures, subject_ids, vector)
+    return Row(
+        pk,
+        text,
+        valence,
+        confidence,
+        support,
+        successes,
+        failures,
+        subject_ids,
+        vector,
+        lexemes_of(words),
+    )
 
 
 @dataclass

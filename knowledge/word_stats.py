@@ -61,18 +61,25 @@ def shares(words: list[str]) -> tuple[float, dict[str, float | None]]:
     each of ``words``, the share of them whose text holds it: 0 for a word too rare to be among
     the most common, None for a stop word (a query leaves it out)."""
     rows, common = _read_statistics()
+    known = lexemes(words)
+    return rows, {word: None if not known[word] else common.get(known[word], 0.0) for word in words}
+
+
+def lexemes(words: list[str]) -> dict[str, str]:
+    """Each of ``words`` as the facts' ``search_vector`` holds it ("batteries" → "batteri"), or
+    '' for a stop word: asked of PostgreSQL once per process per word, so recall ranks a
+    question's words against the facts' lexemes with the column's own stemming."""
     unknown = [word for word in words if word not in _lexemes]
     if unknown:
         with connection.cursor() as cursor:
             cursor.execute(_LEXEMES_SQL, [unknown])
-            found = dict(cursor.fetchall())
+            found: dict[str, str] = dict(cursor.fetchall())
         with _lock:
             if len(_lexemes) + len(found) > KEPT_WORDS:
                 _lexemes.clear()
             _lexemes.update(found)
-    return rows, {
-        word: None if not _lexemes.get(word) else common.get(_lexemes[word], 0.0) for word in words
-    }
+        return {word: _lexemes.get(word) or found.get(word) or "" for word in words}
+    return {word: _lexemes.get(word) or "" for word in words}
 
 
 def forget() -> None:

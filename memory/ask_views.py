@@ -15,7 +15,7 @@ from brain.errors import StateConflict
 from brain.htmx import Toast
 from knowledge import access, kinds
 from knowledge.actions import record_outcome
-from knowledge.models import Fact, Memory, Permission
+from knowledge.models import Fact, Memory, Passage, Permission
 from memory import ask
 
 TEMPLATE = "memory/_ask.html"
@@ -31,21 +31,24 @@ def _back() -> str:
 
 
 def _kept(exchange: ask.Exchange) -> dict:
-    """The exchange as the session keeps it: words and ids, read again when shown."""
+    """The exchange as the session keeps it: words and ids, read again when shown. A line
+    taught keeps one message (its answer) and lists its facts only when something was filed."""
     return {
         "kind": exchange.kind,
         "text": exchange.text,
         "answer": exchange.answer,
         "note": exchange.note,
         "facts": [fact.pk for fact in exchange.facts],
+        "filed": exchange.filed,
+        "passages": [found.passage.pk for found in exchange.passages],
         "conversation": exchange.conversation.pk if exchange.conversation else None,
-        "reflection": exchange.reflection.message if exchange.reflection else "",
+        "reflection": exchange.reflection_message,
     }
 
 
 def ask_context(request: HttpRequest, memory: Memory, **typed) -> dict:
-    """The ask bar and the last exchange in this memory, its facts read again (their
-    confidence as it is now, and only what this person may read)."""
+    """The ask bar and the last exchange in this memory, its facts and passages read again
+    (their confidence as it is now, and only what this person may read)."""
     typed = {**request.session.pop(_key(memory, "typed"), {}), **typed}  # refused, without JS
     kept = request.session.get(_key(memory, "exchange"))
     if not kept:
@@ -53,7 +56,14 @@ def ask_context(request: HttpRequest, memory: Memory, **typed) -> dict:
     readable = Fact.objects.for_memory(memory).readable_by(request.user).without_vectors()
     by_id = readable.in_bulk(kept["facts"])
     facts = [by_id[pk] for pk in kept["facts"] if pk in by_id]
-    return {"exchange": kept, "ask_facts": facts, **typed}
+    if kept["kind"] == ask.TEACH and not kept.get("filed", True):
+        facts = []  # already known: its one message says so, nothing was filed to list
+    wanted = kept.get("passages", [])
+    found = (
+        Passage.objects.for_memory(memory).readable_by(request.user).select_related("source")
+    ).in_bulk(wanted)
+    passages = [found[pk] for pk in wanted if pk in found]
+    return {"exchange": kept, "ask_facts": facts, "ask_passages": passages, **typed}
 
 
 @require_POST

@@ -11,6 +11,7 @@ from agent import actions
 from knowledge import actions as knowledge_actions
 from knowledge import retrieval
 from knowledge.models import Fact, Procedure
+from knowledge.read_layer import SYSTEM
 from memory.actions import learn
 
 CORE = "You work for Priya Shah's data team.\nNever push to main without a review."
@@ -32,7 +33,7 @@ def test_one_success_out_of_one_ranks_below_nine_out_of_nine(home):
     for _ in range(9):
         knowledge_actions.record_outcome(fact=proven, success=True)
 
-    ranked = retrieval.retrieve(memory=home, question="resolver error fix", k=2)
+    ranked = retrieval.retrieve(memory=home, question="resolver error fix", k=2, reader=SYSTEM)
 
     assert ranked == [proven, once]
 
@@ -56,8 +57,8 @@ def test_near_identical_lines_do_not_take_two_slots(home):
     )
     other = _learn(home, "The staging database password rotates every 90 days.")
 
-    ranked = retrieval.retrieve(memory=home, question="staging database", k=2)
-    block = retrieval.context(memory=home, question="staging database")
+    ranked = retrieval.retrieve(memory=home, question="staging database", k=2, reader=SYSTEM)
+    block = retrieval.context(memory=home, question="staging database", reader=SYSTEM)
 
     assert ranked == [first, other]
     assert first.pk in block.fact_ids and other.pk in block.fact_ids
@@ -99,19 +100,21 @@ def test_a_procedure_that_worked_once_ranks_below_one_that_worked_nine_times(hom
     for _ in range(8):
         actions.procedure_outcome(procedure=proven, outcome="ok")
 
-    block = retrieval.context(memory=home, question="deploy the web app")
+    block = retrieval.context(memory=home, question="deploy the web app", reader=SYSTEM)
 
     assert block.text.index(f"[p{proven.pk}]") < block.text.index(f"[p{once.pk}]")
 
 
 def test_procedures_come_after_the_facts_under_their_own_heading(home):
-    failure = _learn(home, "Deploying on Friday evening broke the payments job.", outcome=False)
+    failure = _learn(
+        home, "Deploying the web app on Friday evening broke the payments job.", outcome=False
+    )
     fact = _learn(home, "The web app deploy takes 20 minutes.")
     procedure = actions.record_procedure(
         memory=home, task="Deploy the web app", steps=DEPLOY_STEPS, outcome="ok"
     ).procedure
 
-    block = retrieval.context(memory=home, question="deploy the web app")
+    block = retrieval.context(memory=home, question="deploy the web app", reader=SYSTEM)
 
     assert _headings(block.text) == [
         "## What has gone wrong before",
@@ -137,7 +140,9 @@ def test_procedures_fit_in_the_same_budget(home):
             outcome="ok",
         )
 
-    block = retrieval.context(memory=home, question="deploy the web app", token_budget=300)
+    block = retrieval.context(
+        memory=home, question="deploy the web app", token_budget=300, reader=SYSTEM
+    )
 
     assert 0 < block.tokens <= 300
     assert block.procedure_ids
@@ -147,8 +152,8 @@ def test_the_core_is_loaded_first_and_counted_against_the_budget(home):
     actions.set_core(memory=home, text=CORE)
     _learn(home, "The web app deploy takes 20 minutes.")
 
-    block = retrieval.context(memory=home, question="deploy")
-    alone = retrieval.context(memory=home, question="nothing matches this")
+    block = retrieval.context(memory=home, question="deploy", reader=SYSTEM)
+    alone = retrieval.context(memory=home, question="nothing matches this", reader=SYSTEM)
 
     assert _headings(block.text)[0] == "## Core"
     assert block.text.index("## Core\nYou work for Priya Shah's data team.") < block.text.index(
@@ -157,7 +162,9 @@ def test_the_core_is_loaded_first_and_counted_against_the_budget(home):
     assert "Never push to main without a review." in alone.text
     assert block.tokens == retrieval.tokens(block.text)
     for budget in (60, 100, 200):
-        small = retrieval.context(memory=home, question="deploy", token_budget=budget)
+        small = retrieval.context(
+            memory=home, question="deploy", token_budget=budget, reader=SYSTEM
+        )
         assert small.tokens <= budget
 
 
@@ -169,7 +176,7 @@ def test_the_core_is_small(home):
 def test_the_block_says_what_memory_is_and_what_an_outcome_is(home):
     _learn(home, "The web app deploy takes 20 minutes.")
 
-    text = retrieval.context(memory=home, question="deploy").text
+    text = retrieval.context(memory=home, question="deploy", reader=SYSTEM).text
 
     assert "evidence, not instruction" in text
     assert "relevant is not evidence" in text
@@ -180,8 +187,8 @@ def test_a_search_does_not_feed_what_it_finds(home):
     belief = _learn(home, "The web app deploy takes 20 minutes.")
 
     for _ in range(5):
-        retrieval.retrieve(memory=home, question="deploy", k=3)
-        retrieval.context(memory=home, question="deploy")
+        retrieval.retrieve(memory=home, question="deploy", k=3, reader=SYSTEM)
+        retrieval.context(memory=home, question="deploy", reader=SYSTEM)
 
     assert belief.observations.count() == 1
     belief.refresh_from_db()

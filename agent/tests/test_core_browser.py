@@ -6,6 +6,7 @@ from playwright.sync_api import expect
 
 from knowledge import retrieval
 from knowledge.models import Memory
+from knowledge.read_layer import SYSTEM
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -26,5 +27,5 @@ def test_a_curator_pins_the_core_without_a_reload_and_the_next_block_starts_with
         "You work for Priya.\nNever deploy on Fridays."
     )
     assert page.evaluate("window.stayedOnThePage === true")
-    block = retrieval.context(memory=Memory.objects.default(), question="deploy")
+    block = retrieval.context(memory=Memory.objects.default(), question="deploy", reader=SYSTEM)
     assert "## Core\nYou work for Priya.\nNever deploy on Fridays." in block.text

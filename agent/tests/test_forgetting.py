@@ -13,6 +13,7 @@ from agent import actions
 from knowledge import actions as knowledge_actions
 from knowledge import provenance, retrieval
 from knowledge.models import Fact
+from knowledge.read_layer import SYSTEM
 from memory.actions import learn
 
 LONG_AGO = timedelta(days=120)
@@ -87,8 +88,10 @@ def test_what_a_person_typed_never_decays(home, alice):
 def test_searching_for_a_belief_does_not_keep_it_alive(home):
     stale = _belief(home, "The old build server is called Zephyr.")
     for _ in range(5):
-        assert stale in retrieval.retrieve(memory=home, question="old build server", k=3)
-        retrieval.context(memory=home, question="old build server Zephyr")
+        assert stale in retrieval.retrieve(
+            memory=home, question="old build server", k=3, reader=SYSTEM
+        )
+        retrieval.context(memory=home, question="old build server Zephyr", reader=SYSTEM)
 
     assert actions.decay(memory=home).retired == [stale]
 

@@ -16,6 +16,7 @@ from brain.llm.stub import stub_error, stub_json, stub_text
 from knowledge import actions as knowledge_actions
 from knowledge import provenance, retrieval
 from knowledge.models import Episode, Fact, Memory
+from knowledge.read_layer import SYSTEM
 
 NFS = (
     "The NFS share needs the vers=4 mount option; the default mount hangs for a minute. "
@@ -103,7 +104,9 @@ def test_a_failure_and_a_similar_success_both_stay_live(home):
         "Restarting the worker does not clear the stuck queue.",
         "Deploying with the cache flag works.",
     }
-    block = retrieval.context(memory=home, question="restart the worker; deploy with the cache")
+    block = retrieval.context(
+        memory=home, question="restart the worker; deploy with the cache", reader=SYSTEM
+    )
     failures, known = block.text.split("## What I know")
     assert "Avoid: Restarting the worker does not clear the stuck queue." in failures
     assert "Restarting the worker clears the stuck queue." in known

@@ -10,6 +10,7 @@ from bench import knowledge as bench
 from knowledge import embedding, gate, retrieval, search, statements
 from knowledge.embedding import get_embedder
 from knowledge.models import Fact, Procedure, Subject
+from knowledge.read_layer import SYSTEM
 
 QUESTIONS = 500
 BUDGETS = (120, 600, 2_000)
@@ -68,6 +69,8 @@ def _questions(household, count: int, seed: int = 9):
     texts, _ = sampler.sample(about, np.random.default_rng(seed + 1))
     in_play = [[household.subjects[i]] if i >= 0 else [] for i in about.tolist()]
     texts[::7] = ["How do I reset the kitchen ceiling light?"] * len(texts[::7])
+    # Failures are recalled only when relevant: these make the household's failures relevant.
+    texts[5::13] = ["Can I restart the kitchen hub while the oven is on?"] * len(texts[5::13])
     texts[3::11] = [""] * len(texts[3::11])  # no question: the subjects alone
     return list(zip(texts, in_play, strict=True))
 
@@ -95,7 +98,7 @@ def test_the_fast_path_gives_the_plain_paths_block_for_500_generated_questions(h
             "question": question,
             "subjects": subjects,
             "token_budget": BUDGETS[n % len(BUDGETS)],
-            "reader": resting if n % 50 == 0 else None,
+            "reader": resting if n % 50 == 0 else SYSTEM,
         }
         fast, plain = retrieval.context(**asked), retrieval.plain_context(**asked)
         if _seen(fast) != _seen(plain):
@@ -108,7 +111,7 @@ def test_the_questions_reach_every_part_of_the_block(household):
     """The comparison above means something only if the blocks hold what can go wrong."""
     memory = household.memory
     blocks = [
-        retrieval.context(memory=memory, question=q, subjects=s, token_budget=2_000)
+        retrieval.context(memory=memory, question=q, subjects=s, token_budget=2_000, reader=SYSTEM)
         for q, s in _questions(household, 60)
     ]
 
@@ -120,8 +123,12 @@ def test_the_questions_reach_every_part_of_the_block(household):
 
 def test_near_identical_lines_are_left_out_by_both_paths(household):
     question = "Why does the kitchen ceiling light flicker when the oven is on?"
-    fast = retrieval.context(memory=household.memory, question=question, token_budget=2_000)
-    plain = retrieval.plain_context(memory=household.memory, question=question, token_budget=2_000)
+    fast = retrieval.context(
+        memory=household.memory, question=question, token_budget=2_000, reader=SYSTEM
+    )
+    plain = retrieval.plain_context(
+        memory=household.memory, question=question, token_budget=2_000, reader=SYSTEM
+    )
 
     flickers = [line for line in fast.text.splitlines() if "flickers" in line]
     assert 1 <= len(flickers) <= 3  # one line per wording, not twelve
@@ -176,7 +183,7 @@ def test_the_fast_path_gives_the_plain_paths_block_when_tiers_walk(household, wa
     memory = household.memory
     differ = []
     for n, (question, subjects) in enumerate(_loosened(_questions(household, 100, seed=6))):
-        asked = {"memory": memory, "question": question, "subjects": subjects}
+        asked = {"memory": memory, "question": question, "subjects": subjects, "reader": SYSTEM}
         asked["token_budget"] = BUDGETS[n % len(BUDGETS)]
         fast, plain = retrieval.context(**asked), retrieval.plain_context(**asked)
         if _seen(fast) != _seen(plain):
@@ -245,13 +252,13 @@ def test_context_takes_three_round_trips_where_the_plain_path_takes_a_dozen(
     memory, kitchen = household.memory, household.subjects[0]
     Procedure.objects.filter(memory=memory).delete()
     question = "The kitchen is aired every morning around 7:30."
-    retrieval.context(memory=memory, question=question, subjects=[kitchen])  # warm
+    retrieval.context(memory=memory, question=question, subjects=[kitchen], reader=SYSTEM)  # warm
 
     # The subjects' labels; slices, full text and procedures; vectors and rows.
     with django_assert_num_queries(3):
-        retrieval.context(memory=memory, question=question, subjects=[kitchen])
-    with django_assert_num_queries(14):  # 1 + 1 + 2 full-text tiers + 4 vectors + 6 more
-        retrieval.plain_context(memory=memory, question=question, subjects=[kitchen])
+        retrieval.context(memory=memory, question=question, subjects=[kitchen], reader=SYSTEM)
+    with django_assert_num_queries(15):  # 1 + 1 + 2 full-text tiers + 4 vectors + 7 more
+        retrieval.plain_context(memory=memory, question=question, subjects=[kitchen], reader=SYSTEM)
 
 
 def test_a_question_asked_again_is_not_embedded_again(household, monkeypatch):
@@ -262,8 +269,8 @@ def test_a_question_asked_again_is_not_embedded_again(household, monkeypatch):
         type(embedder), "embed_one", lambda self, text: calls.append(text) or real(self, text)
     )
     question = "Who takes the bins out on Thursday evening, and when?"
-    first = retrieval.context(memory=household.memory, question=question)
-    again = retrieval.context(memory=household.memory, question=question)
+    first = retrieval.context(memory=household.memory, question=question, reader=SYSTEM)
+    again = retrieval.context(memory=household.memory, question=question, reader=SYSTEM)
 
     assert calls == [question]
     assert first.fact_ids == again.fact_ids

@@ -18,6 +18,7 @@ from brain.models import ModelCall, WaitingCall
 from knowledge import embedding, reembedding, retrieval
 from knowledge.embedding import HashEmbedder, WorkerEmbedder, embedder_for
 from knowledge.models import Fact, Memory
+from knowledge.read_layer import SYSTEM
 from memory.actions import learn
 
 
@@ -103,9 +104,11 @@ def test_recall_answers_by_words_and_subjects_when_the_worker_gives_no_vector_fo
     fact = learn(memory=home, text="The loft hatch sticks in wet weather.", origin="typed").fact
     to_worker(home)
 
-    block = retrieval.context(memory=home, question="Does the loft hatch stick?")
-    plain = retrieval.plain_context(memory=home, question="Does the loft hatch stick?")
-    found = retrieval.retrieve(memory=home, question="loft hatch")
+    block = retrieval.context(memory=home, question="Does the loft hatch stick?", reader=SYSTEM)
+    plain = retrieval.plain_context(
+        memory=home, question="Does the loft hatch stick?", reader=SYSTEM
+    )
+    found = retrieval.retrieve(memory=home, question="loft hatch", reader=SYSTEM)
 
     assert fact.pk in block.fact_ids and fact.pk in plain.fact_ids
     assert [f.pk for f in found] == [fact.pk]

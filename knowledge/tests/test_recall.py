@@ -9,6 +9,7 @@ from django.utils import timezone
 from knowledge import actions as knowledge_actions
 from knowledge import retrieval
 from knowledge.models import Fact
+from knowledge.read_layer import SYSTEM
 from knowledge.subjects import UnknownSubject
 from memory.actions import add_to_inbox, learn
 
@@ -19,6 +20,7 @@ def _learn(home, text, **kwargs):
 
 def _context(home, **kwargs):
     kwargs.setdefault("token_budget", 600)
+    kwargs.setdefault("reader", SYSTEM)
     return retrieval.context(memory=home, **kwargs)
 
 

@@ -9,6 +9,7 @@ import pytest
 from knowledge import provenance, retrieval
 from knowledge.actions import record_outcome
 from knowledge.models import Conflict, Fact
+from knowledge.read_layer import SYSTEM
 from memory.actions import learn
 
 
@@ -136,7 +137,7 @@ def test_a_statement_that_failed_after_it_was_said_to_work_is_stored_as_a_failur
     assert failed.fact.valence == Fact.Valence.FAILURE
     assert "Stored as a failure" in failed.message
     assert f"#{worked.fact.pk}" in failed.message
-    block = retrieval.context(memory=home, question="frozen blinds hub").text
+    block = retrieval.context(memory=home, question="frozen blinds hub", reader=SYSTEM).text
     assert f"[{failed.fact.pk}] Avoid: Rebooting the hub" in block
 
 
@@ -150,12 +151,12 @@ def test_a_belief_proven_by_outcomes_outranks_one_merely_repeated(home):
     repeated.fact.refresh_from_db()
     assert repeated.fact.support == 10
     assert repeated.fact.confidence == pytest.approx(0.6)  # restatement is not evidence
-    ranked = retrieval.retrieve(memory=home, question="side door", k=2)
+    ranked = retrieval.retrieve(memory=home, question="side door", k=2, reader=SYSTEM)
     assert ranked[0] == proven.fact
 
 
 def test_a_failure_taught_with_its_own_avoid_label_is_recalled_with_one_label(home):
     failed = teach(home, "Avoid: running the dryer and the oven together.", outcome=False)
-    block = retrieval.context(memory=home, question="dryer oven").text
+    block = retrieval.context(memory=home, question="dryer oven", reader=SYSTEM).text
     assert f"[{failed.fact.pk}] Avoid: running the dryer" in block
     assert "Avoid: Avoid" not in block

@@ -55,7 +55,7 @@ def test_a_question_is_answered_with_the_facts_it_used_in_their_own_words(home, 
 def test_a_question_nothing_answers_says_so_and_lists_no_facts(home, known):
     exchange = ask.exchange(memory=home, text="Who mows the lawn?")
 
-    assert exchange.answer == "brain knows nothing about that yet."
+    assert exchange.answer == "brain doesn't know that yet."
     assert exchange.facts == []
 
 

@@ -5,6 +5,7 @@ import pytest
 
 from knowledge import reembedding, retrieval
 from knowledge.models import Fact, Membership, Observation, Permission, Subject
+from knowledge.read_layer import SYSTEM
 from memory import portable
 from memory.bulk import MAX_STATEMENTS
 
@@ -49,7 +50,9 @@ def test_a_thousand_statements_are_added_in_one_request_and_recalled_at_once(
     box = facts.get(text="Storage box 17 in the hall holds spare bulbs.")
     assert box.taught_by_name == admin_user.get_username()
     assert box.source.title.startswith("1,000 statements sent at once by ada")
-    block = retrieval.context(memory=home, question="Which box holds spare bulbs, box 17?")
+    block = retrieval.context(
+        memory=home, question="Which box holds spare bulbs, box 17?", reader=SYSTEM
+    )
     assert box.pk in block.fact_ids
 
 

@@ -11,6 +11,7 @@ import pytest
 from brain.llm.stub import stub_json
 from knowledge import retrieval
 from knowledge.models import Fact
+from knowledge.read_layer import SYSTEM
 from memory import actions, consolidator, document, revisions
 from memory.composers.base import FAILURES_HEADING, Candidate, Composition
 from memory.composers.offline import OfflineComposer, distil_voice
@@ -113,7 +114,7 @@ def test_context_and_the_document_agree_that_it_is_something_to_avoid(home):
     actions.learn(memory=home, text=FAILURE, origin=Origin.API, outcome=False)
     _pass(home)
 
-    recalled = retrieval.context(memory=home, question="thermostat nursery").text
+    recalled = retrieval.context(memory=home, question="thermostat nursery", reader=SYSTEM).text
 
     assert f"Avoid: {FAILURE}" in recalled
     assert f"- Avoid: {FAILURE}" in _document(home)

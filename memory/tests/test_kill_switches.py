@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from knowledge import retrieval
 from knowledge.models import Membership, Memory, Permission
+from knowledge.read_layer import SYSTEM
 from memory import actions, consolidator, conversations, reflection
 from memory.models import ConsolidationRun, DocumentRevision, InboxItem, Origin, ReflectionRun
 
@@ -84,7 +85,7 @@ def test_learning_off_stops_reflection_and_filing_but_what_is_known_is_still_use
 
     assert InboxItem.objects.pending().count() == 1  # left where it was
     assert "The loft is warm." in DocumentRevision.objects.current(home).text
-    block = retrieval.context(memory=home, question="loft")
+    block = retrieval.context(memory=home, question="loft", reader=SYSTEM)
     assert f"[{known.fact.pk}] The loft is warm." in block.text
 
 
@@ -120,5 +121,5 @@ def test_memory_in_prompts_off_keeps_learning_but_gives_prompts_nothing(signed_i
     actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
     _switch(signed_in, learning=True, memory_injection=False)
 
-    assert retrieval.context(memory=_fresh(home), question="loft").text == ""
+    assert retrieval.context(memory=_fresh(home), question="loft", reader=SYSTEM).text == ""
     assert actions.learn(memory=_fresh(home), text="Guests use the loft.", origin="typed").item

@@ -6,6 +6,7 @@ import pytest
 
 from knowledge import retrieval
 from knowledge.models import Fact, Observation, Subject
+from knowledge.read_layer import SYSTEM
 from memory import conversations, reflection, switches
 from memory.models import InboxItem, ReflectionRun
 
@@ -279,7 +280,7 @@ def test_tag_like_words_filed_from_a_conversation_are_neutralised_when_replayed(
     source = voice(home, sarah, ("Sarah", "Remember that the router label says <admin> in red"))
 
     run = reflection.reflect(source)
-    block = retrieval.context(memory=home, question="router label")
+    block = retrieval.context(memory=home, question="router label", reader=SYSTEM)
 
     assert [entry["text"] for entry in run.filed] == ["The router label says <admin> in red."]
     assert "&lt;admin>" in block.text and "<admin>" not in block.text

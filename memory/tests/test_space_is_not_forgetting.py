@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from knowledge import provenance, retrieval
 from knowledge.models import Fact
+from knowledge.read_layer import SYSTEM
 from memory import actions, consolidator, document, revisions
 from memory.composers.base import Composition
 from memory.demo import household_facts
@@ -51,7 +52,9 @@ def test_under_steady_teaching_the_lines_dropped_to_fit_leave_their_facts_recall
     assert dropped and len(evicted) >= 10  # most of 40 facts cannot fit in 1 KB
     for fact in (evicted[0], evicted[-1]):
         assert fact.text not in _document(small)
-        recalled = retrieval.context(memory=small, question=fact.text, token_budget=2000)
+        recalled = retrieval.context(
+            memory=small, question=fact.text, token_budget=2000, reader=SYSTEM
+        )
         assert fact.pk in recalled.fact_ids
         assert fact.text in recalled.text
         assert provenance.explain(fact)["document"] == LEFT_OUT
@@ -79,7 +82,10 @@ def test_a_line_a_pass_leaves_out_keeps_its_fact_live(home, scripted):
     loft.refresh_from_db()
     assert (loft.status, loft.in_document) == ("filed", False)
     assert loft in Fact.objects.live()
-    assert loft.pk in retrieval.context(memory=home, question="Is the loft warm?").fact_ids
+    assert (
+        loft.pk
+        in retrieval.context(memory=home, question="Is the loft warm?", reader=SYSTEM).fact_ids
+    )
     assert provenance.explain(loft)["why_not"] is None
     assert provenance.explain(loft)["document"] == LEFT_OUT
 
@@ -154,7 +160,10 @@ def test_forgetting_the_last_line_of_the_document_leaves_the_empty_template(home
     assert run.state == "filed", run.reason
     assert _document(home) == document.TEMPLATE
     assert loft not in Fact.objects.live()
-    assert "loft" not in retrieval.context(memory=home, question="Is the loft warm?").text
+    assert (
+        "loft"
+        not in retrieval.context(memory=home, question="Is the loft warm?", reader=SYSTEM).text
+    )
 
 
 def test_an_empty_answer_that_was_not_asked_for_is_still_refused(home, scripted):
