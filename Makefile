@@ -15,10 +15,11 @@ FIND_PYTHON = for c in python3.13 python3.12; do \
     if "$$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then echo "$$p"; exit 0; fi; \
   done
 
-.PHONY: help run test lint format bench demo stop chromium
+.PHONY: help run dev test lint format bench demo stop chromium
 
 help:
-	@echo "make run    start brain at http://127.0.0.1:8000 (web, worker, beat; gunicorn with DJANGO_DEBUG=0)"
+	@echo "make run    start brain at http://127.0.0.1:8000 (BRAIN_PORT): web, worker, beat; production, no debug pages"
+	@echo "make dev    the same for developers: Django's debug server, its error pages and reload on save"
 	@echo "make test   run the whole test suite"
 	@echo "make lint   ruff check, format check and mypy (the files pyproject.toml lists)"
 	@echo "make bench  run the benchmarks (a 2-minute load test among them) and write docs/BENCHMARKS.md"
@@ -32,9 +33,14 @@ $(PY):
 	"$$python" -m venv $(VENV) && $(PY) -m pip install --quiet --upgrade pip
 
 # requirements-nodeps.txt: packages whose declared dependencies we must not install (torch).
+# The first run takes a few minutes: one line per package as pip takes it (brain/install_progress.py);
+# all pip said is kept in .venv/pip.log.
+PIP_PROGRESS := $(PY) -m brain.install_progress $(VENV)/pip.log
 $(VENV)/.runtime: requirements.txt requirements-nodeps.txt | $(PY)
-	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
+	@echo "brain: installing the pinned requirements into $(VENV) (the first time takes a few minutes)…"
+	@set -o pipefail; $(PY) -m pip install --progress-bar off -r requirements.txt 2>&1 | $(PIP_PROGRESS) \
+	  || { echo "brain: pip failed; what it said is in $(VENV)/pip.log" >&2; exit 1; }
+	@$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	@touch $@
 
 $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime | $(PY)
@@ -43,6 +49,10 @@ $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime | $(PY)
 
 run: $(VENV)/.runtime
 	@$(PY) -m brain.run
+
+# For developers: runserver with Django's debug pages (tracebacks), reloading on every save.
+dev: $(VENV)/.runtime
+	@DJANGO_DEBUG=1 $(PY) -m brain.run
 
 # Browser tests drive Debian's chromium; install it when it is missing (as root, or with sudo).
 chromium:

@@ -148,7 +148,7 @@ class Servers:
     out: io.TextIOWrapper | None = None
 
     def start(self) -> None:
-        web, worker, _beat = run.programs(self.port, debug=False)
+        web, worker, *_ = run.programs(self.port, debug=False)  # not the compiler, not beat
         worker = run.Program("worker", [*worker.argv, "--hostname", f"bench-load-{os.getpid()}@%h"])
         env = {**os.environ, "DJANGO_DEBUG": "0", "PYTHONUNBUFFERED": "1"}
         env.update({k: v for k, v in run.PLAIN_HTTP_ON_LOOPBACK.items() if k not in os.environ})

@@ -1,7 +1,9 @@
 """`make run`: the embedded servers, migrations, an admin account, then web, worker and beat.
 
-- The web process is gunicorn (brain/gunicorn_conf.py) with DJANGO_DEBUG=0, and runserver with
-  debug on (it reloads on every code change, which is what a developer wants). Either serves
+- `make run` is production on loopback: DJANGO_DEBUG=0 unless set, gunicorn
+  (brain/gunicorn_conf.py), brain's own 404 and 500 pages, never a traceback. `make dev` sets
+  DJANGO_DEBUG=1: runserver with Django's debug pages, reloading on every code change, which is
+  what a developer wants. Either serves
   plain HTTP on 127.0.0.1, so with DJANGO_DEBUG=0 the TLS redirect, HSTS and Secure cookies are
   off unless DJANGO_SECURE_SSL_REDIRECT, DJANGO_SECURE_HSTS_SECONDS or DJANGO_SECURE_COOKIES say
   otherwise: a browser never sends a Secure cookie back over http, so no one could sign in.
@@ -40,6 +42,9 @@ from brain import embedded
 
 BASE_DIR = embedded.BASE_DIR
 HOST = "127.0.0.1"
+# Celery's queues (settings.CELERY_TASK_ROUTES): compiling has one of its own.
+DEFAULT_QUEUE = "celery"
+COMPILE_QUEUE = "compile"
 # Where this `make run` serves, while it runs: `brain agent install` points the hooks there.
 SERVING_FILE = embedded.VAR_DIR / "serving.json"
 
@@ -92,6 +97,12 @@ def main() -> int:
         _manage("ensure_admin")
         if not debug:
             _manage("collectstatic", "--noinput", "-v", "0")
+        print(
+            "brain: Django's debug server and pages, reloading on save (make dev)"
+            if debug
+            else "brain: production on loopback: gunicorn, no debug pages (make dev for those)",
+            flush=True,
+        )
         print(f"brain: starting web, worker and beat — open http://{HOST}:{port}", flush=True)
         SERVING_FILE.write_text(json.dumps({"url": f"http://{HOST}:{port}", "pid": os.getpid()}))
         supervisor = Supervisor(
@@ -130,9 +141,13 @@ def programs(port: int, *, debug: bool) -> list[Program]:
     else:
         web = [python, "-m", "gunicorn", "--config", "python:brain.gunicorn_conf"]
         web += ["--bind", f"{HOST}:{port}"]
+    worker = [celery, "-A", "brain", "worker", "--loglevel", "INFO"]
     return [
         Program("web", web),
-        Program("worker", [celery, "-A", "brain", "worker", "--loglevel", "INFO", "-c", "2"]),
+        # Every task but compiling (passes, briefs, sweeps, reflections, study sessions).
+        Program("worker", [*worker, "-Q", DEFAULT_QUEUE, "-c", "2"]),
+        # Compiling sources, on its own queue and process: an upload never holds the worker.
+        Program("compiler", [*worker, "-Q", COMPILE_QUEUE, "-c", "1", "-n", "compile@%h"]),
         Program("beat", [celery, "-A", "brain", "beat", "--loglevel", "INFO"]),
     ]
 
@@ -166,8 +181,9 @@ def _check_settings() -> bool:
 
     from brain.env import env_bool
 
+    os.environ.setdefault("DJANGO_DEBUG", "0")  # make run is production; make dev says 1
     try:
-        if not env_bool("DJANGO_DEBUG", True):
+        if not env_bool("DJANGO_DEBUG", False):
             for name, value in PLAIN_HTTP_ON_LOOPBACK.items():
                 os.environ.setdefault(name, value)
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brain.settings")

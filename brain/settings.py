@@ -211,6 +211,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # A consolidation pass has a 480 s deadline of its own; these are the backstops above it.
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("BRAIN_TASK_SOFT_TIME_LIMIT", 540, minimum=1)
 CELERY_TASK_TIME_LIMIT = env_int("BRAIN_TASK_TIME_LIMIT", 600, minimum=1)
+# Compiling a source runs on a queue of its own, which `make run` gives a worker of its own
+# (brain/run.py): one memory's upload never holds back another's filing pass. It works in turns
+# of at most BRAIN_COMPILE_TURN_S seconds, so sources compile side by side (memory/compiling.py).
+CELERY_TASK_ROUTES = {"memory.tasks.compile_source": {"queue": "compile"}}
+BRAIN_COMPILE_TURN_S = env_int("BRAIN_COMPILE_TURN_S", 60, minimum=1)
 CELERY_RESULT_EXPIRES = 24 * 3600
 CELERY_TIMEZONE = TIME_ZONE
 # Redis redelivers an unacknowledged message after this long; it must exceed the time limit.

@@ -53,9 +53,18 @@ def database_url(settings_dict: dict) -> str:
 
 @contextmanager
 def celery_worker(
-    settings_dict: dict, *, concurrency: int = 1, extra_env: dict | None = None
+    settings_dict: dict,
+    *,
+    concurrency: int = 1,
+    extra_env: dict | None = None,
+    queues: str = "celery,compile",
+    name: str = "test-worker",
+    program: list[str] | None = None,
 ) -> Iterator[subprocess.Popen]:
-    """A real ``celery worker`` process on the test database and the test broker.
+    """A real ``celery worker`` process on the test database and the test broker, taking
+    ``queues`` (both of brain's unless told: `make run` gives compiling a worker of its own).
+    ``program``: a worker's command as `make run` starts it (``brain.run.programs``), run as it
+    is but for its name and Celery's chatter between workers.
 
     Yields once the worker has connected and is ready; stops it (warm shutdown) on exit.
     """
@@ -71,27 +80,32 @@ def celery_worker(
         "BRAIN_EMBEDDER": "hash",
         **(extra_env or {}),
     }
-    log_path = embedded.VAR_DIR / "log" / f"test-worker-{os.getpid()}.log"
+    log_path = embedded.VAR_DIR / "log" / f"{name}-{os.getpid()}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     celery = str(Path(sys.executable).with_name("celery"))
+    argv = program or [
+        celery,
+        "-A",
+        "brain",
+        "worker",
+        "--loglevel",
+        "INFO",
+        "--pool",
+        "prefork",
+        "--concurrency",
+        str(concurrency),
+        "--queues",
+        queues,
+    ]
     with open(log_path, "w") as log:
         process = subprocess.Popen(
             [
-                celery,
-                "-A",
-                "brain",
-                "worker",
-                "--loglevel",
-                "INFO",
-                "--pool",
-                "prefork",
-                "--concurrency",
-                str(concurrency),
+                *argv,
                 "--without-gossip",
                 "--without-mingle",
                 "--without-heartbeat",
                 "--hostname",
-                f"test-worker-{os.getpid()}@%h",
+                f"{name}-{os.getpid()}@%h",
             ],
             cwd=embedded.BASE_DIR,
             env=env,

@@ -51,12 +51,21 @@ Contract:
 - Learning off (``memory.switches``): nothing is asked for, and a run asked for before stops
   before its next passages, saying so.
 
-Bounded work: at most MAX_PASSAGES_PER_CALL passages and MAX_CALL_CHARS characters in one
-model call (a long document is several calls, each within MODEL_TIMEOUT_S), a run stops at
-DEADLINE_S saying how far it got (inside the task's time limit; Compile again goes on), and
-at most MAX_STATEMENTS_PER_PASSAGE statements come from one passage (a passage is at most 2,000
-characters, about a dozen sentences; more statements than that from one is the model listing,
-not reading).
+Bounded work: a source holds at most ``knowledge.sources.MAX_PASSAGES`` passages (refused when
+it is added, naming the limit); at most MAX_PASSAGES_PER_CALL passages and MAX_CALL_CHARS
+characters go in one model call (a long document is several calls, each within
+MODEL_TIMEOUT_S); at most MAX_STATEMENTS_PER_PASSAGE statements come from one passage (a
+passage is at most 2,000 characters, about a dozen sentences; more statements than that from
+one is the model listing, not reading).
+
+Turns: compiling runs on a queue of its own (``COMPILE_QUEUE``, routed in settings), which
+`make run` gives a worker process of its own, so a large upload never holds back a filing pass
+or a brief. On that queue a run works in turns of at most ``settings.BRAIN_COMPILE_TURN_S``
+(60 s): past it, after the call's worth of passages in hand is filed, the run lets go of its
+claim and sends itself to the back of the queue (``_hand_over``), and the next turn goes on
+from the first passage not compiled, so one memory's 2,000 passages do not keep another's note
+waiting. A turn that runs to DEADLINE_S (a slow model call) stops saying how far it got and
+that the limit was reached; Compile again goes on from there.
 """
 
 from __future__ import annotations
@@ -68,6 +77,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import pydantic
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -99,9 +109,10 @@ MAX_CALL_CHARS = 24_000  # about 6k tokens of passages: room for the answer in o
 MAX_FACT_CHARS = 300
 MAX_PAGES_LISTED = 300  # the existing pages named in the prompt, so the model reuses them
 MODEL_TIMEOUT_S = 90.0
-# The run stops before this much time is spent, inside the task's soft limit (540 s), saying how
-# far it got; what it filed stays filed, and Compile again goes on from there.
+# The run stops before this much time is spent in one turn, inside the task's soft limit
+# (540 s), saying how far it got; what it filed stays filed, and Compile again goes on from there.
 DEADLINE_S = 480.0
+COMPILE_QUEUE = "compile"  # settings.CELERY_TASK_ROUTES sends memory.tasks.compile_source there
 MIN_CALL_S = 5.0  # less time left than this is not worth a call
 MAX_TOKENS = 4000
 MIN_WORDS = 3  # "Attendees", "Next steps" are headings, not statements
@@ -274,7 +285,13 @@ def _prompt(memory: Memory, chunk: list[Passage], types: dict[str, str], source:
     guidance = "\n".join(
         f"- {key}: {text or '(no guidance written)'}" for key, text in types.items()
     )
-    existing = Subject.objects.for_memory(memory).order_by("name")[:MAX_PAGES_LISTED]
+    existing = (
+        Subject.objects.as_system(
+            "compiling reads the pages and passages of the memory it files into"
+        )
+        .for_memory(memory)
+        .order_by("name")[:MAX_PAGES_LISTED]
+    )
     listed = "\n".join(f"- {page.name} ({page.kind})" for page in existing) or "(none yet)"
     texts = "\n\n".join(f"[{n}] {passage.text}" for n, passage in enumerate(chunk))
     return (
@@ -383,10 +400,18 @@ def _pages(memory: Memory, named: list[list[str]]) -> list[Subject]:
     type first), else a new page of that type."""
     found: list[Subject] = []
     for name, kind in named:
-        candidates = Subject.objects.for_memory(memory).named(name)
+        candidates = (
+            Subject.objects.as_system(
+                "compiling reads the pages and passages of the memory it files into"
+            )
+            .for_memory(memory)
+            .named(name)
+        )
         page = candidates.filter(kind=kind).first() or candidates.order_by("pk").first()
         if page is None:
-            page, _ = Subject.objects.get_or_create(memory=memory, kind=kind, name=name[:200])
+            page, _ = Subject.objects.as_system(
+                "compiling reads the pages and passages of the memory it files into"
+            ).get_or_create(memory=memory, kind=kind, name=name[:200])
         if page not in found:
             found.append(page)
     return found
@@ -434,13 +459,25 @@ def execute(run_id: int) -> None:
         raise
 
 
-def _to_compile(source: Source) -> list[Passage]:
+def _to_compile(source: Source, run: CompileRun) -> list[Passage]:
     """Passages of ``source`` still to compile (see the module docstring), in order; those an
-    earlier version already compiled are marked compiled on the way."""
-    unplaced = ReviewItem.objects.open().filter(source=source, kind=ReviewItem.Kind.UNPLACED)
-    waiting = source.passages.filter(
-        Q(compiled_at__isnull=True) | Q(review_items__in=unplaced)
-    ).distinct()
+    earlier version already compiled are marked compiled on the way. A passage ``run`` compiled
+    in an earlier turn is done, placed or not."""
+    unplaced = (
+        ReviewItem.objects.as_system(
+            "compiling reads the pages and passages of the memory it files into"
+        )
+        .open()
+        .filter(source=source, kind=ReviewItem.Kind.UNPLACED)
+    )
+    waiting = (
+        source.passages.as_system("compiling reads every passage of the source it compiles")
+        .filter(
+            Q(compiled_at__isnull=True)
+            | Q(review_items__in=unplaced, compiled_at__lt=run.started_at)
+        )
+        .distinct()
+    )
     chosen = list(waiting.order_by("ordinal"))
     earlier = _compiled_before(source)
     repeated = [p.pk for p in chosen if p.compiled_at is None and p.text_hash in earlier]
@@ -456,7 +493,9 @@ def _compiled_before(source: Source) -> set[str]:
     earlier = source.previous
     while earlier is not None and earlier.pk not in seen:
         seen.add(earlier.pk)
-        compiled = earlier.passages.filter(compiled_at__isnull=False)
+        compiled = earlier.passages.as_system("what earlier versions compiled").filter(
+            compiled_at__isnull=False
+        )
         hashes.update(compiled.values_list("text_hash", flat=True))
         earlier = earlier.previous
     return hashes
@@ -467,7 +506,7 @@ def _compile(run: CompileRun) -> None:
     if not switches.learning_on(memory):
         _finish(run, CompileRun.State.NOTHING, "learning was switched off before it ran.")
         return
-    chosen = _to_compile(source)
+    chosen = _to_compile(source, run)
     run.refresh_from_db()
     if not run.passages_total:  # a run taken over keeps its count
         run.passages_total = run.passages_done + len(chosen)
@@ -475,9 +514,10 @@ def _compile(run: CompileRun) -> None:
     if not chosen:
         _finish(run, CompileRun.State.NOTHING, "every passage was compiled before.")
         return
-    deadline = time.monotonic() + DEADLINE_S
+    began = time.monotonic()
+    deadline = began + DEADLINE_S
     read = [Statement.from_json(data) for data in run.statements]  # a run taken over read these
-    for chunk in _chunks(chosen):
+    for number, chunk in enumerate(_chunks(chosen)):
         if not switches.learning_on(memory):
             _finish(
                 run,
@@ -486,9 +526,15 @@ def _compile(run: CompileRun) -> None:
                 f"{run.passages_total} passages were compiled.",
             )
             return
-        left = deadline - time.monotonic()
+        now = time.monotonic()
+        left = deadline - now
         if left < MIN_CALL_S:
-            _finish(run, CompileRun.State.FAILED, _stopped(run, chunk, "it ran out of time"))
+            stopped = _stopped(run, chunk, "it ran out of time")
+            limit = f" A turn may work {DEADLINE_S / 60:g} minutes at most."
+            _finish(run, CompileRun.State.FAILED, stopped + limit)
+            return
+        if number and now - began >= settings.BRAIN_COMPILE_TURN_S:
+            _hand_over(run)
             return
         asked = {statement.cites[0] for statement in read}
         waiting = [passage for passage in chunk if passage.pk not in asked]
@@ -520,6 +566,17 @@ def _compile(run: CompileRun) -> None:
         _finish(run, CompileRun.State.NOTHING, _nothing_reason(run))
 
 
+def _hand_over(run: CompileRun) -> None:
+    """This turn is over: let go of the claim and send the run to the back of the compile queue,
+    where the next turn claims it and goes on from the first passage not compiled. Only the
+    process holding the run lets it go."""
+    released = CompileRun.objects.filter(
+        pk=run.pk, state=CompileRun.State.RUNNING, executor=leases.executor()
+    ).update(claimed_at=None, executor="", lease_expires_at=timezone.now() + requests.LEASE)
+    if released:
+        send_on_commit(requests.TASK, run.pk)
+
+
 def _stopped(run: CompileRun, chunk: list[Passage], why: str) -> str:
     """Why a run stopped at ``chunk``, and what is kept: nothing of the chunk was filed."""
     if not run.passages_done:
@@ -537,7 +594,9 @@ def _file_chunk(run: CompileRun, chunk: list[Passage], read: list[Statement]) ->
     source = run.source
     mine = {passage.pk for passage in chunk}
     statements = [s for s in read if s.cites[0] in mine]
-    cited = Passage.objects.in_bulk({pk for s in statements for pk in s.cites})
+    cited = Passage.objects.as_system(
+        "compiling reads the pages and passages of the memory it files into"
+    ).in_bulk({pk for s in statements for pk in s.cites})
     unplaced: list[Passage] = []
     placed: list[Passage] = []
     for passage in chunk:
@@ -633,7 +692,10 @@ def _settle_unplaced(source: Source, placed: list[Passage], unplaced: list[Passa
     unplaced are added, those now placed taken off, and an item with none left is settled."""
     with transaction.atomic():
         item = (
-            ReviewItem.objects.open()
+            ReviewItem.objects.as_system(
+                "compiling reads the pages and passages of the memory it files into"
+            )
+            .open()
             .select_for_update()
             .filter(source=source, kind=ReviewItem.Kind.UNPLACED)
             .first()
@@ -650,7 +712,13 @@ def _settle_unplaced(source: Source, placed: list[Passage], unplaced: list[Passa
                         question="",
                     )
             except IntegrityError:  # asked a moment ago by another run
-                item = ReviewItem.objects.open().get(source=source, kind=ReviewItem.Kind.UNPLACED)
+                item = (
+                    ReviewItem.objects.as_system(
+                        "compiling reads the pages and passages of the memory it files into"
+                    )
+                    .open()
+                    .get(source=source, kind=ReviewItem.Kind.UNPLACED)
+                )
         if placed:
             item.passages.remove(*placed)
         if unplaced:

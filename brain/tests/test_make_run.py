@@ -385,13 +385,15 @@ def _descendants(root: int) -> list[int]:
     return [pid for pid in found if embedded.pid_alive(pid)]
 
 
-def _is_celery_worker(pid: int) -> bool:
+def _is_celery_worker(pid: int, queue: str = run.DEFAULT_QUEUE) -> bool:
+    """A process of the worker taking ``queue`` (`make run` has one for compiling too)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
             argv = cmdline.read().split(b"\0")
     except OSError:
         return False
-    return any(arg.endswith(b"celery") for arg in argv) and b"worker" in argv
+    celery = any(arg.endswith(b"celery") for arg in argv) and b"worker" in argv
+    return celery and queue.encode() in argv
 
 
 @pytest.fixture

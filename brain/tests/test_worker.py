@@ -6,8 +6,14 @@ from brain.testing import wait_until
 
 
 @pytest.mark.worker
+def test_a_worker_checks_in_as_soon_as_it_is_ready(celery_worker):
+    """Before beat's first heartbeat (a minute after start): /healthz knows it at once."""
+    assert WorkerHeartbeat.objects.get().hostname.startswith("test-worker-")
+
+
+@pytest.mark.worker
 def test_a_real_worker_runs_a_task_and_its_result_lands_in_the_database(celery_worker):
-    assert not WorkerHeartbeat.objects.exists()
+    WorkerHeartbeat.objects.all().delete()  # the one it recorded when it was ready
 
     heartbeat.delay()
 
