@@ -131,24 +131,28 @@ def _brain(*words: str) -> subprocess.CompletedProcess:
 @pytest.mark.django_db(transaction=True)
 def test_the_three_placements_list_the_same_memory_from_the_terminal():
     from knowledge.models import Memory
-    from memory import actions
-    from memory.models import Origin
+    from memory import document, revisions
+    from memory.models import DocumentRevision
 
     Memory.objects.default()
     garden = Memory.objects.create(slug="garden", name="Garden")
-    actions.add_to_inbox(
-        memory=garden, text="The roses want water on Fridays", origin=Origin.TERMINAL
+    roses = "- The roses want water on Fridays."
+    revisions.save_user_edit(
+        memory=garden,
+        text=f"{document.TEMPLATE}{roses}\n",
+        base_generation=DocumentRevision.objects.current(garden).generation,
+        by=None,
     )
 
     answers = [
-        _brain("memory", "inbox", "--memory", "garden"),
-        _brain("--memory", "garden", "memory", "inbox"),
-        _brain("memory", "--memory", "garden", "inbox"),
+        _brain("memory", "list", "--memory", "garden"),
+        _brain("--memory", "garden", "memory", "list"),
+        _brain("memory", "--memory", "garden", "list"),
     ]
 
     assert [answer.returncode for answer in answers] == [0, 0, 0], answers
     assert len({answer.stdout for answer in answers}) == 1
-    assert "The roses want water on Fridays" in answers[0].stdout
+    assert roses in answers[0].stdout
 
 
 def test_brain_help_lists_every_group_in_one_line_each():

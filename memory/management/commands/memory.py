@@ -14,6 +14,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import threading
 from datetime import date
 from functools import partial
 from importlib import import_module
@@ -140,6 +141,7 @@ class Command(GroupCommand):
         self.stdout.write(DocumentRevision.objects.current(self.memory).text, ending="")
 
     def do_add(self, *, text: str, confidence: str, **_) -> None:
+        _load_the_embedder_meanwhile()
         from memory import actions
 
         learned = actions.learn(
@@ -332,6 +334,26 @@ class Command(GroupCommand):
         progress.finish(f"Imported {total:,} rows into {self.memory.name}:")
         for line in report:
             self.stdout.write(line)
+
+
+def _load_the_embedder_meanwhile() -> None:
+    """Start loading the embedding model on a thread while the teaching path is imported: the
+    two take about as long, and the model's loading leaves the other core to the imports (a
+    terminal add 1.34 -> 0.95 s of the two). The gate's own call waits for the model behind
+    the same lock, so it is loaded once."""
+    from django.conf import settings
+
+    if settings.BRAIN_EMBEDDER != "minilm":
+        return
+
+    def load() -> None:
+        from knowledge import embedding
+
+        embedder = embedding.get_embedder()
+        if isinstance(embedder, embedding.MiniLMEmbedder):
+            embedder.embed(["a sentence to load the model with"])
+
+    threading.Thread(target=load, name="embedder-load", daemon=True).start()
 
 
 def _taught(fact: Fact) -> str:
