@@ -4,7 +4,7 @@ import os
 
 from celery import Celery
 from celery.schedules import crontab
-from celery.signals import beat_init, before_task_publish, celeryd_init, worker_ready
+from celery.signals import beat_init, before_task_publish, celeryd_init
 from django.conf import settings
 from django.db import transaction
 
@@ -39,20 +39,6 @@ def _ensure_embedded_broker(**_kwargs) -> None:
 celeryd_init.connect(_ensure_embedded_broker, weak=False)
 beat_init.connect(_ensure_embedded_broker, weak=False)
 before_task_publish.connect(_ensure_embedded_broker, weak=False)
-
-
-@worker_ready.connect(weak=False)
-def _first_heartbeat(sender=None, **_kwargs) -> None:
-    """A worker says it is there as soon as it is ready to take tasks: /healthz knows it within
-    seconds of `make run` starting, not after beat's first heartbeat a minute later."""
-    from django.db import connection
-
-    from brain import health
-
-    try:
-        health.record_heartbeat(hostname=getattr(sender, "hostname", None) or "worker")
-    finally:
-        connection.close()  # the pool's processes keep connections of their own
 
 
 def send_on_commit(task: str, *args) -> None:
