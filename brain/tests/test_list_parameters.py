@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from brain.tests.endpoints import api_routes
+from brain.tests.endpoints import api_routes, routes
 from knowledge import sources
 
 pytestmark = pytest.mark.django_db
@@ -75,6 +75,7 @@ def test_a_nul_in_the_search_words_is_dropped_and_the_search_answers(signed_in, 
 
 
 LISTS = [route for route in api_routes() if "get" in route.methods and not route.params]
+PAGES = [route for route in routes() if not route.api and not route.params]
 
 
 @pytest.mark.parametrize("route", LISTS, ids=lambda route: route.name)
@@ -91,3 +92,16 @@ def test_no_list_answers_a_paging_parameter_that_is_not_a_number_with_a_404_or_a
     if response.status_code == 400:
         field = query.partition("=")[0]
         assert field in _detail(response), (route.path, _detail(response))
+
+
+@pytest.mark.parametrize("route", PAGES, ids=lambda route: route.name)
+def test_no_page_answers_a_page_number_that_is_not_a_number_with_a_404_or_a_5xx(
+    signed_in, note, route
+):
+    """The pages' lists (Django's paginator) show their first page for a page that is not a
+    number, and their last for one past it."""
+    for page in ("abc", "0", "-1", str(10**30)):
+        response = signed_in.get(f"{route.url()}?q=ivy&page={page}")
+
+        answered = response.status_code
+        assert answered in (200, 302, 400, 405), (route.path, page, answered)
