@@ -131,15 +131,16 @@ WORDS_WEIGHT = 0.7
 MEANING_WEIGHT = 1.0
 # Cosines of a question's vector to a line's, per embedder, read as no evidence at the first
 # figure and as full evidence at the second (linearly between).
-COSINE_SPANS = {"minilm-int8-v1": (0.3, 0.8), "hash-ngram-v1": (0.0, 0.8)}
+COSINE_SPANS = {"minilm-int8-v1": (0.3, 0.8), "hash-ngram-v1": (0.05, 0.8)}
 COSINE_SPAN = (0.3, 0.8)  # any other embedder (a worker's model): MiniLM's
-# A question of one or two words ("energy", "the dog": a study's topic, a word in the ask bar)
-# is far from every sentence, even those about it (MiniLM: 0.2-0.6 for the lines about ten
-# labelled topics, 0.1-0.25 for the rest), so its cosines are read on spans of their own.
+# A question of one or two words, a topic rather than a sentence ("energy", "the dog": what a
+# study is asked for, a word typed in the ask bar), is far from every sentence, even those about
+# it (MiniLM: 0.14-0.6 for the lines about ten labelled topics, 0.1-0.25 for the rest), so its
+# cosines are read on spans of their own (fitted on those topics: ``bench/recall.py``).
 SHORT_QUESTION_WORDS = 2
-SHORT_COSINE_SPANS = {"minilm-int8-v1": (0.15, 0.35), "hash-ngram-v1": (0.0, 0.8)}
-SHORT_COSINE_SPAN = (0.15, 0.35)
-RELEVANCE_FLOOR = 0.6  # below it a line is not recalled, and the ask bar does not know
+SHORT_COSINE_SPANS = {"minilm-int8-v1": (0.15, 0.3), "hash-ngram-v1": (0.0, 0.8)}
+SHORT_COSINE_SPAN = (0.15, 0.3)
+RELEVANCE_FLOOR = 0.575  # below it a line is not recalled, and the ask bar does not know
 SUBJECT_BOOST = 0.05  # a line about a subject in play, in the order only (never the floor)
 UTILITY_WEIGHT = 0.1  # proven (utility 1) over unproven (0.42): 0.06, in the order only
 TIE = 0.02  # relevance within which two lines count as equally relevant for a subject's share
@@ -363,7 +364,8 @@ def _lexical(rows: list[search.Row], asked: Asked) -> list[float]:
 def _semantic(rows: list[search.Row], asked: Asked) -> list[float]:
     """Each row's cosine to the question read through the embedder's span (0 for a row with
     no vector: ``scored`` does not use it)."""
-    low, high = _cosine_span(asked.embedder, short=len(asked.text.split()) <= SHORT_QUESTION_WORDS)
+    short = len(re.findall(r"\w+", asked.question)) <= SHORT_QUESTION_WORDS
+    low, high = _cosine_span(asked.embedder, short=short)
     question = asked.vector / max(float(np.linalg.norm(asked.vector)), 1e-12)
     found = []
     for row in rows:

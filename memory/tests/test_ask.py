@@ -320,3 +320,52 @@ def test_teaching_with_learning_off_is_refused_on_the_page_with_the_text_kept(
     assert "Learning is switched off for Home" in refused
     assert f'value="{FREEZER}"' in refused
     assert not InboxItem.objects.filter(text=FREEZER).exists()
+
+
+# Passages -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def notes(home, django_user_model):
+    """A note everyone in the household reads, one only Sarah's role reads, and Tom, who may
+    read the memory and holds no role."""
+    from knowledge import passages
+    from knowledge.models import Label, Membership, Permission, Role
+
+    manual = Source.objects.create(memory=home, kind=Source.Kind.NOTE, title="House manual")
+    passages.add(manual, ["The water stopcock is under the stairs, behind the hoover."])
+    private = Label.objects.create(memory=home, name="Private", meaning="Sarah's own notes.")
+    Role.objects.create(memory=home, name="Sarah").labels.add(private)
+    diary = Source.objects.create(memory=home, kind=Source.Kind.NOTE, title="Sarah's notes")
+    passages.add(
+        diary, ["The water stopcock's spare key is in the blue flowerpot."], labels=[private]
+    )
+    tom = django_user_model.objects.create_user(username="tom")
+    Membership.objects.create(memory=home, user=tom, permission=Permission.READ)
+    return tom
+
+
+def test_the_ask_bar_reads_the_notes_a_person_may_read_and_only_those(home, notes, admin_user):
+    everything = ask.exchange(memory=home, text="Where is the water stopcock?", by=admin_user)
+    exchange = ask.exchange(memory=home, text="Where is the water stopcock?", by=notes)
+
+    assert len(everything.passages) == 2  # the flowerpot is relevant: only Tom may not read it
+
+    assert exchange.knows
+    assert [found.text for found in exchange.passages] == [
+        "The water stopcock is under the stairs, behind the hoover."
+    ]
+    assert exchange.answer == (
+        "From “House manual”: The water stopcock is under the stairs, behind the hoover."
+    )
+    assert "flowerpot" not in exchange.answer
+
+
+def test_the_page_links_a_passage_the_answer_used_to_its_source(signed_in, home, notes):
+    page = signed_in.post(
+        "/knowledge/ask", {"text": "Where is the water stopcock?"}, headers={"HX-Request": "true"}
+    ).content.decode()
+
+    assert "From the household's documents" in page
+    assert "behind the hoover" in page
+    assert "#passage-0" in page
