@@ -150,6 +150,11 @@ def section(
             "both; the rest is brain's settings and apps, and Django's own (`contrib.auth`, "
             "`contrib.postgres`, psycopg, pgvector).",
             "",
+            "What `memory add` adds is teaching itself: the write gate and what it imports "
+            "(numpy, Celery, pydantic, an HTTP client: about half a second of CPU), the "
+            "embedder's model (MiniLM's session, loaded on a thread while those are imported), "
+            "the statements of a new fact, and its commit. `memory list` reads one row.",
+            "",
             f"Load average (1 min) on this machine's {os.cpu_count()} cores: {load[0]:.1f} when "
             f"this benchmark started, {load[1]:.1f} when it ended.",
             "",

@@ -97,3 +97,9 @@ def test_make_run_without_settings_serves_production_pages_and_knows_its_worker_
 
     make_run.wait(worker_known, timeout=60, what="/healthz never knew the worker")
     assert time.monotonic() - first_answer < 30  # beat's first heartbeat comes after 60 s
+
+    # Where it serves, for `brain agent install` to point the hooks at, while it runs.
+    serving = make_run.var / "serving.json"
+    assert json.loads(serving.read_text())["url"] == make_run.url
+    assert make_run.stop() == 0
+    assert not serving.exists()
