@@ -26,6 +26,7 @@ from knowledge.models import (
     Source,
     Subject,
 )
+from knowledge.read_layer import SYSTEM
 from memory import portable
 from memory.models import Change, DocumentRevision, InboxItem
 from review.models import Event, Finding, Guess, Judgement, Rule
@@ -248,9 +249,11 @@ class SourcesSection(Section):
     columns = (col("kind"), col("title"), col("reference"), col("created_at", required=True))
 
     def rows(self, memory):
-        return Source.objects.as_system("the test section exports every source").filter(
-            memory=memory
-        ).order_by("pk")
+        return (
+            Source.objects.as_system("the test section exports every source")
+            .filter(memory=memory)
+            .order_by("pk")
+        )
 
 
 @pytest.mark.parametrize(
@@ -376,7 +379,9 @@ def _facts_by_text(memory: Memory) -> list[list]:
 
 
 def _fold(source: Memory, target: Memory, **options) -> list[str]:
-    return portable.import_memory(target, portable.parse(portable.export_json(source)), **options)
+    return portable.import_memory(
+        target, portable.parse(portable.export_json(source, reader=SYSTEM)), **options
+    )
 
 
 @pytest.fixture
@@ -426,7 +431,7 @@ def test_a_waiting_episode_imported_is_distilled_by_the_sleep_pass_of_its_new_me
 
 
 def test_importing_the_whole_memory_twice_or_into_itself_adds_nothing(lived_in, other):
-    data = portable.parse(portable.export_json(lived_in))
+    data = portable.parse(portable.export_json(lived_in, reader=SYSTEM))
     portable.import_memory(other, data)
     first = (agent_memory(other), imported(other))
 
@@ -441,7 +446,7 @@ def test_importing_the_whole_memory_twice_or_into_itself_adds_nothing(lived_in, 
 
 
 def test_a_grant_to_a_person_this_install_does_not_know_is_skipped_and_named(lived_in, other):
-    data = json.loads(portable.export_json(lived_in))
+    data = json.loads(portable.export_json(lived_in, reader=SYSTEM))
     data["grants"].append({"person": "zoe", "permission": "administer"})
 
     report = portable.import_memory(other, portable.parse(json.dumps(data)))
@@ -548,7 +553,7 @@ BAD_ENTRIES = [
 def test_a_bad_entry_of_a_new_section_is_refused_naming_it_and_nothing_is_imported(
     lived_in, other, spoil, message
 ):
-    data = json.loads(portable.export_json(lived_in))
+    data = json.loads(portable.export_json(lived_in, reader=SYSTEM))
     spoil(data)
     before = (agent_memory(other), imported(other))
 
@@ -560,7 +565,7 @@ def test_a_bad_entry_of_a_new_section_is_refused_naming_it_and_nothing_is_import
 
 
 def test_every_key_an_export_writes_is_checked_on_import(lived_in):
-    data = portable.export_memory(lived_in)
+    data = portable.export_memory(lived_in, reader=SYSTEM)
 
     for section in portable.sections():
         if not isinstance(section, Section):

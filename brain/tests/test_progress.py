@@ -20,6 +20,7 @@ from brain.testing import database_url
 from knowledge import reembedding
 from knowledge.embedding import get_embedder
 from knowledge.models import Fact, Memory
+from knowledge.read_layer import SYSTEM
 from memory import actions, portable
 
 WRAPPER = Path(django_settings.BASE_DIR) / "bin" / "brain"
@@ -76,7 +77,7 @@ def test_brain_memory_import_counts_the_rows_in_a_real_shell_and_says_what_it_di
     for index in range(30):
         actions.learn(memory=home, text=f"Shelf {index} holds {index} jars.", origin="typed")
     exported = tmp_path / "home.json"
-    exported.write_text(portable.export_json(home))
+    exported.write_text(portable.export_json(home, reader=SYSTEM))
     Memory.objects.create(slug="other", name="Other")
     rows = portable.rows_in(portable.parse(exported.read_bytes()))
     env = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict)}

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from knowledge import passages, review, visibility
 from knowledge.models import Conflict, Fact, Memory, Passage, ReviewItem, Source
+from knowledge.read_layer import SYSTEM
 from knowledge.tests import examples
 from memory import actions, portable
 from memory.models import Origin
@@ -393,7 +394,7 @@ def test_the_terminal_settles_by_merging_and_lists_only_what_the_person_reads(te
 
 def test_an_open_conflict_imported_into_another_memory_waits_in_its_review(team):
     sales_and_hr_disagree(team)
-    data = json.loads(portable.export_json(team.memory))
+    data = json.loads(portable.export_json(team.memory, reader=SYSTEM))
     other = Memory.objects.create(slug="copy", name="Copy")
 
     portable.import_memory(other, data)

@@ -14,6 +14,7 @@ from knowledge import passages, reembedding
 from knowledge import portable as knowledge_portable
 from knowledge.embedding import HashEmbedder, get_embedder
 from knowledge.models import Fact, Memory, Source, Subject
+from knowledge.read_layer import SYSTEM
 from memory import portable
 from memory.models import InboxItem
 
@@ -149,7 +150,7 @@ def _texts(facts) -> set[str]:
 
 
 def _round_trip(source: Memory) -> dict:
-    return portable.parse(portable.export_json(source))
+    return portable.parse(portable.export_json(source, reader=SYSTEM))
 
 
 def _entry(data: dict, text: str) -> dict:
@@ -372,7 +373,7 @@ BAD_ENTRIES = [
 def test_a_bad_entry_is_refused_naming_it_and_nothing_is_imported(
     taught_home, other, spoil, message
 ):
-    data = json.loads(portable.export_json(taught_home))
+    data = json.loads(portable.export_json(taught_home, reader=SYSTEM))
     spoil(data)
     before = (_state(other), InboxItem.objects.for_memory(other).count())
 

@@ -254,7 +254,7 @@ def test_home_assistant_sensors_hold_what_every_member_reads(world):
     assert sensors["memory_last_learned"]["attributes"]["text"] is None
 
 
-# Labels --------------------------------------------------------------------------------------------
+# Labels ----------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", ["Sa\u200bles", "Ｓａｌｅｓ", "sales", " SALES ", "Sal\u00adesﾠ"])

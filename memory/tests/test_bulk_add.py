@@ -148,7 +148,7 @@ def test_a_bulk_add_is_not_judged_against_what_is_known(signed_in, home, quiet):
 def test_what_a_bulk_add_wrote_travels_in_the_export(signed_in, home, quiet):
     _post(signed_in, _inventory(3))
 
-    exported = portable.export_memory(home)
+    exported = portable.export_memory(home, reader=SYSTEM)
 
     assert len(exported["facts"]) == 3
     assert len(exported["observations"]) == 3

@@ -17,6 +17,7 @@ from brain.db import retry
 from brain.testing import run_async
 from knowledge import actions as knowledge_actions
 from knowledge.models import Fact, Memory
+from knowledge.read_layer import SYSTEM
 from memory import actions, consolidator, mcp_server, portable, revisions
 from memory.models import Change, DocumentRevision, InboxItem, Origin
 
@@ -115,7 +116,7 @@ def test_an_agent_whose_write_loses_every_race_is_told_to_send_it_again(home, ra
 def test_an_import_that_loses_a_race_is_imported_once(home, races):
     other = Memory.objects.create(slug="cottage", name="Cottage")
     _filed(other, "The cottage loft is warm.")
-    exported = portable.parse(portable.export_json(other))
+    exported = portable.parse(portable.export_json(other, reader=SYSTEM))
     calls = races(revisions, "write_document", times=1)
 
     report = portable.import_memory(home, exported)
@@ -129,7 +130,7 @@ def test_an_import_that_loses_a_race_is_imported_once(home, races):
 def test_importing_does_not_hold_up_a_fact_taught_at_the_same_moment(home, monkeypatch):
     other = Memory.objects.create(slug="cottage", name="Cottage")
     _filed(other, "The cottage loft is warm.")
-    exported = portable.parse(portable.export_json(other))
+    exported = portable.parse(portable.export_json(other, reader=SYSTEM))
     locked, go_on, errors = threading.Event(), threading.Event(), []
     bulk_create = Change.objects.bulk_create
 

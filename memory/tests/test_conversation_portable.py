@@ -9,6 +9,7 @@ import pytest
 
 from knowledge.models import Fact, Memory, Observation, Source
 from knowledge.portable import ImportRejected
+from knowledge.read_layer import SYSTEM
 from memory import conversations, portable, reflection
 
 
@@ -30,7 +31,7 @@ def reflected(home):
 def test_an_imported_conversation_keeps_its_messages_and_the_turn_that_taught(home, reflected):
     other = Memory.objects.create(slug="cabin", name="Cabin")
 
-    portable.import_memory(other, portable.parse(portable.export_json(home)))
+    portable.import_memory(other, portable.parse(portable.export_json(home, reader=SYSTEM)))
 
     copied = Source.objects.get(memory=other)
     assert copied.turns == reflected.turns and copied.channel == "voice"
@@ -41,7 +42,7 @@ def test_an_imported_conversation_keeps_its_messages_and_the_turn_that_taught(ho
 
 def test_importing_twice_keeps_one_conversation(home, reflected):
     other = Memory.objects.create(slug="cabin", name="Cabin")
-    data = portable.export_json(home)
+    data = portable.export_json(home, reader=SYSTEM)
 
     portable.import_memory(other, portable.parse(data))
     portable.import_memory(other, portable.parse(data))
@@ -51,7 +52,7 @@ def test_importing_twice_keeps_one_conversation(home, reflected):
 
 
 def test_turns_that_are_not_messages_are_refused_naming_them(home, reflected):
-    data = json.loads(portable.export_json(home))
+    data = json.loads(portable.export_json(home, reader=SYSTEM))
     data["facts"][0]["source"]["turns"] = ["not a message"]
 
     with pytest.raises(ImportRejected, match='invalid "turns"'):

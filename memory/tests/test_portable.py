@@ -8,6 +8,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from knowledge.models import Memory
+from knowledge.read_layer import SYSTEM
 from memory import actions, consolidator, document, portable, revisions
 from memory.composers.base import Composition
 from memory.models import Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
@@ -70,7 +71,7 @@ def _snapshot(memory: Memory) -> tuple:
 
 
 def _round_trip(source: Memory) -> dict:
-    return portable.parse(portable.export_json(source))
+    return portable.parse(portable.export_json(source, reader=SYSTEM))
 
 
 def test_an_export_carries_the_document_voice_inbox_and_log_into_another_memory(taught_home, other):
@@ -146,7 +147,7 @@ def test_an_empty_imported_document_never_replaces_one_with_content(taught_home,
 
 
 def _valid(taught_home) -> dict:
-    return json.loads(portable.export_json(taught_home))
+    return json.loads(portable.export_json(taught_home, reader=SYSTEM))
 
 
 def _with(data: dict, path: tuple, value) -> str:
@@ -271,7 +272,7 @@ def test_a_hand_written_entry_with_a_fresh_uid_is_added(taught_home):
 
 
 def test_a_file_holding_a_nul_character_is_refused_before_anything_is_written(home):
-    raw = json.dumps(portable.export_memory(home)).replace(
+    raw = json.dumps(portable.export_memory(home, reader=SYSTEM)).replace(
         '"format"', '"note": "bad\\u0000byte", "format"', 1
     )
 

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from knowledge import retrieval
 from knowledge.models import Fact, Label, Membership, Permission, Role, Source
+from knowledge.read_layer import SYSTEM
 from memory import actions, consolidator
 from memory.models import ConsolidationRun, DocumentRevision, InboxItem, Origin
 
@@ -152,7 +153,7 @@ def test_an_export_carries_the_labels_so_the_note_stays_sarahs_in_another_memory
     from knowledge.models import Memory
     from memory import portable
 
-    data = json.loads(portable.export_json(home))
+    data = json.loads(portable.export_json(home, reader=SYSTEM))
     assert {label["name"] for label in data["labels"]["labels"]} >= {"Private to Sarah"}
     other = Memory.objects.create(slug="other", name="Other")
     portable.import_memory(other, data)

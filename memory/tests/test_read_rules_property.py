@@ -4,8 +4,11 @@ Hypothesis draws labels, roles (each granting some labels), people (each holding
 some administering the memory), passages (each with some labels, possibly none) and facts
 (each citing one to three passages). The reference says, from those sets alone, what each
 person may read: a passage when one of their roles grants one of its labels, a fact when they
-may read every passage it cites; administrators everything. Then every surface is asked as that
-person: the facts list (queryset, HTML and API), search, context(), export and the MCP tools.
+may read every passage it cites; administrators everything. Some facts are derived, as a study
+session files a conclusion: from one to three of the others, citing every passage those cite,
+so read only by whoever reads all of them. Then every surface is asked as that person: the facts
+list (queryset, HTML and API), the admin's list of facts, search, context(), export and the MCP
+tools.
 Lists must match the reference exactly; search and context() pick among what matches, so what
 they give must be inside it.
 """
@@ -35,10 +38,19 @@ from knowledge.models import (
     Source,
     Subject,
 )
+from knowledge.read_layer import SYSTEM
 from memory import mcp_server, portable
+from memory.actions import learn
+from memory.models import Origin
 
 WORDS = ["amber", "basil", "cedar", "delta", "ember", "fjord", "gorse", "heron", "iris", "juniper"]
 _numbers = itertools.count()
+# What a study might conclude: sentences the gate keeps apart from each other and the facts.
+CONCLUSIONS = (
+    "Gadget deliveries arrive on Tuesday mornings.",
+    "The blue ledger is kept beside the fire exit.",
+    "Quarterly audits need two signatures from finance.",
+)
 
 
 @st.composite
@@ -61,7 +73,15 @@ def memories(draw):
             max_size=6,
         )
     )
-    return labels, roles, people, passage_labels, facts
+    derived = draw(
+        st.lists(st.frozensets(st.integers(0, len(facts) - 1), min_size=1, max_size=3), max_size=3)
+    )
+    return labels, roles, people, passage_labels, [*facts, *_cited_by(facts, derived)], derived
+
+
+def _cited_by(facts, derived):
+    """Each derived fact as the passages it cites: every passage of the facts it rests on."""
+    return [frozenset().union(*(facts[n] for n in rests_on)) for rests_on in derived]
 
 
 def _reads(person, roles, passage_labels, passage: int) -> bool:
@@ -73,7 +93,7 @@ def _reads(person, roles, passage_labels, passage: int) -> bool:
 
 
 def _build(spec):
-    labels_n, roles_spec, people_spec, passage_labels, facts_spec = spec
+    labels_n, roles_spec, people_spec, passage_labels, facts_spec, derived = spec
     number = next(_numbers)
     memory = Memory.objects.create(slug=f"drawn-{number}", name=f"Drawn {number}")
     labels = [Label.objects.create(memory=memory, name=f"L{n}") for n in range(labels_n)]
@@ -84,7 +104,7 @@ def _build(spec):
         roles.append(role)
     people = []
     for n, (held, administers) in enumerate(people_spec):
-        person = get_user_model().objects.create_user(username=f"p{number}-{n}")
+        person = get_user_model().objects.create_user(username=f"p{number}-{n}", is_staff=True)
         for r in held:
             roles[r].members.add(person)
         permission = Permission.ADMINISTER if administers else Permission.CURATE
@@ -98,7 +118,7 @@ def _build(spec):
     page = Subject.objects.create(memory=memory, kind="topic", name="Widgets")
     embedder = get_embedder()
     facts = []
-    for n, cited in enumerate(facts_spec):
+    for n, cited in enumerate(facts_spec[: len(facts_spec) - len(derived)]):
         text = f"The widget {WORDS[n % len(WORDS)]} {WORDS[(3 * n + 1) % len(WORDS)]} {n}."
         facts.append(
             actions.file_fact(
@@ -112,6 +132,22 @@ def _build(spec):
                 embedder=embedder.name,
             )
         )
+    study = Source.objects.create(memory=memory, kind=Source.Kind.STUDY, title="A study")
+    for n, rests_on in enumerate(derived):
+        # As a study session files a conclusion: citing every passage its facts cite.
+        cites = Passage.objects.as_system("what the facts cite").filter(
+            facts__in=[facts[i] for i in rests_on]
+        )
+        facts.append(
+            learn(
+                memory=memory,
+                text=CONCLUSIONS[n],
+                origin=Origin.STUDY,
+                source=study,
+                cites=list(cites.distinct()),
+                reader=SYSTEM,
+            ).fact
+        )
     return memory, people, rows, facts, page
 
 
@@ -123,7 +159,7 @@ def _build(spec):
 )
 @given(spec=memories())
 def test_every_surface_reads_exactly_what_the_reference_says(spec):
-    _, roles_spec, people_spec, passage_labels, facts_spec = spec
+    _, roles_spec, people_spec, passage_labels, facts_spec, _derived = spec
     with transaction.atomic():
         memory, people, rows, facts, page = _build(spec)
         for person, person_spec in zip(people, people_spec, strict=True):
@@ -172,6 +208,12 @@ def _check(memory, person, expected: set[int], passages_read: set[int], texts, p
     block = retrieval.context(memory=memory, question="widget", reader=person, token_budget=4000)
     assert set(block.fact_ids) <= expected, shown
     assert all(texts[pk] not in block.text for pk in set(texts) - expected), shown
+
+    admin_list = client.get(
+        reverse("admin:knowledge_fact_changelist"), {"memory__id__exact": memory.pk, "all": ""}
+    ).content.decode()
+    for pk, text in texts.items():
+        assert (text in admin_list) == (pk in expected), f"{shown}: {text} in the admin"
 
     exported = portable.export_memory(memory, reader=person)
     assert {entry["text"] for entry in exported["facts"]} == {texts[pk] for pk in expected}

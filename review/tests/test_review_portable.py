@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from brain.portable import ImportRejected
 from knowledge.models import Fact, Memory, Subject
+from knowledge.read_layer import SYSTEM
 from memory import portable
 from review import findings as review_findings
 from review import guesses as review_guesses
@@ -84,7 +85,9 @@ def other(db) -> Memory:
 
 
 def _fold(source: Memory, target: Memory) -> list[str]:
-    return portable.import_memory(target, portable.parse(portable.export_json(source)))
+    return portable.import_memory(
+        target, portable.parse(portable.export_json(source, reader=SYSTEM))
+    )
 
 
 def _findings(memory: Memory) -> list[tuple]:
@@ -118,7 +121,7 @@ def _everything(memory: Memory) -> dict:
 
 
 def test_the_export_carries_findings_rules_answered_guesses_and_judgements(home):
-    data = portable.export_memory(home)
+    data = portable.export_memory(home, reader=SYSTEM)
 
     assert len(data["findings"]) == 6
     battery = next(f for f in data["findings"] if f["check"] == "battery_low")
@@ -206,7 +209,7 @@ def test_a_rewording_of_an_imported_rejected_guess_is_never_asked(home, other, m
 
 
 def test_importing_the_same_file_twice_changes_nothing(home, other):
-    raw = portable.export_json(home)
+    raw = portable.export_json(home, reader=SYSTEM)
     portable.import_memory(other, portable.parse(raw))
     before = _everything(other)
 
@@ -256,7 +259,7 @@ def test_entries_already_here_win(home, other):
 def test_a_bad_entry_is_refused_naming_it_and_nothing_is_written(
     home, other, section, spoil, message
 ):
-    data = copy.deepcopy(portable.export_memory(home))
+    data = copy.deepcopy(portable.export_memory(home, reader=SYSTEM))
     entry = 0 if section == "judgements" else 1
     data[section][entry].update(spoil)
     before = _everything(other)
@@ -271,7 +274,7 @@ def test_a_bad_entry_is_refused_naming_it_and_nothing_is_written(
 
 
 def test_a_repeated_uid_is_refused(home, other):
-    data = portable.export_memory(home)
+    data = portable.export_memory(home, reader=SYSTEM)
     data["rules"][1]["uid"] = data["rules"][0]["uid"]
 
     with pytest.raises(ImportRejected, match="rules entry 2 repeats the uid"):

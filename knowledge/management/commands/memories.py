@@ -12,8 +12,8 @@ from django.db import IntegrityError
 
 from brain.cli import GroupCommand
 from knowledge import access
-from knowledge.read_layer import reader_for
 from knowledge.models import Memory
+from knowledge.read_layer import reader_for
 
 
 class Command(GroupCommand):
