@@ -145,13 +145,19 @@ def session_start_hook() -> str:
         # The server's answer alone is timed on goals of its own: asked the hook's goal again,
         # the database would answer from pages the hook's request just read.
         others = knowledge_bench.questions(household, seed=12).texts[: ROUNDS + 3]
-        live = Fact.objects.for_memory(household.memory).live().count()
+        live = (
+            Fact.objects.as_system("the benchmark counts its household")
+            .for_memory(household.memory)
+            .live()
+            .count()
+        )
         with tempfile.TemporaryDirectory(prefix="brain-bench-hook-") as folder:
             folder = Path(folder)
             store = None
             if cli is not None:
                 rows = list(
-                    Fact.objects.for_memory(household.memory)
+                    Fact.objects.as_system("the benchmark counts its household")
+                    .for_memory(household.memory)
                     .live()
                     .values_list("text", "confidence", "support")
                 )

@@ -44,10 +44,11 @@ from django.db import connection, transaction
 from django.test.utils import override_settings
 from django.utils import timezone
 
-from knowledge import retrieval, search, statements
+from knowledge import embedding, retrieval, search, statements
 from knowledge.embedding import DIMENSIONS, embed_question, get_embedder
 from knowledge.models import Fact, Memory, Source, Subject
 from knowledge.read_layer import SYSTEM
+from memory import ask
 
 SIZES = (10_000, 100_000)  # `make bench`; `make bench SIZES=1m` measures 1M on its own
 QUERIES = 200
@@ -708,6 +709,39 @@ class Figures:
     hnsw_subject_nearest: tuple[float, float]
     brainmem: tuple[float, float] | None = None  # its context(), same texts and questions
     brainmem_why_not: str = ""
+    # The one ranking's other surfaces, each with a question new to the process, and the floor
+    # beneath them: the question's embedding, one HNSW query and reading its rows, in a row.
+    retrieve: tuple[float, float] = (0.0, 0.0)
+    ask: tuple[float, float] = (0.0, 0.0)
+    floor: tuple[float, float] = (0.0, 0.0)
+    brainmem_retrieve: tuple[float, float] | None = None  # its retrieve(goal, k=3)
+
+
+def forget_questions() -> None:
+    """The next question is new to the process: no vector kept from an earlier call."""
+    with embedding._questions_lock:
+        embedding._questions.clear()
+
+
+def floor(memory: Memory, embedder, question: str) -> list:
+    """What any recall must do, in a row: embed the question (new to the process), one HNSW
+    query for its ten nearest facts, and read their rows."""
+    vector = embed_question(embedder, question)
+    near = [pk for pk, _ in search.nearest(memory, vector, limit=10)]
+    return list(
+        Fact.objects.as_system("the floor beneath recall, timed")
+        .filter(pk__in=near)
+        .values_list("pk", "text", "valence", "confidence", "support")
+    )
+
+
+def offline_answer(memory: Memory, question: str) -> ask.Exchange:
+    """The ask bar's answer without a model (a model's call is not brain's time)."""
+    with override_settings(ANTHROPIC_API_KEY=""):
+        return ask.answer(memory=memory, question=question, reader=SYSTEM)
+
+
+BRAINMEM_RETRIEVE_AT_MOST = 10_000  # its retrieve is a scan of every vector: 10k only
 
 
 def measure(household: Household, *, seed: int = 7, brainmem=None) -> Figures:
@@ -721,11 +755,16 @@ def measure(household: Household, *, seed: int = 7, brainmem=None) -> Figures:
     for text, subjects in pairs[:10]:  # warm up: caches, the model, the connection
         retrieval.context(memory=memory, question=text, subjects=subjects, reader=SYSTEM)
         retrieval.plain_context(memory=memory, question=text, subjects=subjects, reader=SYSTEM)
+        retrieval.retrieve(memory=memory, question=text, reader=SYSTEM)
+        offline_answer(memory, text)
+        floor(memory, embedder, text)
     theirs = []
     if brainmem is not None:
         for text in asked.texts[:5]:
             brainmem.context(text)
+            brainmem.retrieve(text)
     context_times, plain_times, again_times = [], [], []
+    retrieve_times, ask_times, floor_times, theirs_retrieve = [], [], [], []
     embedding_times, exact_times, nearest_times = [], [], []
     for text, subjects in pairs:
         # Each question is new to the process: its vector is not kept from an earlier call.
@@ -753,6 +792,15 @@ def measure(household: Household, *, seed: int = 7, brainmem=None) -> Figures:
         )
         if brainmem is not None:
             theirs.append(brainmem.context(text))
+            if len(household.fact_ids) <= BRAINMEM_RETRIEVE_AT_MOST:
+                theirs_retrieve.append(brainmem.retrieve(text))
+        forget_questions()
+        retrieve_times.append(
+            _timed(lambda t=text: retrieval.retrieve(memory=memory, question=t, reader=SYSTEM))[0]
+        )
+        forget_questions()
+        ask_times.append(_timed(lambda t=text: offline_answer(memory, t))[0])
+        floor_times.append(_timed(lambda t=text: floor(memory, embedder, t))[0])
         seconds, vector = _timed(lambda t=text: embed_question(embedder, t))
         embedding_times.append(seconds)
         query = np.array(vector, dtype=np.float32)
@@ -775,6 +823,10 @@ def measure(household: Household, *, seed: int = 7, brainmem=None) -> Figures:
         exact=_ms(exact_times),
         recall=recall,
         brainmem=_ms(theirs) if theirs else None,
+        retrieve=_ms(retrieve_times),
+        ask=_ms(ask_times),
+        floor=_ms(floor_times),
+        brainmem_retrieve=_ms(theirs_retrieve) if theirs_retrieve else None,
         **subject,
     )
 
@@ -845,9 +897,12 @@ class Brainmem:
         "import brainmem\n"
         "memory = brainmem.Memory(sys.argv[1])\n"
         "for line in sys.stdin:\n"
-        "    goal = json.loads(line)\n"
+        "    op, goal = json.loads(line)\n"
         "    started = time.perf_counter()\n"
-        "    memory.context(goal, token_budget=600)\n"
+        "    if op == 'retrieve':\n"
+        "        memory.retrieve(goal, k=3)\n"
+        "    else:\n"
+        "        memory.context(goal, token_budget=600)\n"
         "    print(time.perf_counter() - started, flush=True)\n"
     )
 
@@ -861,7 +916,10 @@ class Brainmem:
         if cli is None:
             return
         rows = list(
-            Fact.objects.for_memory(memory).live().values_list("text", "confidence", "support")
+            Fact.objects.as_system("the benchmark reads its household")
+            .for_memory(memory)
+            .live()
+            .values_list("text", "confidence", "support")
         )
         store = brainmem.load(cli, rows, Path(folder))
         self.process = subprocess.Popen(
@@ -872,7 +930,13 @@ class Brainmem:
         )
 
     def context(self, goal: str) -> float:
-        self.process.stdin.write(json.dumps(goal) + "\n")
+        return self._timed("context", goal)
+
+    def retrieve(self, goal: str) -> float:
+        return self._timed("retrieve", goal)
+
+    def _timed(self, op: str, goal: str) -> float:
+        self.process.stdin.write(json.dumps([op, goal]) + "\n")
         self.process.stdin.flush()
         return float(self.process.stdout.readline())
 
@@ -992,6 +1056,7 @@ def _recall_markdown(runs: list[Figures], real: dict | None, note: str, embedder
     why_not = {f.brainmem_why_not for f in runs if f.brainmem_why_not}
     if why_not:
         lines.append(f"\nbrainmem was not measured: {'; '.join(sorted(why_not))}.")
+    lines += ["", *_surfaces_markdown(runs)]
     lines += [
         "",
         "The vector path alone, `search.nearest(limit=10)`, for the same question vectors, and "
@@ -1042,6 +1107,65 @@ def _recall_markdown(runs: list[Figures], real: dict | None, note: str, embedder
     return "\n".join(lines)
 
 
+FLOOR_TARGET = 1.5  # context() p50 at most this many times the floor's
+BRAINMEM_KEPT = {10_000: 2.5, 100_000: 25}  # times brainmem's context(), at least
+
+
+def _surfaces_markdown(runs: list[Figures]) -> list[str]:
+    """The one ranking's surfaces beside the floor beneath them, in the same loop."""
+    lines = [
+        "The one ranking's surfaces, each asked the same questions new to the process "
+        "(no vector kept), in the same loop: `retrieve(k=3)` (MCP's `memory_search`, the agent "
+        "API), the ask bar's answer offline (`memory.ask.answer`: the block, its facts and the "
+        "passages of notes), beside the floor any recall stands on: the question's embedding, "
+        "one HNSW query for its ten nearest facts and reading their rows, one after the other. "
+        "brainmem's `Memory.retrieve(goal, k=3)` is timed inside its process at "
+        f"{_size(BRAINMEM_RETRIEVE_AT_MOST)} (a scan of every vector: at 100k as slow as its "
+        "context()).\n",
+        "| live facts | floor p50 / p95 | context() p50 | context() ÷ floor | retrieve() p50 / "
+        "p95 | retrieve() ÷ context() | ask bar p50 / p95 | ask bar ÷ context() | brainmem "
+        "retrieve() p50 | brainmem retrieve ÷ ours |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for f in runs:
+        theirs = (
+            f"{f.brainmem_retrieve[0]:.1f} ms | {f.brainmem_retrieve[0] / f.retrieve[0]:.1f}×"
+            if f.brainmem_retrieve
+            else "— | —"
+        )
+        lines.append(
+            f"| {_size(f.count)} | {f.floor[0]:.1f} / {f.floor[1]:.1f} ms | "
+            f"{f.context[0]:.1f} ms | {f.context[0] / f.floor[0]:.2f}× | "
+            f"{f.retrieve[0]:.1f} / {f.retrieve[1]:.1f} ms | "
+            f"{f.retrieve[0] / f.context[0]:.2f}× | {f.ask[0]:.1f} / {f.ask[1]:.1f} ms | "
+            f"{f.ask[0] / f.context[0]:.2f}× | {theirs} |"
+        )
+    return lines
+
+
+def _surfaces_targets(runs: list[Figures]) -> list[str]:
+    lines = []
+    for f in runs:
+        over = f.context[0] / f.floor[0]
+        lines.append(
+            f"- {_size(f.count)}: context() p50 at most {FLOOR_TARGET}× the floor — "
+            f"{over:.2f}× ({f.context[0]:.1f} against {f.floor[0]:.1f} ms), "
+            f"{_yes(over <= FLOOR_TARGET)}."
+        )
+        lines.append(
+            f"- {_size(f.count)}: retrieve() no slower than context() — {f.retrieve[0]:.1f} "
+            f"against {f.context[0]:.1f} ms p50, {_yes(f.retrieve[0] <= f.context[0])}."
+        )
+        kept = BRAINMEM_KEPT.get(f.count)
+        if kept is not None and f.brainmem:
+            got = f.brainmem[0] / f.context[0]
+            lines.append(
+                f"- {_size(f.count)}: brainmem's context() side by side kept, at least {kept}× "
+                f"ours — {got:.1f}×, {_yes(got >= kept)}."
+            )
+    return lines
+
+
 def _targets(runs: list[Figures], real: dict | None) -> str:
     lines = ["Targets:\n"]
     for f in runs:
@@ -1064,6 +1188,7 @@ def _targets(runs: list[Figures], real: dict | None) -> str:
                 f"- {_size(f.count)}: at least {ratio}× brainmem's context() — {got:.1f}×, "
                 f"{_yes(got >= ratio)}."
             )
+    lines += _surfaces_targets(runs)
     if real:
         worst = min(real["recall"], real["subject_recall"])
         lines.append(

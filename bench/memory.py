@@ -191,12 +191,14 @@ def import_rate() -> str:
         started = time.perf_counter()
         portable.import_memory(into, portable.parse(raw))
         imported = time.perf_counter() - started
-        count = Fact.objects.for_memory(into).count()
+        count = (
+            Fact.objects.as_system("the benchmark checks what it imported").for_memory(into).count()
+        )
         rows = [
             Fact(memory=plain, **values)
-            for values in Fact.objects.for_memory(household.memory).values(
-                "text", "normalized", "kind", "channel", "confidence", "prior", "status"
-            )
+            for values in Fact.objects.as_system("the benchmark checks what it imported")
+            .for_memory(household.memory)
+            .values("text", "normalized", "kind", "channel", "confidence", "prior", "status")
         ]
         started = time.perf_counter()
         Fact.objects.bulk_create(rows, batch_size=1000)

@@ -426,7 +426,7 @@ def _pks_here(model, memory: Memory, uids: set[str | None]) -> dict[str, int]:
     }
     found: dict[str, int] = {}
     for chunk in in_batches(where, LOOKUP_BATCH):
-        rows = model.objects.filter(memory=memory, uid__in=chunk).values_list("uid", "pk")
+        rows = model._base_manager.filter(memory=memory, uid__in=chunk).values_list("uid", "pk")
         found.update((where[uid], pk) for uid, pk in rows)
     return found
 

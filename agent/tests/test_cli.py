@@ -19,6 +19,7 @@ from rest_framework.authtoken.models import Token
 from agent import actions
 from brain.testing import database_url
 from knowledge.models import Episode, Fact, Memory, Procedure
+from knowledge.read_layer import SYSTEM
 
 WRAPPER = Path(django_settings.BASE_DIR) / "bin" / "brain"
 
@@ -124,7 +125,7 @@ def test_stats_counts_beliefs_and_waiting_episodes(home):
 
     said = agent("stats")
 
-    assert said == actions.stats(memory=home).message + "\n"
+    assert said == actions.stats(memory=home, reader=SYSTEM).message + "\n"
 
 
 def test_refusals_name_the_problem_in_one_line(home):
@@ -191,7 +192,7 @@ def test_every_verb_works_against_a_server_and_prints_what_it_prints_locally(ser
     assert found == found_here and found.startswith(f"[{fact.pk}] Deploys take 20 minutes.")
     assert f"- [{fact.pk}] Deploys take 20 minutes." in block
     assert explained["id"] == fact.pk
-    assert stats.startswith(actions.stats(memory=memory).message.split(".")[0])
+    assert stats.startswith(actions.stats(memory=memory, reader=SYSTEM).message.split(".")[0])
     assert scored.startswith(f"Recorded that acting on fact #{fact.pk} did not work")
 
     recorded = agent(*remote, "procedure", "deploy", "--step", "build", "--step", "ship")

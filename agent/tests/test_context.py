@@ -85,7 +85,7 @@ def test_a_procedure_is_scored_by_how_often_it_worked(home):
         memory=home, task="Deploy the web app", steps=["push to main"]
     ).procedure
     for _ in range(8):
-        actions.record_outcome(memory=home, ref=f"p{shaky.pk}", outcome="fail")
+        actions.record_outcome(memory=home, ref=f"p{shaky.pk}", outcome="fail", reader=SYSTEM)
     shaky.refresh_from_db()
     assert shaky.confidence < 0.25
 

@@ -50,7 +50,7 @@ def test_a_retired_belief_is_not_deleted_and_as_of_still_finds_it(home):
 
     assert not Fact.objects.live().filter(pk=stale.pk).exists()
     assert Fact.objects.as_of(before).filter(pk=stale.pk).exists()
-    why = provenance.explain(Fact.objects.get(pk=stale.pk))
+    why = provenance.explain(Fact.objects.get(pk=stale.pk), reader=SYSTEM)
     assert why["believed"] is False
     assert why["why_not"].startswith("retired on ")
     assert "not used or said again in 60 days" in why["why_not"]

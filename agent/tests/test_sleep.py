@@ -75,7 +75,7 @@ def test_a_belief_cites_every_episode_it_came_from_in_explain(home):
 
     actions.sleep(memory=home)
 
-    why = provenance.explain(Fact.objects.get())
+    why = provenance.explain(Fact.objects.get(), reader=SYSTEM)
     assert why["episodes"] == [
         {
             "id": episode.pk,

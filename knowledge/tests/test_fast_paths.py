@@ -137,7 +137,7 @@ def test_near_identical_lines_are_left_out_by_both_paths(household):
 
 def _ranks_as_text_matches_does(household, seed: int) -> None:
     memory = household.memory
-    readable = Fact.objects.for_memory(memory).live()
+    readable = Fact.objects.as_system("the test reads its memory").for_memory(memory).live()
     loose = 0
     for question, _ in _loosened(_questions(household, 100, seed=seed)):
         found = search.candidates(memory, readable, subject_ids=[], question=question, limit=40)
@@ -194,7 +194,7 @@ def test_the_fast_path_gives_the_plain_paths_block_when_tiers_walk(household, wa
 
 def test_the_gates_neighbours_are_the_same_whether_tiers_walk_or_not(household, walking):
     memory = household.memory
-    live = Fact.objects.for_memory(memory).live()
+    live = Fact.objects.as_system("the test reads its memory").for_memory(memory).live()
     walks = search._walking
     for text, _ in _loosened(_questions(household, 60, seed=8)):
         walked = search.neighbours(memory, live, text=text, embedding=None, limit=gate.NEIGHBOURS)
@@ -231,7 +231,7 @@ def test_a_tier_walks_where_the_words_it_joins_are_common_and_it_is_expected_to_
 
 def test_each_subjects_slice_is_its_most_certain_facts_newest_first_on_a_tie(household):
     memory = household.memory
-    readable = Fact.objects.for_memory(memory).live()
+    readable = Fact.objects.as_system("the test reads its memory").for_memory(memory).live()
     kitchen, sarah = household.subjects[0], Subject.objects.get(memory=memory, name="Sarah")
     found = search.candidates(
         memory, readable, subject_ids=[sarah.pk, kitchen.pk], question="", limit=40
@@ -308,7 +308,7 @@ def test_a_subjects_slice_follows_every_change_of_confidence_and_liveness(home, 
         )
         fact.subjects.add(office_lamp)
         facts.append(fact)
-    readable = Fact.objects.for_memory(home).live()
+    readable = Fact.objects.as_system("the test reads its memory").for_memory(home).live()
 
     def slice_():
         found = search.candidates(
@@ -332,7 +332,7 @@ def _plain_neighbours(memory, text, embedding):
     full-text tiers, the vector neighbours, their rows and their vectors' closeness."""
     from pgvector.django import CosineDistance
 
-    live = Fact.objects.for_memory(memory).live()
+    live = Fact.objects.as_system("the test reads its memory").for_memory(memory).live()
     found = {
         fact.pk for fact in live.filter(normalized=statements.normalise(text))[: gate.NEIGHBOURS]
     }
@@ -372,7 +372,10 @@ def test_the_gate_reads_the_plain_queries_neighbours_and_judges_the_labelled_pai
     differ, verdicts = [], set()
     for pair in pairs:
         vector = embedder.embed_one(pair.new)
-        fast = {fact.pk: near for fact, near in gate.neighbours(home, pair.new, vector).items()}
+        fast = {
+            fact.pk: near
+            for fact, near in gate.neighbours(home, pair.new, vector, reader=SYSTEM).items()
+        }
         plain = _plain_neighbours(home, pair.new, vector)
         same_closeness = fast.keys() == plain.keys() and all(
             (fast[pk] is None) == (plain[pk] is None)
@@ -403,7 +406,9 @@ def test_the_gates_neighbours_come_as_the_rows_the_orm_reads(db, home, alice):
     learn(memory=home, text="The kitchen kettle is red.", origin="typed", subjects=["kitchen"])
     vector = get_embedder().embed_one("The kettle in the kitchen is descaled weekly.")
 
-    near = gate.neighbours(home, "The kettle in the kitchen is descaled weekly.", vector)
+    near = gate.neighbours(
+        home, "The kettle in the kitchen is descaled weekly.", vector, reader=SYSTEM
+    )
 
     assert len(near) == 3
     orm = Fact.objects.without_vectors().in_bulk([fact.pk for fact in near])
@@ -537,7 +542,12 @@ def test_a_reader_gets_the_plain_paths_block_when_most_matches_are_not_theirs(
         add(n, household)
     for n in range(700 - unreadable_newest, 700):  # newest: Sarah's alone
         add(n, secret)
-    assert not Fact.objects.for_memory(memory).readable_by(tom).filter(text__endswith="699.")
+    assert (
+        not Fact.objects.as_system("the test reads its memory")
+        .for_memory(memory)
+        .readable_by(tom)
+        .filter(text__endswith="699.")
+    )
 
     for question in ("descale the kettle", "citric acid kettle", "kettle round 12"):
         asked = {"memory": memory, "question": question, "reader": tom, "token_budget": 2_000}

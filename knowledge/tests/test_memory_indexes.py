@@ -91,7 +91,11 @@ def test_a_memory_holding_a_small_share_of_the_facts_gets_indexes_its_searches_u
     question = HashEmbedder().embed_one("Where is the kettle of the garden?")
     with CaptureQueriesContext(connection) as queries:
         found = search.nearest(garden, question, limit=10)
-        words = search.text_matches(Fact.objects.for_memory(garden).live(), "kettle", 10)
+        words = search.text_matches(
+            Fact.objects.as_system("the test reads its memory").for_memory(garden).live(),
+            "kettle",
+            10,
+        )
     nearest_sql = next(q["sql"] for q in queries.captured_queries if "<=>" in q["sql"])
     assert f"fact_own_hnsw_{garden.pk}" in plan_of(nearest_sql)
     vectors = np.array([fact.embedding for fact in kept], dtype=np.float32)

@@ -395,10 +395,15 @@ def test_a_study_conclusion_drawn_from_a_private_fact_is_read_only_by_those_who_
 def test_a_study_someone_asks_for_tells_the_model_only_what_they_may_read(world, llm_stub):
     from memory import study
 
-    bins = Fact.objects.as_system("the test's fact").get(text__contains="bins")
-    _conclude_from(llm_stub, bins, "The bins are Tom's job on Thursdays.")
-    started = study.start(memory=world.home, topic="bins Sarah", by=world.people["tom"], send=False)
+    dog = learn(
+        memory=world.home,
+        text="Sarah walks the dog every morning at seven.",
+        origin=Origin.TYPED,
+        by=world.people["tom"],
+    ).fact
+    _conclude_from(llm_stub, dog, "Sarah is up by seven every day.")
+    started = study.start(memory=world.home, topic="Sarah", by=world.people["tom"], send=False)
     study.execute(started.session.pk)
 
     told = " ".join(request.prompt for request in llm_stub.requests)
-    assert "bins go out" in told and privacy_world.HEALTH not in told.casefold()
+    assert "walks the dog" in told and privacy_world.HEALTH not in told.casefold()

@@ -6,6 +6,7 @@ from django.urls import reverse
 
 from knowledge import actions, pages, passages, search, visibility
 from knowledge.models import Citation, Conflict, Fact, LabelSet, Memory, Passage, Source
+from knowledge.read_layer import SYSTEM
 from knowledge.tests import examples
 
 
@@ -19,7 +20,11 @@ def _texts(facts):
 
 
 def _facts(team, reader):
-    return _texts(Fact.objects.for_memory(team.memory).readable_by(reader))
+    return _texts(
+        Fact.objects.as_system("the test reads its memory")
+        .for_memory(team.memory)
+        .readable_by(reader)
+    )
 
 
 def test_a_sales_reader_reads_the_order_and_who_follows_the_account_but_not_the_salary(team):
@@ -35,7 +40,7 @@ def test_an_hr_reader_reads_only_the_salary(team):
 
 
 def test_an_administrator_the_system_and_a_superuser_read_all_four(team, admin_user):
-    for reader in (team.admin, None, admin_user):
+    for reader in (team.admin, SYSTEM, admin_user):
         assert len(_facts(team, reader)) == 4
 
 
@@ -129,7 +134,7 @@ def test_a_fact_that_cites_nothing_is_read_by_administrators_only(team):
     Citation.objects.filter(fact=team.order).delete()
     assert Fact.objects.get(pk=team.order.pk).label_sets == []
     assert "Order of €50,000 confirmed, delivery in June." not in _facts(team, team.sales_reader)
-    assert len(_facts(team, None)) == 4
+    assert len(_facts(team, SYSTEM)) == 4
 
 
 def test_a_fact_can_never_cite_a_passage_of_another_memory(team):
@@ -157,7 +162,12 @@ def test_the_read_rule_is_one_predicate_on_the_facts_own_row(team):
     """Raw SQL (search.readable_where) takes the rule as it is: no join on another table."""
     from knowledge import search
 
-    readable = Fact.objects.for_memory(team.memory).live().readable_by(team.hr_reader)
+    readable = (
+        Fact.objects.as_system("the test reads its memory")
+        .for_memory(team.memory)
+        .live()
+        .readable_by(team.hr_reader)
+    )
     where, params = search.readable_where(readable)
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT text FROM knowledge_fact WHERE {where}", params)
@@ -213,7 +223,13 @@ def test_a_readable_set_sharing_its_mask_bit_with_an_unreadable_one_is_still_rea
 
     assert "Order of €50,000 confirmed, delivery in June." in _facts(team, team.sales_reader)
     assert "Order of €50,000 confirmed, delivery in June." not in _facts(team, team.hr_reader)
-    assert Fact.objects.for_memory(team.memory).readable_by(team.sales_reader).count() == 3
+    assert (
+        Fact.objects.as_system("the test reads its memory")
+        .for_memory(team.memory)
+        .readable_by(team.sales_reader)
+        .count()
+        == 3
+    )
 
 
 def test_the_databases_mask_of_label_sets_is_the_one_the_scope_makes(db):
@@ -234,7 +250,12 @@ def test_a_full_text_tier_that_walks_reads_only_what_the_reader_may_read(team, m
     memory = team.memory
     found = {}
     for reader in (team.sales_reader, team.hr_reader, team.admin, None):
-        readable = Fact.objects.for_memory(memory).live().readable_by(reader)
+        readable = (
+            Fact.objects.as_system("the test reads its memory")
+            .for_memory(memory)
+            .live()
+            .readable_by(reader)
+        )
         for question in ("Who follows the Rossi account?", "What is the salary?", "June order"):
             text = search.candidates(memory, readable, subject_ids=[], question=question, limit=40)
             plain = search.text_matches(readable.only("pk"), question, 40)

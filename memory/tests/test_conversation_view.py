@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from knowledge import provenance
 from knowledge.models import Fact
+from knowledge.read_layer import SYSTEM
 from memory import actions, conversations, reflection
 from memory.models import Origin
 
@@ -58,8 +59,8 @@ def test_see_the_run_on_a_fact_opens_its_conversation_at_the_turn_that_taught_it
     assert _highlighted(html) == ["turn-2"]
     assert "Good evening" in html and "Evening, Sarah." in html
     assert "Learned 1 fact from the conversation" in html
-    assert provenance.explain(fact)["source"]["url"] == link
-    assert provenance.explain(fact)["source"]["turn"] == 2
+    assert provenance.explain(fact, reader=SYSTEM)["source"]["url"] == link
+    assert provenance.explain(fact, reader=SYSTEM)["source"]["turn"] == 2
 
 
 def test_a_conversation_that_taught_something_again_shows_it_at_its_own_turn(

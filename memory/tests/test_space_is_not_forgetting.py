@@ -57,8 +57,8 @@ def test_under_steady_teaching_the_lines_dropped_to_fit_leave_their_facts_recall
         )
         assert fact.pk in recalled.fact_ids
         assert fact.text in recalled.text
-        assert provenance.explain(fact)["document"] == LEFT_OUT
-        assert provenance.explain(fact)["believed"] is True
+        assert provenance.explain(fact, reader=SYSTEM)["document"] == LEFT_OUT
+        assert provenance.explain(fact, reader=SYSTEM)["believed"] is True
 
 
 def test_a_line_a_pass_leaves_out_keeps_its_fact_live(home, scripted):
@@ -86,8 +86,8 @@ def test_a_line_a_pass_leaves_out_keeps_its_fact_live(home, scripted):
         loft.pk
         in retrieval.context(memory=home, question="Is the loft warm?", reader=SYSTEM).fact_ids
     )
-    assert provenance.explain(loft)["why_not"] is None
-    assert provenance.explain(loft)["document"] == LEFT_OUT
+    assert provenance.explain(loft, reader=SYSTEM)["why_not"] is None
+    assert provenance.explain(loft, reader=SYSTEM)["document"] == LEFT_OUT
 
 
 def test_undoing_the_pass_that_left_a_line_out_puts_its_fact_back_in_the_document(home, scripted):
@@ -108,7 +108,7 @@ def test_undoing_the_pass_that_left_a_line_out_puts_its_fact_back_in_the_documen
 
     loft.refresh_from_db()
     assert (loft.status, loft.in_document) == ("filed", True)
-    assert provenance.explain(loft)["document"] == "in the document"
+    assert provenance.explain(loft, reader=SYSTEM)["document"] == "in the document"
 
 
 def test_the_facts_list_says_which_facts_were_left_out_for_space(
@@ -146,7 +146,7 @@ def test_a_line_a_person_deletes_still_forgets_its_fact(home):
 
     loft.refresh_from_db()
     assert loft.status == "forgotten"
-    assert provenance.explain(loft)["document"] is None
+    assert provenance.explain(loft, reader=SYSTEM)["document"] is None
 
 
 def test_forgetting_the_last_line_of_the_document_leaves_the_empty_template(home):

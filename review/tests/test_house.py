@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from knowledge.models import Fact, Memory
+from knowledge.read_layer import SYSTEM
 from memory import actions
 from review import findings, guesses
 from review.house import WEEKS, overview
@@ -79,7 +80,7 @@ def test_the_chart_counts_facts_learned_and_findings_raised_per_week(home):
     ).finding
     Finding.objects.filter(pk=raised.pk).update(first_raised_at=now - timedelta(weeks=3))
 
-    chart = overview(home, None, now=now).chart
+    chart = overview(home, SYSTEM, now=now).chart
 
     assert len(chart.weeks) == WEEKS
     assert [w.learned for w in chart.weeks][-1] == 1

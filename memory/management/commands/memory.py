@@ -166,7 +166,8 @@ class Command(GroupCommand):
         self.stdout.write(f"Queued #{item.pk} for removal: {item.text}")
 
     def do_inbox(self, **_) -> None:
-        waiting = InboxItem.objects.for_memory(self.memory).pending().readable_by(self.person)
+        reader = reader_for(self.person)
+        waiting = InboxItem.objects.for_memory(self.memory).pending().readable_by(reader)
         items = waiting.in_filing_order()
         if not items:
             self.stdout.write("Nothing is waiting to be filed.")
@@ -178,7 +179,8 @@ class Command(GroupCommand):
         self.stdout.write(f"{len(items)} waiting to be filed.")
 
     def do_conflicts(self, **_) -> None:
-        conflicts = Conflict.objects.for_memory(self.memory).readable_by(self.person).to_settle()
+        reader = reader_for(self.person)
+        conflicts = Conflict.objects.for_memory(self.memory).readable_by(reader).to_settle()
         if not conflicts:
             self.stdout.write("Nothing to settle.")
             return
@@ -197,7 +199,7 @@ class Command(GroupCommand):
     def do_settle(self, *, number: int, keep: str, text=None, since=None, **_) -> None:
         from memory import actions
 
-        readable = Conflict.objects.for_memory(self.memory).readable_by(self.person)
+        readable = Conflict.objects.for_memory(self.memory).readable_by(reader_for(self.person))
         conflict = readable.filter(pk=number).first()
         if conflict is None:
             raise CommandError(f"There is no conflict #{number} in {self.memory.name}.")
