@@ -178,6 +178,17 @@ class MemoryScopedAdmin(admin.ModelAdmin):
     def get_list_filter(self, request):
         return [*self.list_filter, InMemoryFilter]
 
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        """A choice of rows that carry labels offers only those the person may read."""
+        if "queryset" not in kwargs and _reads_labelled(db_field.related_model):
+            kwargs["queryset"] = db_field.related_model._default_manager.readable_by(request.user)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        if "queryset" not in kwargs and _reads_labelled(db_field.related_model):
+            kwargs["queryset"] = db_field.related_model._default_manager.readable_by(request.user)
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
     # Forms -----------------------------------------------------------------------------------
 
     def get_fields(self, request, obj=None):
@@ -278,6 +289,10 @@ def readable(queryset, request):
     return queryset
 
 
+def _reads_labelled(model) -> bool:
+    return isinstance(model._default_manager.all(), ReadQuerySet)
+
+
 def _hide_unreadable_relations(obj, request, *, keep=()) -> None:
     """Blank, on this shown copy of ``obj``, each row it points to that the person may not read
     (a fact's successor, an item's fact): the page shows "—" instead of its words. Fields a
@@ -287,10 +302,9 @@ def _hide_unreadable_relations(obj, request, *, keep=()) -> None:
         if not field.is_relation or field.name in keep or target is None:
             continue
         value = getattr(obj, field.attname)
-        manager = target._default_manager
-        if value is None or not isinstance(manager.all(), ReadQuerySet):
+        if value is None or not _reads_labelled(target):
             continue
-        if not manager.readable_by(request.user).filter(pk=value).exists():
+        if not target._default_manager.readable_by(request.user).filter(pk=value).exists():
             setattr(obj, field.name, None)
 
 
@@ -307,11 +321,8 @@ class RunLogAdmin(MemoryScopedAdmin):
         runs = super().get_queryset(request)
         return runs if ids is None else runs.filter(memory__in=ids)
 
-    def has_view_permission(self, request, obj=None) -> bool:
-        # A run of a memory they do not administer is not in their list (get_queryset), so
-        # asked for by id it is not found, as a missing one is: never a "not allowed".
-        return holds_somewhere(request, Permission.ADMINISTER)
-
+    # A run of a memory they do not administer is not in their list (get_queryset), so asked
+    # for by id it is not found, as a missing one is: never a "not allowed".
     def has_module_permission(self, request) -> bool:
         return holds_somewhere(request, Permission.ADMINISTER)
 

@@ -54,7 +54,9 @@ def record_learned(*, fact: Fact, memory: Memory) -> Event:
 
 
 def _shared(memory: Memory, fact_id: int | None) -> bool:
-    if fact_id is None:
+    """Whether every member of ``memory`` may read the fact (True for an event about none):
+    asked only when there is a Home Assistant to push to."""
+    if fact_id is None or not configured():
         return True
     everyone = visibility.household(memory)
     return Fact.objects.readable_by(everyone).filter(pk=fact_id).exists()

@@ -130,7 +130,7 @@ def test_stats_counts_beliefs_and_waiting_episodes(home):
 
 def test_refusals_name_the_problem_in_one_line(home):
     for args, message in [
-        (("explain", "424242"), "There is no fact #424242 in Home."),
+        (("explain", "424242"), "There is no fact #424242 you can read."),
         (("--memory", "nope", "stats"), "There is no memory called 'nope'."),
         (("retrieve", "deploy", "-k", "0"), "-k must be between 1 and 50; got 0."),
         (("context", "deploy", "--budget", "10"), "token_budget must be between 50 and 32,000"),

@@ -399,5 +399,5 @@ def test_an_open_conflict_imported_into_another_memory_waits_in_its_review(team)
 
     portable.import_memory(other, data)
 
-    (item,) = review.waiting(other, None)
+    (item,) = review.waiting(other, SYSTEM)
     assert (item.conflict.old.text, item.conflict.new.text) == (SALARY_HR, SALARY_SALES)

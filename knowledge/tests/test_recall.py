@@ -158,10 +158,10 @@ def test_explain_gives_the_whole_provenance_chain(home, alice):
     from knowledge.provenance import explain
 
     old.refresh_from_db()
-    story = explain(old)
+    story = explain(old, reader=SYSTEM)
     assert story["taught_by"] == "alice"
     assert story["channel"] == "voice"
     assert story["believed"] is False
     assert story["why_not"].startswith(f"replaced by fact #{new.pk}")
-    assert explain(new)["supersedes"][0]["id"] == old.pk
-    assert explain(new)["outcomes"] == {"successes": 1, "failures": 0}
+    assert explain(new, reader=SYSTEM)["supersedes"][0]["id"] == old.pk
+    assert explain(new, reader=SYSTEM)["outcomes"] == {"successes": 1, "failures": 0}

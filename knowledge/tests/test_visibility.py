@@ -249,7 +249,7 @@ def test_a_full_text_tier_that_walks_reads_only_what_the_reader_may_read(team, m
     monkeypatch.setattr(search, "_walking", lambda words: [True] * len(search._tiers(words)))
     memory = team.memory
     found = {}
-    for reader in (team.sales_reader, team.hr_reader, team.admin, None):
+    for reader in (team.sales_reader, team.hr_reader, team.admin, SYSTEM):
         readable = (
             Fact.objects.as_system("the test reads its memory")
             .for_memory(memory)
@@ -265,7 +265,7 @@ def test_a_full_text_tier_that_walks_reads_only_what_the_reader_may_read(team, m
     assert found[team.sales_reader, "What is the salary?"] == []
     assert found[team.hr_reader, "What is the salary?"] == ["Salary: €45,000."]
     assert found[team.hr_reader, "June order"] == []
-    assert "Order of €50,000 confirmed, delivery in June." in found[None, "June order"]
+    assert "Order of €50,000 confirmed, delivery in June." in found[SYSTEM, "June order"]
 
 
 def test_the_observations_admin_lists_only_those_of_facts_the_reader_may_read(client, team):
