@@ -461,8 +461,12 @@ def merge_subjects(*, keep: Subject, merged: Subject) -> SubjectsMerged:
     links = Fact.subjects.through.objects
     with transaction.atomic():
         keep, merged = (
-            Subject.objects.as_system("merging").select_for_update().get(pk=keep.pk),
-            Subject.objects.as_system("merging").select_for_update().get(pk=merged.pk),
+            Subject.objects.as_system("the two pages being merged")
+            .select_for_update()
+            .get(pk=keep.pk),
+            Subject.objects.as_system("the two pages being merged")
+            .select_for_update()
+            .get(pk=merged.pk),
         )
         moved = list(links.filter(subject=merged).values_list("fact_id", flat=True))
         links.bulk_create(

@@ -2,8 +2,8 @@
 
 Every model whose rows belong to a memory and carry labels, or inherit them from what they are
 about (facts, passages, sources, pages, conflicts, review items, items waiting to be filed,
-timeline events, observations, episodes, the reports of study and insight runs), is read through
-a ``ReadQuerySet``. A query of one says whose reading it is before it runs:
+timeline events, observations, study sessions), is read through a ``ReadQuerySet``. A query of
+one says whose reading it is before it runs:
 
 - ``.readable_by(reader)``: a person, a ``Reader`` (a role being read as, the household), or
   ``SYSTEM``; narrowed by the one read rule (``knowledge.read_rule``) for the first two.
@@ -11,8 +11,9 @@ a ``ReadQuerySet``. A query of one says whose reading it is before it runs:
   what it read — the gate comparing a statement with what is known, the consolidator filing the
   household document (which then holds only what the household reads), a task given an id.
   ``why`` says what for; ``git grep "as_system("`` lists every place that reads without a
-  person, each with its reason, and ``knowledge/tests/test_read_layer.py`` holds them to having
-  one.
+  person, each with its reason, and ``knowledge/tests/test_read_layer.py`` holds every call to
+  having one, and every model that points at a labelled row to having this base (or a reason
+  written there why it needs none).
 
 A query that names neither fails when it runs (``ReaderMissing``), in every environment: it
 never silently returns every row, and it never silently returns none (code that works for the
@@ -32,7 +33,6 @@ import os
 import sys
 from typing import Any, Self
 
-from django.conf import settings
 from django.db import models
 
 
@@ -76,23 +76,6 @@ def _asked_by_a_test() -> bool:
             return f"{os.sep}tests{os.sep}" in name or name.endswith("conftest.py")
         frame = frame.f_back
     return False
-
-
-def _note_missing(model: str) -> None:
-    import traceback
-
-    path = os.environ.get("BRAIN_READ_LAYER_LOG")
-    if not path:
-        return
-    frames = [
-        f"{f.filename.removeprefix(str(settings.BASE_DIR) + '/')}:{f.lineno} {f.name}"
-        for f in traceback.extract_stack()[:-2]
-        if str(settings.BASE_DIR) in f.filename
-        and "/.venv/" not in f.filename
-        and not f.filename.endswith("read_layer.py")
-    ]
-    with open(path, "a") as log:
-        log.write(f"{model} | {' <- '.join(reversed(frames[-6:]))}\n")
 
 
 # Relations whose rows are read with the row they start from: the pages a fact is about (a page
@@ -183,7 +166,6 @@ class ReadQuerySet(models.QuerySet):
 
     def _check(self) -> None:
         if self._reader is _UNSET and not self.query.is_empty() and not _asked_by_a_test():
-            _note_missing(self.model.__name__)
             raise ReaderMissing(
                 f"A query of {self.model.__name__} rows ran without a reader: add "
                 ".readable_by(reader) for a person, or .as_system(why) for the memory itself "
