@@ -62,8 +62,10 @@ chromium:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium fonts-dejavu-core >/dev/null; \
 	fi
 
+# The suite on every core: a file's tests run on one worker (-n auto --dist loadfile); each worker
+# has its own test and broker databases. PYTEST_ARGS="-n 0" runs it in one process.
 test: $(VENV)/.dev chromium
-	@$(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
+	@$(PY) -m pytest -n auto --dist loadfile $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests — that is a failure, not a pass." >&2; fi; \
 	exit $$status
 

@@ -16,6 +16,16 @@ _started_here: list = []
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """The embedded servers are started before anything else, by the run (or, with several
+    workers, ``pytest -n``, by the process that starts them: a worker that started a server
+    would stop it under the others when it ended). Each worker gets a broker database of its own
+    (``testing.worker``), as it gets a test database of its own from pytest-django."""
+    testing.set_worker(getattr(config, "workerinput", {}).get("workerid", ""))
+    if not testing.worker():
+        if embedded.uses_embedded_database() and embedded.postgres.ensure_running():
+            _started_here.append(embedded.postgres)
+        if testing.test_valkey.ensure_running():
+            _started_here.append(testing.test_valkey)
     testing.use_test_broker()
     # Every ModelAdmin registered, as a web process has them once its URLs load (brain/apps.py):
     # a test that walks the admin's registry need not load the URLs first.
@@ -25,10 +35,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    if embedded.uses_embedded_database() and embedded.postgres.ensure_running():
-        _started_here.append(embedded.postgres)
-    if testing.test_valkey.ensure_running():
-        _started_here.append(testing.test_valkey)
     _create_a_dirty_test_database_afresh(session.config)
 
 
@@ -39,12 +45,14 @@ def _create_a_dirty_test_database_afresh(config: pytest.Config) -> None:
 
     if config.getoption("create_db", False) or not config.getoption("reuse_db", False):
         return
+    if getattr(config, "workerinput", None) is None and config.getoption("numprocesses", None):
+        return  # the controller of ``pytest -n``: each worker checks the database it uses
+    name = testing.test_database_name(settings.DATABASES["default"])
     try:
-        why = testing.left_dirty(settings.DATABASES["default"])
+        why = testing.left_dirty(settings.DATABASES["default"], name)
     except testing.DatabaseInUse as busy:
         raise pytest.UsageError(str(busy)) from None
     if why:
-        name = settings.DATABASES["default"]["TEST"]["NAME"]
         print(f"brain: the test database {name} was left dirty ({why}); creating it afresh.")
         config.option.create_db = True
 

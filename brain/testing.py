@@ -71,11 +71,11 @@ def celery_worker(
     test_valkey.ensure_running()
     # Messages earlier tests published with no worker listening would run against rows that
     # no longer exist; start every worker on an empty queue.
-    redis.Redis(unix_socket_path=str(test_valkey.socket_path), db=TEST_BROKER_DB).flushdb()
+    redis.Redis(unix_socket_path=str(test_valkey.socket_path), db=broker_db()).flushdb()
     env = {
         **os.environ,
         "DATABASE_URL": database_url(settings_dict),
-        "REDIS_URL": test_valkey.url(TEST_BROKER_DB),
+        "REDIS_URL": test_valkey.url(broker_db()),
         "PYTHONUNBUFFERED": "1",
         "BRAIN_EMBEDDER": "hash",
         **(extra_env or {}),
@@ -168,13 +168,33 @@ class DatabaseInUse(RuntimeError):
     """Another pytest is using this test database now."""
 
 
-def left_dirty(settings_dict: dict) -> str | None:
-    """Why the test database must be created afresh before this run, or None when it may be
-    reused as it is (or does not exist yet). Raises DatabaseInUse when another pytest holds it:
-    two runs on one database would remove each other's rows."""
+_worker = ""
+
+
+def set_worker(name: str) -> None:
+    """Called once by conftest.py with the worker's id from its pytest config (a pytest that a
+    test starts inherits the environment's PYTEST_XDIST_WORKER, but is no worker)."""
+    global _worker
+    _worker = name
+
+
+def worker() -> str:
+    """This process's name as a worker of ``pytest -n`` (gw0, gw1…), or "" when it is none."""
+    return _worker
+
+
+def test_database_name(settings_dict: dict) -> str:
+    """The test database this process uses: pytest-django's name, with a worker's suffix."""
+    name = settings_dict["TEST"].get("NAME") or f"test_{settings_dict['NAME']}"
+    return f"{name}_{worker()}" if worker() else name
+
+
+def left_dirty(settings_dict: dict, database: str) -> str | None:
+    """Why the test database ``database`` must be created afresh before this run, or None when
+    it may be reused as it is (or does not exist yet). Raises DatabaseInUse when another pytest
+    holds it: two runs on one database would remove each other's rows."""
     import psycopg
 
-    database = settings_dict["TEST"].get("NAME") or f"test_{settings_dict['NAME']}"
     mark = _mark(database)
     with contextlib.suppress(OSError, ValueError):
         pid = int(mark.read_text())
@@ -209,12 +229,19 @@ def _first(conn, sql: str):
     return row[0] if row else None
 
 
+def broker_db() -> int:
+    """The test broker's database this process uses: BRAIN_TEST_BROKER_DB, and for a worker of
+    ``pytest -n`` one after it per worker (gw0 the next), so no worker takes another's tasks."""
+    name = worker()
+    return TEST_BROKER_DB + (int(name.removeprefix("gw")) + 1 if name else 0)
+
+
 def use_test_broker() -> None:
     """Make this process publish to the test broker, never to the one `make run` uses."""
     from brain.celery import app
 
-    app.conf.broker_url = test_valkey.url(TEST_BROKER_DB)
-    app.conf.result_backend = test_valkey.url(TEST_BROKER_DB)
+    app.conf.broker_url = test_valkey.url(broker_db())
+    app.conf.result_backend = test_valkey.url(broker_db())
 
 
 def _wait_for(condition, process: subprocess.Popen, log_path: Path, *, timeout: float) -> None:
