@@ -608,8 +608,33 @@ class LabelAdmin(SchemaAdmin):
         return super().response_delete(request, obj_display, obj_id)
 
 
+class GrantsLabelsAdmin(SchemaAdmin):
+    """A row that names labels (a role grants them, a rule sets them): it is offered the labels
+    of the memories the person administers, and keeps only those of its own memory."""
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        if db_field.name == "labels":
+            ids = memories_where(request, Permission.ADMINISTER)
+            if ids is not None:
+                kwargs["queryset"] = Label.objects.filter(memory__in=ids)
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+    def save_related(self, request, form, formsets, change) -> None:
+        super().save_related(request, form, formsets, change)
+        row = form.instance
+        stray = row.labels.exclude(memory=row.memory_id)
+        if stray.exists():
+            row.labels.remove(*stray)
+            named = self.model._meta.verbose_name
+            self.message_user(
+                request,
+                f"Labels of another memory were left out of this {named}.",
+                messages.WARNING,
+            )
+
+
 @admin.register(Role)
-class RoleAdmin(SchemaAdmin):
+class RoleAdmin(GrantsLabelsAdmin):
     """The labels a person may read, and who holds the role (a role for everyone is held by
     every person who may read the memory)."""
 
@@ -632,26 +657,9 @@ class RoleAdmin(SchemaAdmin):
     def member_count(self, role: Role) -> str:
         return "everyone" if role.everyone else str(len(role.members.all()))
 
-    def formfield_for_manytomany(self, db_field, request, **kwargs):
-        if db_field.name == "labels":
-            ids = memories_where(request, Permission.ADMINISTER)
-            if ids is not None:
-                kwargs["queryset"] = Label.objects.filter(memory__in=ids)
-        return super().formfield_for_manytomany(db_field, request, **kwargs)
-
-    def save_related(self, request, form, formsets, change) -> None:
-        super().save_related(request, form, formsets, change)
-        role = form.instance
-        stray = role.labels.exclude(memory=role.memory_id)
-        if stray.exists():
-            role.labels.remove(*stray)
-            self.message_user(
-                request, "Labels of another memory were left out of this role.", messages.WARNING
-            )
-
 
 @admin.register(LabellingRule)
-class LabellingRuleAdmin(SchemaAdmin):
+class LabellingRuleAdmin(GrantsLabelsAdmin):
     """Rules that label a memory's new sources by sender, channel, title words or page
     (``knowledge.labelling_rules``): a source that matches every condition a rule gives takes
     its labels as if a person had set them, and relabelling keeps them."""
@@ -683,23 +691,6 @@ class LabellingRuleAdmin(SchemaAdmin):
         if rule.page_id:
             said.append(f"names {rule.page.name}")
         return "; ".join(said) or "—"
-
-    def formfield_for_manytomany(self, db_field, request, **kwargs):
-        if db_field.name == "labels":
-            ids = memories_where(request, Permission.ADMINISTER)
-            if ids is not None:
-                kwargs["queryset"] = Label.objects.filter(memory__in=ids)
-        return super().formfield_for_manytomany(db_field, request, **kwargs)
-
-    def save_related(self, request, form, formsets, change) -> None:
-        super().save_related(request, form, formsets, change)
-        rule = form.instance
-        stray = rule.labels.exclude(memory=rule.memory_id)
-        if stray.exists():
-            rule.labels.remove(*stray)
-            self.message_user(
-                request, "Labels of another memory were left out of this rule.", messages.WARNING
-            )
 
 
 @admin.register(PageType)
