@@ -73,8 +73,20 @@ CASES = {
     "different_person": "novel",
     "independent": "novel",
     "unrelated": "novel",
+    # From conversation: a greeting or thanks beside a statement, two people's statements that
+    # read alike, a stated value, owner, date, place or state that changed, and one person (or
+    # two, about one thing in the house) saying the same thing again.
+    "greeting": "novel",
+    "thanks": "novel",
+    "two_speakers": "novel",
+    "change_of_value": "contradiction",
+    "change_of_owner": "contradiction",
+    "change_of_date": "contradiction",
+    "change_of_place": "contradiction",
+    "change_of_state": "contradiction",
+    "conversation_restatement": "same",
 }
-DOMAINS = ("household", "coding", "team")
+DOMAINS = ("household", "coding", "team", "conversation")
 SPLITS = ("dev", "held_out")
 VERDICTS = (*LABELS, "conflict")  # what relate() may answer
 

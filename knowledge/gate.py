@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -46,7 +47,7 @@ from django.db.models import FloatField, Q, Value
 from pgvector.django import CosineDistance
 
 from brain import llm
-from knowledge import search, statements
+from knowledge import kinds, search, statements
 from knowledge.embedding import embedder_for
 from knowledge.models import Episode, Fact, Memory
 
@@ -324,18 +325,63 @@ def relate(old: Said, new: Said, *, closeness: float | None = None) -> Relation:
     meaning for what the words left open. ``closeness``: their cosine similarity when the
     caller already has it (the database computed it); otherwise it comes from the embeddings.
     """
+    talk = kinds.small_talk(old.text) or kinds.small_talk(new.text)
+    if talk:
+        return Relation("novel", f"one of them is {talk}, not a fact")
     comparison = statements.compare(
         old.text, new.text, old_speaker=old.speaker, new_speaker=new.speaker
     )
     verdict = comparison.verdict
+    if verdict == "same" and kinds.is_question(old.text) != kinds.is_question(new.text):
+        return Relation("novel", "a question and a statement are never the same thing")
     if verdict in ("related", "novel") and comparison.could_be_same:
         if closeness is None:
             closeness = cosine(old.embedding, new.embedding)
-        if closeness >= SAME_MEANING:
+        if closeness >= SAME_MEANING and _one_context(old, new):
             return Relation("same", f"the same meaning in other words ({closeness:.2f})")
     if verdict == "related":
         verdict = "novel"
+    if verdict in ("contradiction", "refinement") and _two_people_and_a_we(old, new):
+        return Relation("conflict", f"{comparison.reason}; said by two people of their own")
     return Relation(verdict, comparison.reason)
+
+
+_WE = re.compile(r"\b(?:we|we're|we've|we'd|we'll|us|our|ours|ourselves)\b")
+
+
+def _two_people_and_a_we(old: Said, new: Said) -> bool:
+    """Said by two people, and one of them speaks of "we" or "our": a household's "we" is
+    one, two friends' are two; only a person can say which, so nothing is retired unasked."""
+    if not old.speaker or not new.speaker or old.speaker.casefold() == new.speaker.casefold():
+        return False
+    return bool(
+        _WE.search(statements.normalise(old.text)) or _WE.search(statements.normalise(new.text))
+    )
+
+
+_PERSONAL = re.compile(
+    r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|we'd|we'll|us|our|ours|"
+    r"you|you're|you've|you'd|you'll|your|yours|yourself)\b"
+)
+
+
+def _one_context(old: Said, new: Said) -> bool:
+    """Meaning may call two statements the same only when they are said in one context: by
+    the same person (or both by no one named), or, by two people, about one named thing that
+    is neither of them nor the person they speak to ("the boiler is in the garage", said by
+    Sarah and by Tom). Two people's words about themselves, each other or their own "we" are
+    two facts however alike they read ("I love hiking in the Lakes" / "I love hiking too");
+    and a question is never the same as a statement."""
+    if kinds.is_question(old.text) != kinds.is_question(new.text):
+        return False
+    if old.speaker.casefold() == new.speaker.casefold():
+        return True
+    personal = _PERSONAL.search(statements.normalise(old.text)) or _PERSONAL.search(
+        statements.normalise(new.text)
+    )
+    return not personal and statements.about_one_thing(
+        old.text, new.text, old_speaker=old.speaker, new_speaker=new.speaker
+    )
 
 
 def cosine(a: list[float] | None, b: list[float] | None) -> float:

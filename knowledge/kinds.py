@@ -129,6 +129,7 @@ _ASKS = re.compile(
 )
 
 
+@lru_cache(maxsize=8192)
 def asks(text: str) -> bool:
     """Whether ``text`` asks something (a question, or a request to be told) rather than
     teaches it: "Is the garage freezer off in winter?", "what temperature does Sarah like",
@@ -172,6 +173,167 @@ def expiry_for(kind: str, now: datetime) -> datetime | None:
     if kind == Fact.Kind.JUDGEMENT:
         return now + JUDGEMENT_LIFETIME
     return None
+
+
+# --- Talk, not facts: greetings, thanks, small talk ---------------------------------------------
+
+# Each pattern reads one clause (a sentence cut at commas and semicolons), casefolded, with its
+# end punctuation and a leading interjection ("oh", "well", "wow") taken off. A name after a
+# greeting or thanks is allowed ("hi sam", "thanks a lot, priya"): up to two words.
+_NAME_AFTER = r"(?: [a-z][\w'-]*){0,2}"
+_GREETING = re.compile(
+    r"^(?:(?:hi|hello|hey|hiya|heya|howdy|yo|hallo|greetings|morning|evening|afternoon|"
+    r"good (?:morning|afternoon|evening|day)|welcome(?: back| home| aboard)?|hey hey|hi again|"
+    r"hello again|hey there|hi there|hello there|long time no (?:see|speak|talk))"
+    + _NAME_AFTER
+    + r"|(?:it'?s |it is |so |really |how )?(?:great|good|nice|lovely|wonderful|fab|brilliant|"
+    r"a pleasure) (?:to )?(?:finally )?(?:see|meet|hear from|hear|talk to|speak to|catch up with|"
+    r"chat with|have) (?:you|ya|y'all|everyone|you all|you both|you two)(?: again| too| all| both"
+    r"| in person| at last)*"
+    r"|(?:nice|pleased|glad|great) to meet you(?: too)?|hope you(?:'re| are) (?:well|ok|okay|good)"
+    r"|hope (?:you|everyone) (?:had|has|is having) a (?:good|great|nice|lovely) \w+"
+    r"|thanks for (?:joining|coming|having me|inviting me))$"
+)
+_GOODBYE = re.compile(
+    r"^(?:(?:bye|goodbye|bye bye|bye for now|see you|see ya|see you later|see you soon|"
+    r"see you then|see you tomorrow|see you around|see you next \w+|take care|talk soon|"
+    r"talk later|talk to you (?:soon|later|tomorrow)|speak soon|catch you later|later|night|"
+    r"good ?night|night night|until next time|all the best|have a (?:good|great|nice|lovely) "
+    r"(?:one|day|evening|night|weekend|week|time|trip|holiday))" + _NAME_AFTER + r")$"
+)
+_THANKS = re.compile(
+    r"^(?:(?:thanks|thank you|thank u|thx|ta|cheers|many thanks|much appreciated|"
+    r"thanks (?:a lot|so much|very much|a million|again|loads|heaps)|thank you (?:so|very) much|"
+    r"thank you again|cheers (?:mate|for that))"
+    + _NAME_AFTER
+    + r"|(?:thanks|thank you|cheers|grateful) (?:so much |again |a lot )?for .+"
+    r"|(?:i |we )?(?:really |so |truly |very )?(?:appreciate|appreciated) (?:it|that|this|you|"
+    r"the .+|your .+|all .+|you .+)"
+    r"|(?:i'?m |we'?re |i am |we are )?(?:really |so |very |truly )?grateful(?: for .+)?"
+    r"|(?:that'?s|you'?re|that is|you are) (?:so |very |really )?(?:kind|sweet|a star|a lifesaver|"
+    r"a legend|the best|too kind)(?: of you)?|we owe you(?: one)?|i owe you(?: one)?"
+    r"|you'?re welcome|no problem|no worries|any ?time|my pleasure|don'?t mention it|not at all)$"
+)
+_REACTION_WORDS = (
+    r"great|good|nice|awesome|amazing|cool|lovely|wonderful|brilliant|exciting|fantastic|"
+    r"terrible|awful|sad|a shame|a pity|too bad|funny|hilarious|interesting|tough|rough|hard|"
+    r"fun|impressive|great news|good news|wild|crazy|incredible|unfortunate|perfect|fair|"
+    r"fab|fabulous|grand|excellent|horrible|scary|annoying|frustrating|a relief|gorgeous|"
+    r"beautiful|delicious|mad|insane|unreal|so cool|so good|a nightmare|(?:a lot|lots) of fun|"
+    r"a lot"
+)
+_SMALL_TALK = re.compile(
+    r"^(?:ok|okay|k|sure|yes|yeah|yep|yup|yah|no|nope|nah|right|alright|all right|great|cool|"
+    r"nice|awesome|lovely|brilliant|perfect|excellent|wow|oh|ah|aw|aww|hmm|hm|um|uh|ha|haha+|"
+    r"hehe|lol|lmao|omg|oh my|oh dear|oh no|oh wow|indeed|exactly|absolutely|definitely|"
+    r"of course|totally|true|fair enough|i see|got it|gotcha|makes sense|sounds good|"
+    r"sounds great|sounds like a plan|will do|me too|same here|same|agreed|i agree|i know|"
+    r"i know right|you too|likewise|really|seriously|no way|good for you|well done|congrats|"
+    r"congratulations(?: on .+)?|good luck(?: with .+)?|best of luck(?: with .+)?|"
+    r"happy (?:birthday|new year|anniversary|holidays|easter|christmas)|merry christmas|"
+    r"bless you|sorry|so sorry|my bad|no rush|no hurry|take your time|fingers crossed|"
+    r"go on then|why not|good idea|great idea|what a (?:shame|pity|relief|surprise|day|week)|"
+    r"(?:i'?m |so |really |very )?(?:sorry|glad|happy|pleased|thrilled|sad) (?:to hear|for you)"
+    r"(?: that| it| about .+)?|good to (?:hear|know)(?: that| it)?|"
+    r"(?:that|it|this)(?:'s| is| was| sounds| looks| seems)(?: like)? (?:so |really |very |too |"
+    r"pretty |quite |such |absolutely )?(?:a |an )?(?:" + _REACTION_WORDS + r")(?: news| idea| "
+    r"plan| to hear| of you| one)?(?: though| indeed| actually| too)?|"
+    r"how (?:nice|lovely|exciting|awful|fun|cool|wonderful|sad|great|funny|annoying|rude)|"
+    r"(?:i'?m|i am|im|doing|been|all|things are|everything'?s|life'?s|not)? ?(?:really |pretty |"
+    r"very |so |quite |not too |not so )?(?:good|great|fine|well|ok|okay|alright|not bad|busy|"
+    r"grand|so-so|fab|brilliant|can'?t complain|keeping busy|surviving)(?: thanks?| thank you"
+    r"| too| as always| as ever| for asking| thanks for asking| and you)*|"
+    r"not (?:much|a lot|a great deal)(?: really)?|nothing much|same old(?: same old)?)$"
+)
+_SMALL_TALK_QUESTION = re.compile(
+    r"^(?:and )?(?:how (?:are|r) (?:you|u|ya|things|the kids|you all|you both|you doing|you "
+    r"keeping|you getting on|you feeling)(?: doing| keeping| getting on| feeling| today| these "
+    r"days| lately)*|how(?:'s| is| has) (?:it going|everything|life|things|work|the family|your "
+    r"day|your week|your weekend|your morning|your evening|it been|life treating you|the new \w+|"
+    r"everyone|the family|the weather)(?: going| been| treating you| with you)*|"
+    r"how (?:have|'ve) you been(?: keeping| doing)?|how(?:'ve| have) things been|"
+    r"what(?:'s| is) (?:new|up|going on|the news|happening|new with you|the latest|new on your "
+    r"side|been happening)(?: with you| these days| lately| on your side)*|"
+    r"what have you been up to(?: lately| recently| these days)?|what are you up to(?: today| "
+    r"this weekend)?|how was (?:your |the )?(?:day|weekend|week|trip|holiday|evening|night|"
+    r"morning|flight|break|time off)|how did it go|did you have a (?:good|nice|great|lovely) "
+    r"(?:time|weekend|day|trip|holiday|break)|how about you|and you|what about you|you|"
+    r"you (?:ok|okay|alright|good)|are you (?:ok|okay|alright|well)|anything new|any news|"
+    r"all good|all well|everything (?:ok|okay|alright|good)|(?:isn'?t|is) it|right|really|"
+    r"you know|know what i mean|remember|guess what|how come|why not|what do you think)$"
+)
+_INTERJECTION = re.compile(
+    r"^(?:(?:oh|ah|aw|aww|wow|well|so|hey|ok|okay|yeah|yes|no|um|uh|hmm|haha+|lol|gosh|"
+    r"blimp|blimey|ooh|ohh|oh wow|oh no|oh dear|right|anyway|honestly|seriously)\b[,!.\s]*)+"
+)
+_CLAUSES = re.compile(r"\s*(?:[,;:]|\s[-\u2013\u2014]\s)\s*")
+_TALK_SENTENCES = re.compile(r"(?<=[.!?\u2026])\s+|\n+|(?<=[.!?])(?=[A-Z])")
+_TALK_KINDS = (("a greeting", _GREETING), ("thanks", _THANKS), ("a goodbye", _GOODBYE))
+
+
+def _clause_talk(clause: str) -> str:
+    """What kind of talk one clause is ("a greeting", "thanks", "a goodbye", "small talk"),
+    or "" when it says something."""
+    whole = clause.strip(" .!?\u2026\"'()")
+    text = _INTERJECTION.sub("", whole).strip(" .!?\u2026\"'()")
+    if not text:
+        return "small talk" if clause.strip(" .!?,\u2026") else ""
+    for reason, pattern in _TALK_KINDS:
+        if pattern.match(whole) or pattern.match(text):
+            return reason
+    if _SMALL_TALK.match(text) or _SMALL_TALK_QUESTION.match(text):
+        return "small talk"
+    return ""
+
+
+def _sentence_talk(sentence: str) -> str:
+    """The kind of talk a sentence is when every clause of it is talk; "" otherwise."""
+    norm = normalise(sentence)
+    clauses = [clause for clause in _CLAUSES.split(norm) if clause.strip(" .!?\u2026")]
+    kinds = [_clause_talk(clause) for clause in clauses] or ["small talk"]
+    if not all(kinds):
+        return ""
+    return next((kind for kind in kinds if kind != "small talk"), "small talk")
+
+
+def talk_sentences(text: str) -> list[tuple[str, str]]:
+    """``text``'s sentences, each with the kind of talk it is ("" when it says something)."""
+    parts = [part.strip() for part in _TALK_SENTENCES.split(text.strip()) if part.strip()]
+    return [(part, _sentence_talk(part)) for part in parts]
+
+
+@lru_cache(maxsize=8192)
+def small_talk(text: str) -> str:
+    """Why ``text`` is talk and not a fact — "a greeting", "thanks", "a goodbye" or "small talk"
+    (a reaction, an acknowledgement, "how are you?") — or "" when any sentence of it says
+    something. "Hi! Great to see you, what's new?" is a greeting; "Thanks, really appreciate
+    the support!" is thanks; "Hi Beth! I got the job at the library." says something."""
+    said = talk_sentences(text)
+    if not said or any(not kind for _, kind in said):
+        return ""
+    return next((kind for _, kind in said if kind != "small talk"), "small talk")
+
+
+def without_small_talk(text: str) -> str:
+    """``text`` without the talk around what it says: the greeting before and the thanks after
+    ("Hi Beth! I got the job at the library. Thanks again!" is "I got the job at the
+    library."). What is between two statements stays as it was said."""
+    said = talk_sentences(text)
+    kept = [index for index, (_, kind) in enumerate(said) if not kind]
+    if not kept:
+        return text
+    return " ".join(part for part, _ in said[kept[0] : kept[-1] + 1])
+
+
+def is_question(text: str) -> bool:
+    """``text`` is a question as written: it ends with a question mark."""
+    return text.rstrip(" \"')\u201d").endswith("?")
+
+
+def only_asks(text: str) -> bool:
+    """Every sentence of ``text`` is a question or talk: nothing in it is told."""
+    said = talk_sentences(text)
+    return bool(said) and all(kind or is_question(part) for part, kind in said)
 
 
 # --- Which section: cues of what a statement is about ----------------------------------------

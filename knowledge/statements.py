@@ -87,6 +87,8 @@ class Quantity:
     @property
     def token(self) -> str:
         """The content word standing for this quantity: "19", "15%", "8kw", "23:00"."""
+        if self.unit in ("date", "month", "weekday"):
+            return f"{self.unit}:{self.value}"
         return self.value if self.unit in ("", "time") else f"{self.value}{self.unit}"
 
 
@@ -151,7 +153,7 @@ _STOPWORDS = _word_set(
     else etc even ever every everything few for from further get gets got had has have having
     he her here hers herself him himself his how i if in into is it its itself just let lot may
     me might more most much must my myself now of once only or other our ours ourselves out own
-    please quite rather really same shall she should since so some something still such than
+    per please quite rather really same shall she should since so some something still such than
     that the their theirs them themselves then there these they this those through to too
     until us very via was we were what when where which while who whom whose why will with
     would you your yours yourself yourselves
@@ -477,14 +479,74 @@ class _Tokens:
     surface: tuple[tuple[str, str], ...]  # (stem, first word it came from), for messages
 
 
+_MONTHS = {
+    name: f"{number:02d}"
+    for number, names in enumerate(
+        (
+            ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"),
+            ("may",), ("june", "jun"), ("july", "jul"), ("august", "aug"),
+            ("september", "sept", "sep"), ("october", "oct"), ("november", "nov"),
+            ("december", "dec"),
+        ),
+        start=1,
+    )
+    for name in names
+}  # fmt: skip
+_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_WEEKDAYS = _word_set("monday tuesday wednesday thursday friday saturday sunday")
+# A day and its month ("4 may", "the 4th of may", "may 4th"), a month alone where it is one
+# ("in april", "until may 2027": "may" is a month only after a word that opens a time), and a
+# weekday: dates are values a statement holds, and a date that moved is a changed value.
+_DATE = re.compile(
+    rf"\b(?:the )?(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?: of)? (?P<month>{_MONTH})\b"
+    rf"|\b(?P<month_first>{_MONTH}) (?:the )?(?P<day_after>\d{{1,2}})(?:st|nd|rd|th)?\b(?!:)"
+    rf"|\b(?P<opener>in|of|since|until|till|by|from|to|early|late|mid|end|next|last|this|every|"
+    rf"each|before|after|during) (?P<month_alone>{_MONTH})\b"
+    rf"|\b(?P<named_month>{_MONTH.replace('may|', '').replace('|may', '')})\b"
+    r"|\b(?P<weekday>monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b"
+)
+
+
+def _dates(text: str) -> tuple[str, list[tuple[int, Quantity]]]:
+    """``text`` with its dates, months and weekdays blanked out, and each as a Quantity with
+    where it stood: "4 may" is ("05-04", "date"), "april" ("04", "month"), "tuesdays"
+    ("tuesday", "weekday")."""
+    found: list[tuple[int, Quantity]] = []
+
+    def blank(match: re.Match[str]) -> str:
+        day = match.group("day") or match.group("day_after")
+        month = match.group("month") or match.group("month_first")
+        if day and month and 1 <= int(day) <= 31:
+            date = Quantity(f"{_MONTHS[month]}-{int(day):02d}", "date", match.group(0))
+            found.append((match.start(), date))
+        elif match.group("month_alone"):
+            month = match.group("month_alone")
+            found.append((match.start("month_alone"), Quantity(_MONTHS[month], "month", month)))
+            return f"{match.group('opener')} {' ' * len(month)}"
+        elif match.group("named_month"):
+            month = Quantity(_MONTHS[match.group("named_month")], "month", match.group(0))
+            found.append((match.start(), month))
+        elif match.group("weekday"):
+            weekday = Quantity(match.group("weekday"), "weekday", match.group(0))
+            found.append((match.start(), weekday))
+        else:
+            return match.group(0)
+        return " " * len(match.group(0))
+
+    return _DATE.sub(blank, text), found
+
+
 def _tokenise(norm: str) -> _Tokens:
     """Content words and quantities of an already normalised string."""
     text = norm
     for pattern, replacement in _CONTRACTIONS:
         text = pattern.sub(replacement, text)
-    words: list[str] = []
-    quantities: list[Quantity] = []
-    surface: dict[str, str] = {}
+    text, dates = _dates(text)
+    # A date holds its month: "on 14 june" says "in june" too.
+    words: list[str] = [date.token for _, date in dates]
+    words += [f"month:{date.value[:2]}" for _, date in dates if date.unit == "date"]
+    placed: list[tuple[int, Quantity]] = list(dates)
+    surface: dict[str, str] = {date.token: date.text for _, date in dates}
     for match in _TOKEN.finditer(text):
         kind = _kind(match)
         raw = match.group(0)
@@ -500,11 +562,12 @@ def _tokenise(norm: str) -> _Tokens:
             stem = raw
         else:
             quantity = _quantity(kind, match)
-            quantities.append(quantity)
+            placed.append((match.start(), quantity))
             stem = raw = quantity.token
         words.append(stem)
         surface.setdefault(stem, raw)
-    return _Tokens(frozenset(words), tuple(quantities), tuple(sorted(surface.items())))
+    quantities = tuple(quantity for _, quantity in sorted(placed, key=lambda p: p[0]))
+    return _Tokens(frozenset(words), quantities, tuple(sorted(surface.items())))
 
 
 def content_words(text: str) -> frozenset[str]:
@@ -534,6 +597,130 @@ def is_negated(text: str) -> bool:
     return bool(_parse(text).negations)
 
 
+# --- What a statement says changed ---------------------------------------------------------
+
+#: Verbs that say a value, a date, a place, a holder or a state changed, whatever follows them
+#: ("the launch slipped", "we upgraded the build", "the warranty expired").
+_CHANGE_VERBS = frozenset(
+    _stem(word)
+    for word in _word_set(
+        """
+    moved slipped postponed delayed rescheduled extended raised lowered increased decreased
+    reduced upgraded downgraded migrated relocated redirected transferred resized replaced
+    swapped sold retired removed quit cancelled canceled cancel expired stopped resigned died
+    uninstalled disconnected unplugged changed left redirected renamed rehomed
+    bumped halved doubled
+    """
+    )
+)
+#: Verbs that say so with a particle a few words on: "handed the stall over to", "passed the
+#: scripts to", "took over", "gave up", "stepped down", "ran out", "put the rent up".
+_CHANGE_PARTICLES: dict[str, frozenset[str]] = {
+    _stem(verb): frozenset(particles.split())
+    for verb, particles in (
+        ("hand", "over on off to back"),
+        ("pass", "on over to"),
+        ("take", "over"),
+        ("give", "up away to"),
+        ("step", "down aside back"),
+        ("run", "out"),
+        ("put", "up down"),
+        ("go", "up down back"),
+        ("bring", "forward"),
+        ("push", "back to out"),
+        ("cut", "to down back"),
+        ("grow", "to"),
+        ("knock", "down"),
+        ("come", "down up"),
+        ("switch", "to over up down"),
+        ("drop", "to"),
+    )
+}
+# "Switched off" is a change when it was done ("we switched the pump off", "the API was
+# switched off"), not when it says what happens ("the fan is switched off at night").
+_HABITUAL_BEFORE = frozenset(_word_set("is are be being gets get usually always"))
+_CHANGE_PARTICLE_REACH = 6  # words between the verb and its particle at most
+#: Verbs of the change of a holder: the thing stays, its holder is someone else.
+_SWITCHED = frozenset(_word_set("to over up down on off"))
+_HANDOVER_VERBS = frozenset(_stem(w) for w in _word_set("hand pass take give step transfer"))
+_HANDOVER_VERBS |= frozenset(_stem(w) for w in _word_set("resigned quit replaced"))
+#: Verbs of a state that ended: "the warranty ran out", "the legacy API was switched off".
+_STATE_VERBS = frozenset(
+    _stem(w)
+    for w in _word_set(
+        "stopped died expired cancelled canceled cancel quit resigned retired removed sold "
+        "uninstalled disconnected unplugged run switched"
+    )
+)
+_CHANGE_ADVERBS = re.compile(
+    r"\b(?:no longer|not any ?more|any ?more|these days|nowadays|instead(?: of)?|"
+    r"from now on|now|again|back (?:on|to|in|at|with))\b"
+)
+# Words that say a state ended or came back: "no longer", "not any more", "back on".
+_STATE_ADVERB = re.compile(r"no longer|not any ?more|any ?more|back (?:on|to|in|at|with)")
+# "Too", "also", "as well", "another": the new one adds to what was said, never replaces it.
+_ADDITIVE = re.compile(r"\b(?:too|also|as well|another|either|in addition)\b")
+_DESTINATION = frozenset(_word_set("to onto into over until till for"))
+
+
+@dataclass(frozen=True)
+class _Change:
+    """A change a statement says happened: its cue as written, what kind of change (a holder
+    passed on, a state ended, a value moved; "no longer" and "back on" are an ending, "now"
+    and "instead" an adverb), the words between the verb and its particle (what changed) and
+    the words after it (where to: the new value)."""
+
+    cue: str
+    kind: str  # handover | state | value | adverb | ending
+    moved: frozenset[str] = frozenset()  # "vendor contracts" in "handed the vendor contracts over"
+    to: frozenset[str] = frozenset()  # "laura" in "handed ... over to laura"
+
+
+def _changes_in(norm: str) -> tuple[_Change, ...]:
+    """The changes ``norm`` (one wording, lower case) says happened, in order."""
+    words = [w.strip(".,;:!?'\"()") for w in norm.split()]
+    stems = [_stem(w) for w in words]
+    found: list[_Change] = []
+    for at, stem in enumerate(stems):
+        particles = _CHANGE_PARTICLES.get(stem)
+        if words[at] == "switched" and (not at or words[at - 1] not in _HABITUAL_BEFORE):
+            particles = _SWITCHED
+        end = at
+        if particles:
+            reach = range(at + 1, min(at + 1 + _CHANGE_PARTICLE_REACH, len(words)))
+            end = next((i for i in reach if words[i] in particles), -1)
+            if end < 0:
+                continue
+        elif stem not in _CHANGE_VERBS:
+            continue
+        kind = "value"
+        if stem in _HANDOVER_VERBS and words[end] in ("to", "over", "on", "down", "off", "away"):
+            kind = "handover"
+        elif stem in _STATE_VERBS or (particles and words[end] in ("out", "off", "on")):
+            kind = "state" if stem not in _HANDOVER_VERBS else "handover"
+        between = _tokenise(" ".join(words[at + 1 : end])).words if end > at else frozenset()
+        after = words[end + 1 :] if end > at else words[at + 1 :]
+        to: list[str] = []
+        if after and after[0] in _DESTINATION:
+            after = after[1:]
+        elif end == at and after and after[0] not in _DESTINATION:
+            # "moved the printer to the office": what moved, then where to.
+            split = next((i for i, w in enumerate(after) if w in _DESTINATION), len(after))
+            between = _tokenise(" ".join(after[:split])).words
+            after = after[split + 1 :]
+        for word in after:
+            if word in ("and", "but", "so", "because", "when", "since", "after", "before"):
+                break
+            to.append(word)
+        found.append(
+            _Change(" ".join(words[at : end + 1]), kind, between, _tokenise(" ".join(to)).words)
+        )
+    for match in _CHANGE_ADVERBS.finditer(norm):
+        ended = _STATE_ADVERB.fullmatch(match.group(0))
+        found.append(_Change(match.group(0), "ending" if ended else "adverb"))
+    return tuple(found)
+
+
 # --- Parsed statements -----------------------------------------------------------------------
 
 
@@ -556,6 +743,8 @@ class _Parsed:
     anchor: str = ""  # the stem of that verb
     named: bool = False  # the subject is one name ("tom is allergic to cats")
     head: str = ""  # the subject's head noun: "lamp" in "the office lamp"
+    changes: tuple[_Change, ...] = ()  # what it says changed ("slipped to", "handed over to")
+    additive: bool = False  # "too", "also", "as well": it adds to what was said, never replaces
 
     @property
     def plain_words(self) -> frozenset[str]:
@@ -574,6 +763,7 @@ def _parse(text: str) -> _Parsed:
             cue = _NEGATION.search(part)
             clauses.append(_Clause(words, cue.group(0) if cue else ""))
     subject, anchor, named, head = _subject_and_anchor(norm)
+    changes = _changes_in(norm)
     return _Parsed(
         norm=norm,
         words=tokens.words,
@@ -586,6 +776,8 @@ def _parse(text: str) -> _Parsed:
         anchor=anchor,
         named=named,
         head=head,
+        changes=changes,
+        additive=bool(_ADDITIVE.search(norm)),
     )
 
 
@@ -621,7 +813,10 @@ _VERBS = frozenset(
     trigger trip turn understand unlock update upload use vacuum visit wait wake walk want warm
     wash watch water wear win work worry write permit forbid sign review skip cut push attend
     report target cache protect lift ban approve merge reject host send block measure paint
-    repaint weigh cost fit hang
+    repaint weigh cost fit hang chair hand slip postpone delay reschedule extend raise lower
+    increase decrease reduce upgrade downgrade migrate relocate redirect transfer resize swap
+    quit cancel expire resign grow bump step mow organise organize coordinate cover arrive
+    renew
     """
     )
 )
@@ -720,14 +915,42 @@ def _quote(words: list[str], surface: dict[str, str], limit: int = 3) -> str:
 # --- Contradiction checks: each returns a reason, or "" when it does not apply ---------------
 
 
-def _number_change(old: _Parsed, new: _Parsed) -> str:
-    """Same subject, same unit, a different value: "bedroom at 19" -> "bedroom at 21"."""
+def _number_change(old: _Parsed, new: _Parsed, *, any_overlap: bool = False) -> str:
+    """Same subject, same unit, a different value: "bedroom at 19" -> "bedroom at 21".
+    ``any_overlap``: the caller knows they are about one thing (a change said of it), so the
+    rest of their words need not agree."""
+    if new.additive:
+        return ""
     old_only = [q for q in old.quantities if q not in new.quantities]
     new_only = [q for q in new.quantities if q not in old.quantities]
-    pair = next(((q, r) for q in old_only for r in new_only if q.unit == r.unit), None)
-    if pair is None or _jaccard(old.plain_words, new.plain_words) < STRONG_OVERLAP:
+    pair = next(
+        ((q, r) for q in old_only for r in new_only if _same_kind(q, r, loose=any_overlap)),
+        None,
+    )
+    if pair is None:
+        return ""
+    if not any_overlap and _jaccard(old.plain_words, new.plain_words) < STRONG_OVERLAP:
         return ""
     return f"same subject, {pair[0].text} \u2192 {pair[1].text}"
+
+
+_DAY_UNITS = ("date", "#")
+
+
+def _same_kind(old: Quantity, new: Quantity, *, loose: bool = False) -> bool:
+    """Two values of one kind: the same unit, or a date and a day of the month ("on 12
+    march" and "on the 14th"), or a month and a date of another month; ``loose`` (a change is
+    said of the thing): a bare number and a time too ("moved to 8" from "at 7:30")."""
+    if old.unit == new.unit:
+        return True
+    if {old.unit, new.unit} == {"time", ""} and not loose:
+        return False
+    units = {old.unit, new.unit}
+    if units == {"date", "month"}:  # "in june" and "on 14 june" agree; "on 14 july" does not
+        return (old.value if old.unit == "month" else new.value) != (
+            new.value if new.unit == "date" else old.value
+        )[:2]
+    return units <= {"date", "#"} or units == {"time", ""}
 
 
 def _state_change(old: _Parsed, new: _Parsed) -> str:
@@ -811,6 +1034,106 @@ def _denied_before(old: _Parsed, new: _Parsed) -> str:
     return ""
 
 
+_AUX_ANCHORS = _AUXILIARIES | {"isnt", "arent", "wasnt", "werent"}
+# What a statement says no longer holds: "not in the study", "from gitlab", "instead of tea".
+_LEFT_BEHIND = re.compile(
+    r"(?:(?:^|[,;]|\s-|\bbut)\s*(?:and\s+)?not|\bno longer|\bfrom|\binstead of|\brather than|"
+    r"\breplacing|\bin place of)\s+(?P<left>(?:[\w'-]+\s+){0,3}[\w'-]+)"
+)
+
+
+def _left_behind(new: _Parsed) -> frozenset[str]:
+    """The words ``new`` says were left behind: after "not", "from", "instead of", …"""
+    found: set[str] = set()
+    for match in _LEFT_BEHIND.finditer(new.norm):
+        found |= _tokenise(match.group("left")).words
+    return frozenset(found)
+
+
+def _changed(old: _Parsed, new: _Parsed) -> tuple[Verdict, str] | None:
+    """The new statement says the old one's value, date, place, holder or state changed.
+
+    It names a change the old one does not ("slipped to", "handed over to", "moved to",
+    "pushed back to", "ran out", "no longer", "now"), about what the old one is about (the
+    same subject, or the thing the change moved: "the dentist moved the appointment"), in the
+    same slot (the same verb, a number or a date of the same kind, a word of the old value
+    said again, a holder passing on what they held). A contradiction when the old value is
+    plainly gone (another number or date, "not …", "from …", a holder passing it on, a state
+    that ended, a value of the same kind moved); a conflict when the new one says something
+    changed but not surely the old value; None when it says nothing changed of it ("too",
+    "also", "as well" add, never replace)."""
+    if new.additive or not old.subject:
+        return None
+    said_before = {change.cue for change in old.changes}
+    cues = [change for change in new.changes if change.cue not in said_before]
+    subject = old.subject
+    value = old.words - subject - {old.anchor}
+    same_subject = new.subject is not None and _same_subject(old, new)
+    gone = frozenset(word for word in value & _left_behind(new) if len(word) > 2)
+    if same_subject and gone and not gone & (new.words - _left_behind(new)):
+        # "the mot is due in may, not april": the old value said to be gone, no cue needed
+        return "contradiction", f"no longer {_quote(sorted(gone), old.surface, 2)}"
+    if not cues:
+        return None
+    verbs = [change for change in cues if change.kind not in ("adverb", "ending")]
+    moved_it = any(
+        old.head and old.head in change.moved | change.to and subject - {old.head} <= new.words
+        for change in verbs
+    )
+    # "the car's warranty" is what "our car is under warranty" said of the car
+    of_its_value = bool(new.subject and subject < new.subject and new.subject - subject <= value)
+    if not (same_subject or moved_it or of_its_value):
+        held = [
+            change
+            for change in verbs
+            if change.kind == "handover" and value and value & (change.moved | change.to)
+        ]
+        if held and subject <= new.words:
+            return "contradiction", f"the role passed on: '{held[0].cue}'"
+        return None
+    changed_value = _number_change(old, new, any_overlap=True)
+    if changed_value or gone:
+        why = changed_value or f"no longer {_quote(sorted(gone), old.surface, 2)}"
+        return "contradiction", f"{why}: '{cues[0].cue}'"
+    kinds = {change.kind for change in cues}
+    again = value & (new.words - (new.subject or frozenset()))
+    same_verb = old.anchor == new.anchor and old.anchor not in _AUX_ANCHORS
+    in_slot = bool(again or same_verb or moved_it or of_its_value)
+    first = (verbs or cues)[0].cue
+    ended = {change.kind for change in verbs if change.kind in ("handover", "state")}
+    if ended and in_slot:
+        return "contradiction", f"state change: '{first}'"
+    if "ending" in kinds and in_slot and not value <= new.words:
+        return "contradiction", f"state change: '{cues[0].cue}'"
+    if verbs and in_slot:
+        if value <= new.words and not moved_it:
+            return None  # every word of the old value said again: nothing of it changed
+        return "contradiction", f"a new value: '{first}'"
+    if verbs and not old.named:
+        return "conflict", f"may have changed: '{first}'"
+    if _moved_elsewhere(old, new) or (same_verb and not value <= new.words):
+        return "conflict", f"may have changed: '{cues[0].cue}'"
+    return None
+
+
+def _news_of(old: _Parsed, new: _Parsed) -> bool:
+    """The new one says something changed that the old one did not: never the same thing said
+    again, however close their meaning ("we moved the broadband to the 900 plan" is not "the
+    broadband is on the 150 plan" in other words)."""
+    said_before = {change.cue for change in old.changes}
+    return not new.additive and any(c.cue not in said_before for c in new.changes)
+
+
+def _moved_elsewhere(old: _Parsed, new: _Parsed) -> bool:
+    """Both say where it is, and the places differ."""
+    here, there = _PLACE.search(old.norm), _PLACE.search(new.norm)
+    return bool(
+        here
+        and there
+        and _tokenise(here.group("place")).words.isdisjoint(_tokenise(there.group("place")).words)
+    )
+
+
 _CONTRADICTIONS = (
     _number_change,
     _state_change,
@@ -858,12 +1181,20 @@ def compare(old: str, new: str, *, old_speaker: str = "", new_speaker: str = "")
     if a.norm == b.norm:
         return Comparison("same", 1.0, "identical once normalised", could_be_same=True)
     similarity = round(_jaccard(a.words, b.words), 3)
+    changed = _changed(a, b)
     if not _same_subject(a, b):
-        return _other_subject(a, b, similarity)
+        if changed:
+            return Comparison(changed[0], similarity, changed[1])
+        other = _other_subject(a, b, similarity)
+        if other.could_be_same and _news_of(a, b):
+            return Comparison(other.verdict, other.similarity, other.reason)
+        return other
     for check in _CONTRADICTIONS:
         reason = check(a, b)
         if reason:
             return Comparison("contradiction", similarity, reason)
+    if changed:
+        return Comparison(changed[0], similarity, changed[1])
 
     added = sorted(b.words - a.words)
     grows = bool(a.words) and len(b.words) > len(a.words)
@@ -880,7 +1211,9 @@ def compare(old: str, new: str, *, old_speaker: str = "", new_speaker: str = "")
     slot = _changed_subject(a, b) or _one_valued_slot(a, b) or _swapped_value(a, b, similarity)
     if slot:
         return Comparison("conflict", similarity, slot)
-    could_be_same = same_values and same_polarity and not _is_swap(a, b, similarity)
+    could_be_same = (
+        same_values and same_polarity and not _is_swap(a, b, similarity) and not _news_of(a, b)
+    )
     shared = sorted(a.words & b.words)
     if shared and similarity >= RELATED_THRESHOLD:
         return Comparison(
@@ -889,14 +1222,23 @@ def compare(old: str, new: str, *, old_speaker: str = "", new_speaker: str = "")
     return Comparison("novel", similarity, "nothing in common", could_be_same)
 
 
+def about_one_thing(old: str, new: str, *, old_speaker: str = "", new_speaker: str = "") -> bool:
+    """Both statements name what they are about, and it is the same thing ("the garage
+    fridge" / "the fridge"): not a guess from one that names nothing."""
+    a = _parse(wording.canonical(normalise(old), old_speaker))
+    b = _parse(wording.canonical(normalise(new), new_speaker))
+    return a.subject is not None and b.subject is not None and _same_subject(a, b)
+
+
 #: Verbs whose object has one holder at a time: a project has one lead, a word one meaning.
 _ONE_HOLDER = frozenset(_stem(w) for w in _word_set("lead own manage head chair run maintain"))
 _ONE_VALUE = frozenset(
     _stem(w) for w in _word_set("mean call refer stand belong live sit report prefer")
 )
 _PLACE = re.compile(
-    r"\b(?:kept|stored|lives?|sits?|sleeps?|works?|hangs?|parked|located|is|are) (?:in|on|at|under|"
-    r"behind|beside|inside|above|below|next to|near) (?:the )?(?P<place>.+)$"
+    r"\b(?:kept|stored|lives?|sits?|sleeps?|works?|hangs?|parked|located|is|are) "
+    r"(?:(?:now|still|usually|upstairs|downstairs|kept|stored|back) )*(?:in|on|at|under|"
+    r"behind|beside|inside|above|below|next to|near) (?:the )?(?P<place>.+?)(?: now)?$"
 )
 
 

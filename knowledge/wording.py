@@ -135,6 +135,8 @@ _SYNONYMS = {
     "adores": "loves",
     "turns": "switches",
     "turn": "switch",
+    "turned": "switched",
+    "turning": "switching",
 }
 _SUPPOSED = (re.compile(r"\bsupposed to\b"), "meant to")
 _SYNONYM = re.compile(r"\b(" + "|".join(_SYNONYMS) + r")\b")

@@ -43,7 +43,7 @@ from knowledge.read_layer import reader_for
 from knowledge.secret_filter import secret_in
 from knowledge.subjects import mentioned_in
 from knowledge.subjects import resolve as resolve_subjects
-from memory import consolidator
+from memory import consolidator, switches
 from memory.models import Confidence, ConsolidationRun, InboxItem, Origin
 
 MAX_ITEM_CHARS = 1000  # a fact is a sentence or two, not a document
@@ -63,6 +63,32 @@ def clean_fact_text(text: str | None) -> str:
             "Say it in a sentence or two."
         )
     return text
+
+
+#: Channels where what is taught is a line of a conversation, where a question tells nothing.
+CONVERSATION_ORIGINS = frozenset({Origin.VOICE, Origin.CHAT})
+
+
+def said_text(text: str | None, *, origin: str = Origin.TYPED) -> str:
+    """What of ``text`` is kept as a statement, or ValidationError saying why nothing is:
+    empty or too long, a secret, talk and not a fact (a greeting, thanks, a goodbye, small
+    talk: ``kinds.small_talk``), or, said in a conversation, only questions. The talk around
+    a statement is left out ("Hi Beth! I got the job." keeps "I got the job.")."""
+    text = clean_fact_text(text)
+    secret = secret_in(text)
+    if secret:
+        raise ValidationError(
+            f"That looks like {secret}. brain does not keep secrets: memory is replayed into "
+            "prompts, so a secret stored once would be repeated for ever."
+        )
+    talk = kinds.small_talk(text)
+    if talk:
+        raise ValidationError(f"That is {talk}, not something to remember; nothing was kept.")
+    if origin in CONVERSATION_ORIGINS and kinds.only_asks(text):
+        raise ValidationError(
+            "That asks something and tells nothing to remember; nothing was kept."
+        )
+    return kinds.without_small_talk(text)
 
 
 def _check_origin_and_confidence(origin: str, confidence: str) -> None:
@@ -215,14 +241,10 @@ def learn(
     no answer the fact is judged by its words and stored without a vector, which the
     background re-embedding gives it later — nothing taught is lost for an absent worker.
     """
-    text = clean_fact_text(text)
+    text = said_text(text, origin=origin)
     _check_origin_and_confidence(origin, confidence)
-    secret = secret_in(text)
-    if secret:
-        raise ValidationError(
-            f"That looks like {secret}. brain does not keep secrets: memory is replayed into "
-            "prompts, so a secret stored once would be repeated for ever."
-        )
+    if evidence:  # an agent's episodes: what it saw is learned only while learning is on
+        switches.require_learning(memory)
     about = resolve_subjects(memory, list(subjects))
     about += [s for s in mentioned_in(memory, text) if s not in about]
     embedder = embedder_for(memory)

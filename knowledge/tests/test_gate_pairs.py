@@ -29,11 +29,34 @@ MINIMUMS = {
     "same_person_change": 10,
     "independent": 50,
     "unrelated": 15,
+    # From conversation: at least 150 pairs of these.
+    "greeting": 20,
+    "thanks": 20,
+    "two_speakers": 30,
+    "change_of_value": 15,
+    "change_of_owner": 15,
+    "change_of_date": 15,
+    "change_of_place": 15,
+    "change_of_state": 15,
+    "conversation_restatement": 15,
 }
+CONVERSATIONAL = (
+    "greeting",
+    "thanks",
+    "two_speakers",
+    "change_of_value",
+    "change_of_owner",
+    "change_of_date",
+    "change_of_place",
+    "change_of_state",
+    "conversation_restatement",
+)
+CHANGES = [case for case in CONVERSATIONAL if case.startswith("change_of_")]
 
 
 def test_the_pairs_file_holds_at_least_450_pairs_with_unique_ids_and_every_case_filled():
-    assert len(PAIRS) >= 450
+    assert len(PAIRS) >= 450 + 150
+    assert sum(pair.case in CONVERSATIONAL for pair in PAIRS) >= 150
     assert len({pair.id for pair in PAIRS}) == len(PAIRS)
     counts = Counter(pair.case for pair in PAIRS)
     assert set(MINIMUMS) == set(CASES)
@@ -58,7 +81,7 @@ def test_every_pair_from_the_user_report_is_hard_and_70_to_90_pairs_are():
 
 def test_pairs_about_a_speaker_name_both_speakers():
     for pair in PAIRS:
-        if pair.case in ("different_person", "same_person_change"):
+        if pair.case in ("different_person", "same_person_change", "two_speakers"):
             assert pair.old_by and pair.new_by, pair.id
             assert (pair.old_by == pair.new_by) == (pair.case == "same_person_change"), pair.id
 
@@ -113,3 +136,43 @@ def test_the_gate_judges_a_hard_pair_as_labelled(pair, vectors, settings):
         f"({pair.new_by or '-'}) was judged {relation.verdict} ({relation.reason}), "
         f"not {' or '.join(sorted(acceptable))}"
     )
+
+
+@pytest.fixture(scope="module")
+def conversational() -> list:
+    """Every pair from conversation, judged with MiniLM vectors (the model loaded once)."""
+    pairs = [pair for pair in PAIRS if pair.case in CONVERSATIONAL]
+    texts = sorted({text for pair in pairs for text in (pair.old, pair.new)})
+    vectors = dict(zip(texts, MiniLMEmbedder().embed(texts), strict=True))
+    return [
+        (
+            pair,
+            relate(
+                Said(pair.old, pair.old_by, vectors[pair.old]),
+                Said(pair.new, pair.new_by, vectors[pair.new]),
+            ),
+        )
+        for pair in pairs
+    ]
+
+
+def test_a_greeting_thanks_or_another_speakers_words_is_never_the_same_fact_nor_replaces_one(
+    conversational,
+):
+    wrong = [
+        f"{pair.id} {pair.case}: {relation.verdict} ({relation.reason})"
+        for pair, relation in conversational
+        if pair.case in ("greeting", "thanks", "two_speakers")
+        and relation.verdict in ("same", "contradiction", "refinement")
+    ]
+    assert not wrong
+
+
+def test_a_change_of_value_owner_date_place_or_state_is_never_merged_and_mostly_replaces(
+    conversational,
+):
+    changes = [(pair, relation) for pair, relation in conversational if pair.case in CHANGES]
+    merged = [pair.id for pair, relation in changes if relation.verdict == "same"]
+    caught = [r for _, r in changes if r.verdict in ("contradiction", "conflict")]
+    assert not merged
+    assert len(caught) / len(changes) >= 0.85, f"{len(caught)} of {len(changes)}"
