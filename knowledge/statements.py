@@ -184,8 +184,8 @@ _STATE_CHANGE = re.compile(
 )
 # A role passing from one holder to another: "aisha has taken over the revamp from marco".
 _HANDOVER = re.compile(
-    r"\b(?:taken over|took over|takes over|handed (?:it )?over|hands over|replaced|replaces|"
-    r"instead of|now|no longer|from)\b"
+    r"\b(?:taken over|took over|takes over|taking over|handed (?:it )?over|hands over|replaced|"
+    r"replaces|instead of|in place of|passed (?:it )?(?:on|over)|stepped in for|covers for)\b"
 )
 
 _OPPOSITES: tuple[tuple[str, str], ...] = (
@@ -846,7 +846,8 @@ def _subject_and_anchor(norm: str) -> tuple[frozenset[str] | None, str, bool, st
         return None, "", False, ""
     for index, word in enumerate(words):
         previous = words[index - 1] if index else ""
-        following = words[index + 1] if index + 1 < len(words) else ""
+        # The next word that is not an adverb: "the robot vacuum no longer cleans".
+        following = next((w for w in words[index + 1 :] if w not in _SUBJECT_ADVERBS), "")
         is_verb = word in _AUXILIARIES or (
             _stem(word) in _VERBS
             and previous not in _NOT_VERB_AFTER
@@ -1230,6 +1231,29 @@ def about_one_thing(old: str, new: str, *, old_speaker: str = "", new_speaker: s
     return a.subject is not None and b.subject is not None and _same_subject(a, b)
 
 
+#: What holding a role says: a verb of holding ("marco leads the revamp"; "in charge of" and
+#: "responsible for" are "leads" in one wording), or a role's name ("gemma is the treasurer").
+_ROLE_VERBS = frozenset(
+    _stem(w)
+    for w in _word_set(
+        "lead own manage head chair run maintain look handle organise organize coordinate "
+        "cover host mind do mow answer"
+    )
+)
+_ROLE_NOUNS = frozenset(
+    _stem(w)
+    for w in _word_set(
+        "lead owner manager head chair chairperson treasurer secretary contact coordinator "
+        "organiser organizer captain maintainer keeper admin rep representative director "
+        "president editor"
+    )
+)
+
+
+def _holds_a_role(parsed: _Parsed) -> bool:
+    return parsed.anchor in _ROLE_VERBS or bool(parsed.words & _ROLE_NOUNS)
+
+
 #: Verbs whose object has one holder at a time: a project has one lead, a word one meaning.
 _ONE_HOLDER = frozenset(_stem(w) for w in _word_set("lead own manage head chair run maintain"))
 _ONE_VALUE = frozenset(
@@ -1276,16 +1300,26 @@ def _is_swap(a: _Parsed, b: _Parsed, similarity: float) -> bool:
 _IDENTITY = re.compile(r"\b(?:is|are) (?:the|their|our|his|her) ")
 
 
+def _holder_denied(a: _Parsed, b: _Parsed, role: frozenset[str]) -> bool:
+    """The new one gives the old one's role to another and says it is not the old holder's:
+    "bill's son mows the verge now, not bill" after "our neighbour bill mows the verge"."""
+    if a.subject is None or not role or not role <= b.words or not _holds_a_role(a):
+        return False
+    left = _left_behind(b)
+    return bool(left) and left <= a.subject
+
+
 def _other_subject(a: _Parsed, b: _Parsed, similarity: float) -> Comparison:
     """Two statements whose subjects differ: novel, unless one role passed between them."""
     role_a, role_b = a.words - (a.subject or frozenset()), b.words - (b.subject or frozenset())
     handed_over = (
         a.subject is not None
         and a.subject <= b.words
+        and _holds_a_role(a)
         and _HANDOVER.search(b.norm)
         and len(role_a & role_b - a.subject) >= 2
     )
-    if handed_over:
+    if handed_over or _holder_denied(a, b, role_a):
         return Comparison("contradiction", similarity, "the role passed to someone else")
     same_role = a.anchor and a.anchor == b.anchor and a.anchor in _ONE_HOLDER
     same_role = same_role or (
