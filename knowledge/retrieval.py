@@ -90,9 +90,12 @@ from __future__ import annotations
 import heapq
 import math
 import re
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
+from django.db import connection
+from django.db.models import BinaryField, F, Func, OuterRef, Subquery
 
 from brain import llm
 from knowledge import envelope, passage_search, search, word_stats
@@ -131,16 +134,27 @@ WORDS_WEIGHT = 0.7
 MEANING_WEIGHT = 1.0
 # Cosines of a question's vector to a line's, per embedder, read as no evidence at the first
 # figure and as full evidence at the second (linearly between).
-COSINE_SPANS = {"minilm-int8-v1": (0.3, 0.8), "hash-ngram-v1": (0.05, 0.8)}
-COSINE_SPAN = (0.3, 0.8)  # any other embedder (a worker's model): MiniLM's
+COSINE_SPANS = {"minilm-int8-v1": (0.25, 0.8), "hash-ngram-v1": (0.2, 0.7)}
+COSINE_SPAN = (0.25, 0.8)  # any other embedder (a worker's model): MiniLM's
 # A question of one or two words, a topic rather than a sentence ("energy", "the dog": what a
 # study is asked for, a word typed in the ask bar), is far from every sentence, even those about
 # it (MiniLM: 0.14-0.6 for the lines about ten labelled topics, 0.1-0.25 for the rest), so its
 # cosines are read on spans of their own (fitted on those topics: ``bench/recall.py``).
 SHORT_QUESTION_WORDS = 2
-SHORT_COSINE_SPANS = {"minilm-int8-v1": (0.15, 0.3), "hash-ngram-v1": (0.0, 0.8)}
+SHORT_COSINE_SPANS = {"minilm-int8-v1": (0.15, 0.3), "hash-ngram-v1": (0.2, 0.7)}
 SHORT_COSINE_SPAN = (0.15, 0.3)
-RELEVANCE_FLOOR = 0.575  # below it a line is not recalled, and the ask bar does not know
+# A line below RELEVANCE_FLOOR is not recalled: not in the block, not a failure under its
+# heading, not a line retrieve() returns. The ask bar speaks for brain rather than handing a
+# reader evidence to weigh, so it answers only from lines at ANSWER_FLOOR and above, and below
+# it says brain doesn't know that yet.
+RELEVANCE_FLOOR = 0.2
+ANSWER_FLOOR = 0.625
+# Of the question's vector, the share along its subjects' names taken out (``_meaning``).
+NAME_WEIGHT = 0.5
+# A reply carries half the relevance of what it replies to: the line taught just before it,
+# within ten minutes (``_replies``).
+REPLY_SHARE = 0.5
+REPLY_WINDOW_S = 600
 SUBJECT_BOOST = 0.05  # a line about a subject in play, in the order only (never the floor)
 UTILITY_WEIGHT = 0.1  # proven (utility 1) over unproven (0.42): 0.06, in the order only
 TIE = 0.02  # relevance within which two lines count as equally relevant for a subject's share
@@ -246,7 +260,8 @@ class Asked:
     boosted: frozenset[int]
     text: str = ""
     names: dict[int, str] = field(default_factory=dict)
-    vector: np.ndarray | None = None
+    vector: np.ndarray | None = None  # what lines are compared with (``_meaning``)
+    embedding: list[float] | None = None  # the question's own, as the embedder gave it
     embedder: str = ""
 
     @property
@@ -326,16 +341,34 @@ def scored(rows: list[search.Row], asked: Asked) -> list[Scored]:
     for index, row in enumerate(rows):
         words = lexical[index] if lexical is not None else None
         meaning = semantic[index] if semantic is not None and row.vector is not None else None
-        about = asked.boosted.intersection(row.subject_ids)
         if names_only and asked.named.intersection(row.subject_ids):
             relevance = 1.0
         else:
             relevance = 1 - (1 - WORDS_WEIGHT * (words or 0.0)) * (
                 1 - MEANING_WEIGHT * (meaning or 0.0)
             )
+        lines.append(Scored(row, relevance, 0.0))
+    _replies(lines)
+    for line in lines:
+        about = asked.boosted.intersection(line.row.subject_ids)
         boost = SUBJECT_BOOST * min(2, len(about))
-        lines.append(Scored(row, relevance, relevance + boost + UTILITY_WEIGHT * utility(row)))
+        line.score = line.relevance + boost + UTILITY_WEIGHT * utility(line.row)
     return sorted(lines, key=lambda line: (line.score, line.pk), reverse=True)
+
+
+def _replies(lines: list[Scored]) -> None:
+    """A line taught within REPLY_WINDOW_S after a line that answers the question (its own
+    relevance ANSWER_FLOOR and above) is relevant at least REPLY_SHARE of it: in a
+    conversation kept turn by turn the answer is often the reply to the turn the question's
+    words are in ("What will your dissertation be on?" — "Harbour porpoise acoustics…")."""
+    own = {line.pk: line.relevance for line in lines}
+    for line in lines:
+        previous = line.row.previous
+        if previous is None or previous[1] > REPLY_WINDOW_S:
+            continue
+        before = own.get(previous[0], 0.0)
+        if before >= ANSWER_FLOOR:
+            line.relevance = max(line.relevance, REPLY_SHARE * before)
 
 
 def _lexical(rows: list[search.Row], asked: Asked) -> list[float]:
@@ -367,13 +400,14 @@ def _semantic(rows: list[search.Row], asked: Asked) -> list[float]:
     short = len(re.findall(r"\w+", asked.question)) <= SHORT_QUESTION_WORDS
     low, high = _cosine_span(asked.embedder, short=short)
     question = asked.vector / max(float(np.linalg.norm(asked.vector)), 1e-12)
-    found = []
-    for row in rows:
-        if row.vector is None:
-            found.append(0.0)
-            continue
-        cosine = float(row.vector @ question) / max(float(np.linalg.norm(row.vector)), 1e-12)
-        found.append(min(1.0, max(0.0, (cosine - low) / (high - low))))
+    found = [0.0] * len(rows)
+    have = [index for index, row in enumerate(rows) if row.vector is not None]
+    if have:
+        matrix = np.stack([rows[index].vector for index in have])
+        cosines = (matrix @ question) / np.maximum(np.linalg.norm(matrix, axis=1), 1e-12)
+        for index, value in zip(have, np.clip((cosines - low) / (high - low), 0.0, 1.0).tolist(),
+                                strict=True):  # fmt: skip
+            found[index] = value
     return found
 
 
@@ -389,12 +423,48 @@ class Ranking:
 
 
 def _ranking(rows: list[search.Row], asked: Asked, procedures: list[Procedure]) -> Ranking:
+    # In one order whichever path read them: the arithmetic over the vectors (a matrix
+    # product) then gives the same last bits, so ties between equal lines break alike.
+    rows = sorted(rows, key=lambda row: row.pk)
     lines = [line for line in scored(rows, asked) if line.relevance >= RELEVANCE_FLOOR]
     vectors = {
         line.pk: line.row.vector for line in lines[:MMR_WINDOW] if line.row.vector is not None
     }
     lines, near_identical = _rerank(lines, vectors)
     return Ranking(lines, near_identical, procedures)
+
+
+NAMES_KEPT = 4096  # the vectors of subjects' names kept per process (1.5 KB each)
+_names: dict[tuple[str, str], np.ndarray] = {}
+_names_lock = threading.Lock()
+
+
+def _meaning(embedder, embedding: list[float] | None, names: dict[int, str]) -> np.ndarray | None:
+    """The question's vector with NAME_WEIGHT of what its subjects' names say taken out: the
+    part of it along the names' own vectors (``Asked.names``, each embedded once per process).
+    A name is in every line about its page, so it says nothing of which of them answers: "How
+    old is Grandma Jean?" is close to every line about her, and without its name's part it is
+    close only to a line about her age. Not for a worker's model (a call to the worker for each
+    name): its vectors stay as they are."""
+    if embedding is None:
+        return None
+    vector = np.asarray(embedding, dtype=np.float32)
+    labels = sorted(set(names.values()))
+    if not labels or NAME_WEIGHT <= 0 or embedder.name.startswith("worker:"):
+        return vector
+    with _names_lock:
+        kept = {label: _names.get((embedder.name, label)) for label in labels}
+    missing = [label for label, known in kept.items() if known is None]
+    if missing:
+        for label, made in zip(missing, embedder.embed(missing), strict=True):
+            kept[label] = np.asarray(made, dtype=np.float64)
+        with _names_lock:
+            if len(_names) + len(missing) > NAMES_KEPT:
+                _names.clear()
+            _names.update({(embedder.name, label): kept[label] for label in missing})
+    basis, _ = np.linalg.qr(np.stack([kept[label] for label in labels]).T)
+    along = basis @ (basis.T @ vector.astype(np.float64))
+    return (vector - NAME_WEIGHT * along).astype(np.float32)
 
 
 def _question_vector(memory: Memory, question: str) -> list[float] | None:
@@ -456,8 +526,8 @@ def candidates(
         memory, embedding, limit=PER_SOURCE, readable=rule, known=found.rows
     )
     pool = dict.fromkeys([*found.about, *found.text, *near])
-    asked.vector = np.asarray(embedding, dtype=np.float32) if embedding is not None else None
-    asked.embedder = embedder.name
+    asked.embedding, asked.embedder = embedding, embedder.name
+    asked.vector = _meaning(embedder, embedding, asked.names)
     return [rows[pk] for pk in pool if pk in rows], asked, found.procedures
 
 
@@ -483,7 +553,8 @@ def plain_rank(*, memory: Memory, question: str, subjects: list = (), reader) ->
         ]
         embedding = _question_vector(memory, question)
         if embedding is not None:
-            asked.vector = np.asarray(embedding, dtype=np.float32)
+            asked.embedding = embedding
+            asked.vector = _meaning(embedder, embedding, asked.names)
             near = [pk for pk, _ in search.nearest(memory, embedding, limit=PER_SOURCE)]
             # The read rule applies to the vector hits here, through the one queryset method.
             pool += list(readable.filter(pk__in=near).values_list("pk", flat=True))
@@ -493,19 +564,32 @@ def plain_rank(*, memory: Memory, question: str, subjects: list = (), reader) ->
 
 
 def _plain_rows(readable, pks: list[int], embedder: str) -> list[search.Row]:
-    """``search.Row``s of ``pks`` (in that order) through the ORM: fields, subjects, vectors."""
+    """``search.Row``s of ``pks`` (in that order) through the ORM: fields, subjects, vectors,
+    and the fact taught just before each."""
     fields = ["pk", "text", "valence", "confidence", "support", "successes", "failures"]
+    before = (
+        Fact.objects.as_system("the line taught just before one: what that one replies to")
+        .filter(memory=OuterRef("memory"), pk__lt=OuterRef("pk"))
+        .order_by("-pk")
+    )
     values = {
-        row["pk"]: row for row in readable.filter(pk__in=pks).values(*fields, "search_vector")
+        row["pk"]: row
+        for row in readable.filter(pk__in=pks)
+        .annotate(
+            before_id=Subquery(before.values("pk")[:1]),
+            before_at=Subquery(before.values("created_at")[:1]),
+        )
+        .values(*fields, "search_vector", "kind", "created_at", "before_id", "before_at")
     }
     about: dict[int, list[int]] = {pk: [] for pk in values}
     links = Fact.subjects.through.objects.filter(fact_id__in=list(values)).order_by("pk")
     for fact_id, subject_id in links.values_list("fact_id", "subject_id"):
         about[fact_id].append(subject_id)
-    vectors = dict(
+    vectors = dict(  # as the fast path reads them (vector_send): the same float4s, bit for bit
         readable.filter(pk__in=list(values), embedder=embedder)
         .exclude(embedding=None)
-        .values_list("pk", "embedding")
+        .annotate(raw=Func(F("embedding"), function="vector_send", output_field=BinaryField()))
+        .values_list("pk", "raw")
     )
     rows = []
     for pk in pks:
@@ -513,12 +597,18 @@ def _plain_rows(readable, pks: list[int], embedder: str) -> list[search.Row]:
             continue
         value = values[pk]
         vector = vectors.get(pk)
+        previous = None
+        if value["before_id"] is not None:
+            gap = value["created_at"] - value["before_at"]
+            previous = (value["before_id"], gap.days * 86_400 + gap.seconds)
         rows.append(
             search.Row(
                 *(value[name] for name in fields),
                 about[pk],
-                np.asarray(vector, dtype=np.float32) if vector is not None else None,
+                search.vector_of(vector),
                 search.lexemes_of(value["search_vector"]),
+                value["kind"],
+                previous,
             )
         )
     return rows
@@ -656,13 +746,20 @@ PASSAGES_READ = 20  # passages holding a word of the question that are ranked fo
 
 
 def rank_passages(
-    *, memory: Memory, question: str, reader, kinds: tuple = (), limit: int = 3
+    *,
+    memory: Memory,
+    question: str,
+    reader,
+    kinds: tuple = (),
+    limit: int = 3,
+    floor: float | None = None,
 ) -> list[tuple[Passage, float]]:
     """The passages (of sources of ``kinds``, every kind when empty) that ``reader`` may read,
     relevant to ``question`` by their words, best first, each with its relevance: the same
     words and BM25 as ``scored`` over the PASSAGES_READ that full text ranks best
-    (``passage_search.matching``, the read rule's own search), RELEVANCE_FLOOR and above.
-    Passages have no vectors, so their words are all the evidence."""
+    (``passage_search.matching``, the read rule's own search), ``floor`` (RELEVANCE_FLOOR)
+    and above. Passages have no vectors, so their words are all the evidence."""
+    floor = RELEVANCE_FLOOR if floor is None else floor
     # A passage is about no page: the names in the question are words like any other here.
     asked = asking(memory, question, Named({}, None), [])
     if not asked.terms:
@@ -680,7 +777,7 @@ def rank_passages(
     found = [
         (passage, value)
         for passage, value in zip(passages, relevance, strict=True)
-        if value >= RELEVANCE_FLOOR
+        if value >= floor
     ]
     return sorted(found, key=lambda pair: (pair[1], pair[0].pk), reverse=True)[:limit]
 
@@ -691,9 +788,21 @@ def retrieve(*, memory: Memory, question: str, reader, k: int = 3) -> list[Fact]
     the block holds what this returns whenever its budget has room for it. Fewer than k, or
     none, when fewer are relevant."""
     ranking = rank(memory=memory, question=question, reader=reader, procedures=False)
-    ids = [line.pk for line in ranking.lines[:k]]
-    facts = Fact.objects.for_memory(memory).readable_by(reader).without_vectors().in_bulk(ids)
-    return [facts[pk] for pk in ids if pk in facts]
+    return [_fact(memory, line.row) for line in ranking.lines[:k]]
+
+
+# What ``retrieve`` hands back of a fact: the fields it read (the rest load when asked for).
+_FACT_FIELDS = [
+    "id", "memory_id", "text", "kind", "valence", "confidence", "support", "successes", "failures"
+]  # fmt: skip
+
+
+def _fact(memory: Memory, row: search.Row) -> Fact:
+    """A fact from the row the ranking read (already through the read rule), without reading
+    it again."""
+    values = [row.pk, memory.pk, row.text, row.kind, row.valence, row.confidence, row.support,
+              row.successes, row.failures]  # fmt: skip
+    return Fact.from_db(connection.alias, _FACT_FIELDS, values)
 
 
 def _rerank(facts: list, vectors: dict) -> tuple[list, set[int]]:

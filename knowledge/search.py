@@ -320,6 +320,10 @@ class Row:
     subject_ids: list[int]
     vector: np.ndarray | None
     lexemes: dict[str, int] = field(default_factory=dict)
+    kind: str = ""
+    # The fact taught just before it in its memory, and how many seconds before (what a line
+    # said in a conversation replies to), whoever may read it; None for a memory's first.
+    previous: tuple[int, int] | None = None
 
 
 # A fact's row as both statements read it, after a tag, an id and two spare columns.
@@ -328,10 +332,15 @@ _ROW_SQL = """knowledge_fact.text, knowledge_fact.valence, knowledge_fact.confid
     ARRAY(SELECT link.subject_id FROM knowledge_fact_subjects link
           WHERE link.fact_id = knowledge_fact.id),
     CASE WHEN knowledge_fact.embedder = %s THEN vector_send(knowledge_fact.embedding) END,
-    knowledge_fact.search_vector::text"""
+    knowledge_fact.search_vector::text, knowledge_fact.kind,
+    (SELECT ARRAY[before.id, floor(extract(epoch FROM knowledge_fact.created_at
+                                                  - before.created_at))::bigint]
+     FROM knowledge_fact before
+     WHERE before.memory_id = knowledge_fact.memory_id AND before.id < knowledge_fact.id
+     ORDER BY before.id DESC LIMIT 1)"""
 _NO_ROW_SQL = (
     "NULL::text, NULL::varchar, NULL::float8, NULL::int, NULL::int, NULL::int, "
-    "NULL::bigint[], NULL::bytea, NULL::text"
+    "NULL::bigint[], NULL::bytea, NULL::text, NULL::varchar, NULL::bigint[]"
 )
 
 # One lexeme of a tsvector's text: 'word':1,5B (positions optional, quotes doubled inside).
@@ -347,11 +356,17 @@ def lexemes_of(search_vector: str | None) -> dict[str, int]:
     return found
 
 
+def vector_of(raw) -> np.ndarray | None:
+    """A vector as ``vector_send`` gives it (dimensions and a spare int16, then big-endian
+    floats): exactly the float4s stored, which the ranking compares."""
+    if raw is None:
+        return None
+    return np.frombuffer(bytes(raw), dtype=">f4", offset=4).astype(np.float32)
+
+
 def _row(pk: int, columns) -> Row:
-    text, valence, confidence, support, successes, failures, subject_ids, raw, words = columns
-    vector = None
-    if raw is not None:  # vector_send: dimensions and a spare int16, then big-endian floats
-        vector = np.frombuffer(bytes(raw), dtype=">f4", offset=4).astype(np.float32)
+    (text, valence, confidence, support, successes, failures, subject_ids, raw, words, kind,
+     previous) = columns  # fmt: skip
     return Row(
         pk,
         text,
@@ -361,8 +376,10 @@ def _row(pk: int, columns) -> Row:
         successes,
         failures,
         subject_ids,
-        vector,
+        vector_of(raw),
         lexemes_of(words),
+        kind,
+        (previous[0], previous[1]) if previous else None,
     )
 
 

@@ -184,14 +184,16 @@ def _offline_answer(facts: list[Fact], passages: list[FoundPassage], relevance: 
 
 
 def _passages(memory: Memory, question: str, reader, facts: list[Fact]) -> list[FoundPassage]:
-    """The passages of notes, documents and emails ``reader`` may read that pass the relevance
-    floor, best first; a passage a fact shown already cites is left out (its words are there)."""
+    """The passages of notes, documents and emails ``reader`` may read that answer the question
+    (``retrieval.ANSWER_FLOOR``), best first; a passage a fact shown already cites is left out
+    (its words are there)."""
     found = retrieval.rank_passages(
         memory=memory,
         question=question,
         reader=reader,
         kinds=READ_PASSAGES_OF,
         limit=PASSAGES_SHOWN_AT_MOST,
+        floor=retrieval.ANSWER_FLOOR,
     )
     if not found:
         return []
@@ -242,15 +244,23 @@ def answer(*, memory: Memory, question: str, reader) -> Exchange:
     )
     rows = Fact.objects.for_memory(memory).readable_by(reader).without_vectors()
     by_id = rows.in_bulk(block.ranked) if block.ranked else {}
-    facts = [by_id[pk] for pk in block.ranked if pk in by_id][:FACTS_SHOWN_AT_MOST]
-    relevance = [block.relevance[fact.pk] for fact in facts]
-    passages = _passages(memory, question, reader, facts)
-    knows = bool(facts or passages)
-    offline = _offline_answer(facts, passages, relevance)
-    if not knows:
-        return Exchange(ASK, question, NOTHING_KNOWN)
+    answering = [
+        by_id[pk]
+        for pk in block.ranked
+        if pk in by_id and block.relevance[pk] >= retrieval.ANSWER_FLOOR
+    ][:FACTS_SHOWN_AT_MOST]
+    relevance = [block.relevance[fact.pk] for fact in answering]
+    passages = _passages(memory, question, reader, answering)
+    offline = _offline_answer(answering, passages, relevance)
+    knows = bool(answering or passages)
     if not llm.configured(memory, "ask"):
-        return Exchange(ASK, question, offline, facts, note=NO_MODEL, passages=passages, knows=True)
+        if not knows:
+            return Exchange(ASK, question, NOTHING_KNOWN)
+        return Exchange(
+            ASK, question, offline, answering, note=NO_MODEL, passages=passages, knows=True
+        )
+    if not block.ranked and not passages:  # nothing relevant: no call for the model to make
+        return Exchange(ASK, question, NOTHING_KNOWN)
     try:
         reply = llm.complete(
             task="ask",
@@ -264,19 +274,21 @@ def answer(*, memory: Memory, question: str, reader) -> Exchange:
     except llm.LLMError as error:
         logger.warning("ask without the model: %s", error)
         note = f"The model could not be used ({error}); these are the lines brain has."
-        return Exchange(ASK, question, offline, facts, note=note, passages=passages, knows=True)
-    in_block = {fact.pk: fact for fact in facts} | {
-        pk: by_id[pk] for pk in block.ranked if pk in by_id
-    }
+        return Exchange(
+            ASK, question, offline, answering, note=note, passages=passages, knows=knows
+        )
+    in_block = {pk: by_id[pk] for pk in block.ranked if pk in by_id}
     shown = {found.passage.pk: found for found in passages}
     text = _cited_only(reply.answer, set(in_block), set(shown)) if reply is not None else ""
     if reply is None or not text or len(text) > ANSWER_MAX:
         why = "it gave no answer" if not text else f"its answer was over {ANSWER_MAX} characters"
         note = f"The model's answer was not used ({why}); these are the lines brain has."
-        return Exchange(ASK, question, offline, facts, note=note, passages=passages, knows=True)
+        return Exchange(
+            ASK, question, offline, answering, note=note, passages=passages, knows=knows
+        )
     cited = [in_block[pk] for pk in dict.fromkeys(reply.used) if pk in in_block]
     used = [shown[pk] for pk in dict.fromkeys(reply.passages) if pk in shown]
-    return Exchange(ASK, question, text, cited, passages=used, knows=True)
+    return Exchange(ASK, question, text, cited, passages=used, knows=bool(cited or used))
 
 
 # The conversation ----------------------------------------------------------------------------
