@@ -372,6 +372,9 @@ BRAIN_EXPORT_SECTIONS = [
 # What `make bench` runs: functions returning a markdown section for docs/BENCHMARKS.md.
 BRAIN_BENCHMARKS = [
     "bench.memory.offline_composer",
+    # Labelled questions over small memories of their own: before the 100k household, whose
+    # rows every vector search would walk past.
+    "bench.recall.recall_quality",
     # These four read one 100k household (bench.knowledge.shared_household); intake writes
     # into it, so it comes last of them.
     "bench.knowledge.recall_at_scale",
