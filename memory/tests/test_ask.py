@@ -369,3 +369,21 @@ def test_the_page_links_a_passage_the_answer_used_to_its_source(signed_in, home,
     assert "From the household's documents" in page
     assert "behind the hoover" in page
     assert "#passage-0" in page
+
+
+def test_a_models_answer_keeps_only_the_ids_it_was_given(home, known, llm_stub):
+    bedroom = known[BEDROOM].pk
+    llm_stub.script(stub_json({"answer": f"19 degrees [{bedroom}], or 22 [999999].",
+                               "used": [bedroom, 999999]}))  # fmt: skip
+
+    exchange = ask.exchange(memory=home, text=QUESTION)
+
+    assert exchange.answer == f"19 degrees [{bedroom}], or 22."
+    assert exchange.facts == [known[BEDROOM]]
+
+
+def test_with_a_model_a_question_nothing_is_relevant_to_costs_no_call(home, known, llm_stub):
+    exchange = ask.exchange(memory=home, text="Who mows the lawn?")
+
+    assert exchange.answer == "brain doesn't know that yet."
+    assert not ModelCall.objects.exists()
