@@ -1,5 +1,5 @@
-"""The pinned core on the Knowledge tab: a small form that works without JavaScript; with htmx
-it swaps only ``#core`` (``memory/knowledge.html#core``) and raises a toast."""
+"""The pinned core on the Settings page: a small form that works without JavaScript; with htmx
+it swaps only ``#core`` (``agent/settings.html#core``) and raises a toast."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from brain.htmx import Toast
 from knowledge import access
 from knowledge.models import Memory, Permission
 
-PARTIAL = "memory/knowledge.html#core"
+PARTIAL = "agent/settings.html#core"
 
 
 def _memory_query(request: HttpRequest) -> str:
@@ -30,7 +30,7 @@ def save_core(request: HttpRequest, memory: Memory) -> HttpResponse:
     text = request.POST.get("text", "")
     query = _memory_query(request)
     context = {"memory": memory, "memory_query": query}
-    back = reverse("memory:knowledge") + (f"?{query}" if query else "")
+    back = reverse("settings:page") + (f"?{query}" if query else "") + "#core"
     try:
         saved = actions.set_core(memory=memory, text=text, by=request.user)
     except ValidationError as error:

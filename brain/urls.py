@@ -23,6 +23,8 @@ urlpatterns = [
     path("knowledge/", include("agent.urls")),
     path("findings/", include("review.urls")),
     path("sources/", include("knowledge.urls")),
+    path("pages/", include("knowledge.page_urls")),
+    path("settings/", include("agent.settings_urls")),
     path("api/memory/", include("memory.api_urls")),
     path("api/", include("knowledge.api_urls")),
     path("api/", include("review.api_urls")),

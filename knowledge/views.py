@@ -5,7 +5,7 @@ from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_GET, require_POST
@@ -283,6 +283,24 @@ def page_list(request: HttpRequest, memory: Memory) -> HttpResponse:
     return render(request, "knowledge/pages.html", context)
 
 
+def _keeping_query(request: HttpRequest, url: str) -> str:
+    query = request.META.get("QUERY_STRING", "")
+    return f"{url}?{query}" if query else url
+
+
+@require_GET
+@access.requires(Permission.READ)
+def pages_elsewhere(request: HttpRequest, memory: Memory) -> HttpResponse:
+    """``/pages/``: the Pages tab, where a person would type it."""
+    return redirect(_keeping_query(request, reverse("knowledge:pages")))
+
+
+@require_GET
+@access.requires(Permission.READ)
+def page_elsewhere(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
+    return redirect(_keeping_query(request, reverse("knowledge:page", args=[pk])))
+
+
 _memory_of_page = access.of_object(Subject)
 
 
@@ -310,11 +328,27 @@ def page(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
             .filter(Q(old__in=ids) | Q(new__in=ids))
         )
     )
-    context = {"page": shown, "conflicts": conflicts, "until": pages.ended(subject, request.user)}
+    context = {
+        "page": shown,
+        "links": grouped_links(shown.links),
+        "conflicts": conflicts,
+        "until": pages.ended(subject, request.user),
+    }
     if access.may(request.user, memory, Permission.ADMINISTER):
         others = pages.readable_pages(memory, request.user).exclude(pk=subject.pk)
         context["curate"] = {"others": others, "kinds": Subject.Kind.choices}
     return render(request, "knowledge/page.html", context)
+
+
+def grouped_links(links: list[pages.Link]) -> list[tuple[Subject, list[Fact]]]:
+    """One row per page linked to, with every fact that links there, in the order first met:
+    a page named by two facts is listed once, not twice."""
+    grouped: dict[int, tuple[Subject, list[Fact]]] = {}
+    for link in links:
+        page_facts = grouped.setdefault(link.page.pk, (link.page, []))[1]
+        if link.fact not in page_facts:
+            page_facts.append(link.fact)
+    return list(grouped.values())
 
 
 @require_POST

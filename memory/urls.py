@@ -31,7 +31,10 @@ urlpatterns = [
     path("ask/facts/<int:pk>/outcome", ask_views.outcome, name="ask-outcome"),
     path("study", study_views.start_study, name="study"),
     path("study/<int:pk>", study_views.study_status, name="study-status"),
+    path("first-setup", study_views.first_setup, name="first-setup"),
+    # Settings (/settings/) posts here: the kill switches, the document's size, model calls.
     path("switches", switch_views.set_switches, name="switches"),
+    path("document-size", switch_views.set_document_size, name="document-size"),
     path("model-routes", worker_views.set_routes, name="model-routes"),
     path("workers", worker_views.workers_region, name="workers"),
 ]

@@ -1,9 +1,9 @@
-"""The Knowledge tab's model settings (``#model-routes``) and worker page (``#workers``).
+"""The Settings page's model calls (``#model-routes``) and workers (``#workers``).
 
 ``#model-routes``: who serves the memory's model calls, per task and for every task without its
 own route — Anthropic, a worker, or offline (``brain.workers.set_routes``). Read by everyone
 who may read the memory, changed by those who administer it (a memory's setting). Works
-without JavaScript: the form posts and comes back to the tab.
+without JavaScript: the form posts and comes back to the page.
 
 ``#workers``: the worker programs seen for this memory (when, what they served and had refused,
 their last call) and the calls waiting for one (task, age, time left). It re-reads itself
@@ -116,7 +116,7 @@ def set_routes(request: HttpRequest, memory: Memory) -> HttpResponse:
         )
         for row in _routes(memory)
     }
-    back = reverse("memory:knowledge") + "#model-routes"
+    back = reverse("settings:page") + "#model-routes"
     try:
         result = workers.set_routes(memory=memory, routes=wanted)
     except ValidationError as error:

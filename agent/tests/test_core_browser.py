@@ -1,4 +1,4 @@
-"""The core on the Knowledge tab in a real browser: what a person types, and what an agent is
+"""The core on the Settings page in a real browser: what a person types, and what an agent is
 then given."""
 
 import pytest
@@ -15,7 +15,7 @@ def test_a_curator_pins_the_core_without_a_reload_and_the_next_block_starts_with
     signed_in_page,
 ):
     page = signed_in_page
-    page.goto("/knowledge/")
+    page.goto("/settings/")
     page.evaluate("window.stayedOnThePage = true")
     core = page.locator("#core")
 

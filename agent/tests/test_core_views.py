@@ -18,10 +18,10 @@ def curator(client, home, alice):
     return client
 
 
-def test_the_knowledge_tab_shows_the_core_in_a_form(curator, home):
+def test_the_settings_page_shows_the_core_in_a_form(curator, home):
     Memory.objects.filter(pk=home.pk).update(core=CORE)
 
-    page = curator.get("/knowledge/").content.decode()
+    page = curator.get("/settings/").content.decode()
 
     assert 'id="core"' in page
     assert 'action="/knowledge/core"' in page
@@ -33,7 +33,7 @@ def test_saving_the_core_without_javascript_redirects_back_with_a_message(curato
 
     home.refresh_from_db()
     assert home.core == CORE
-    assert response.redirect_chain[-1][0] == "/knowledge/"
+    assert response.redirect_chain[-1][0] == "/settings/#core"
     assert "Saved the core" in response.content.decode()
 
 

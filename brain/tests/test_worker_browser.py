@@ -1,4 +1,4 @@
-"""The model routes and the worker page on the Knowledge tab in a real browser."""
+"""The model routes and the worker page on the Settings page in a real browser."""
 
 from datetime import timedelta
 
@@ -17,7 +17,7 @@ def test_an_administrator_sends_reflection_to_a_worker_in_place_and_sees_a_call_
     signed_in_page,
 ):
     page = signed_in_page
-    page.goto("/knowledge/")
+    page.goto("/settings/")
     page.evaluate("window.stayedOnThePage = true")
     routes = page.locator("#model-routes")
 

@@ -17,10 +17,10 @@ from memory.models import ConsolidationRun, DocumentRevision, InboxItem
 # The Knowledge tab -----------------------------------------------------------------------------
 
 
-def test_an_administrator_routes_a_task_to_a_worker_from_the_knowledge_tab_without_javascript(
+def test_an_administrator_routes_a_task_to_a_worker_from_the_settings_page_without_javascript(
     signed_in, home
 ):
-    page = signed_in.get("/knowledge/").content.decode()
+    page = signed_in.get("/settings/").content.decode()
     assert 'id="model-routes"' in page and 'name="provider:reflect"' in page
 
     response = signed_in.post(
@@ -29,7 +29,7 @@ def test_an_administrator_routes_a_task_to_a_worker_from_the_knowledge_tab_witho
         follow=True,
     )
 
-    assert response.redirect_chain[-1][0].endswith("/knowledge/#model-routes")
+    assert response.redirect_chain[-1][0].endswith("/settings/#model-routes")
     said = [str(message) for message in response.context["messages"]]
     assert said == ["Model calls for “reflect” now go to a worker (model llama3.2)."]
     route = ModelRoute.objects.get()
@@ -62,7 +62,7 @@ def test_a_curator_sees_the_routes_but_cannot_change_them(client, home, alice):
     Membership.objects.create(memory=home, user=alice, permission=Permission.CURATE)
     client.force_login(alice)
 
-    page = client.get("/knowledge/").content.decode()
+    page = client.get("/settings/").content.decode()
     refused = client.post("/knowledge/model-routes", {"memory": home.slug, "provider:ask": ""})
 
     assert 'id="model-routes"' in page and 'name="provider:ask"' not in page
@@ -97,11 +97,11 @@ def test_the_worker_page_shows_who_was_seen_what_they_served_and_the_calls_waiti
     assert "reflect," in region  # its last call
     assert "consolidate (llama3.2) — waiting, asked 0 s ago" in region
     assert 'hx-trigger="every 5s, memoryChanged from:body"' in region  # while calls wait
-    assert key not in signed_in.get("/knowledge/").content.decode()
+    assert key not in signed_in.get("/settings/").content.decode()
 
 
 def test_the_worker_page_says_how_to_start_when_no_worker_was_ever_seen(signed_in, home):
-    page = signed_in.get("/knowledge/").content.decode()
+    page = signed_in.get("/settings/").content.decode()
 
     assert "No worker has asked for calls yet." in page
     assert "brain worker-token create" in page

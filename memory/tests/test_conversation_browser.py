@@ -1,4 +1,4 @@
-"""See the run, and the kill switch, in a real browser."""
+"""Where it came from, and the kill switch, in a real browser."""
 
 import pytest
 from playwright.sync_api import expect
@@ -14,7 +14,7 @@ def home() -> Memory:
     return Memory.objects.default()
 
 
-def test_see_the_run_opens_the_conversation_with_the_teaching_turn_marked(signed_in_page, home):
+def test_where_it_came_from_opens_the_conversation_at_the_teaching_turn(signed_in_page, home):
     lines = [("Sarah", f"Turn on lamp {n}") for n in range(150)]
     lines += [("Sarah", "I like the bedroom at 19"), ("brain", "Noted.")]
     source = conversations.record_conversation(
@@ -27,7 +27,7 @@ def test_see_the_run_opens_the_conversation_with_the_teaching_turn_marked(signed
 
     page.goto("/knowledge/")
     fact = page.locator("#fact-list li.fact", has_text="Sarah likes the bedroom at 19.")
-    fact.get_by_role("link", name="See the run").click()
+    fact.get_by_role("link", name="Where it came from").click()
 
     taught = page.locator("#turn-150")
     expect(taught).to_have_class("turn turn-person taught")
@@ -37,9 +37,9 @@ def test_see_the_run_opens_the_conversation_with_the_teaching_turn_marked(signed
     expect(page.locator("#reflections")).to_contain_text("Learned 1 fact from the conversation")
 
 
-def test_switching_learning_off_on_the_knowledge_tab_says_what_it_means(signed_in_page, home):
+def test_switching_learning_off_on_the_settings_page_says_what_it_means(signed_in_page, home):
     page = signed_in_page
-    page.goto("/knowledge/")
+    page.goto("/settings/")
     switches = page.locator("#switches")
 
     switches.locator("input[name=learning]").uncheck()

@@ -25,9 +25,10 @@ def _fresh(memory: Memory) -> Memory:
     return Memory.objects.get(pk=memory.pk)
 
 
-def test_an_administrator_switches_learning_off_and_on_from_the_knowledge_tab(signed_in, home):
-    page = signed_in.get(reverse("memory:knowledge")).content.decode()
+def test_an_administrator_switches_learning_off_and_on_from_the_settings_page(signed_in, home):
+    page = signed_in.get(reverse("settings:page")).content.decode()
     assert 'name="learning" checked' in page and 'name="memory_injection" checked' in page
+    assert 'name="learning"' not in signed_in.get(reverse("memory:knowledge")).content.decode()
 
     off = _switch(signed_in, learning=False, memory_injection=True)
 
@@ -39,10 +40,10 @@ def test_an_administrator_switches_learning_off_and_on_from_the_knowledge_tab(si
     assert _fresh(home).learning is True
 
 
-def test_without_javascript_the_switches_form_comes_back_to_the_tab(signed_in, home):
+def test_without_javascript_the_switches_form_comes_back_to_the_settings_page(signed_in, home):
     response = signed_in.post(reverse("memory:switches"), {"learning": "on"}, follow=True)
 
-    assert response.redirect_chain[-1][0].startswith(reverse("memory:knowledge"))
+    assert response.redirect_chain[-1][0] == reverse("settings:page") + "#switches"
     assert "Memory is not given to prompts" in response.content.decode()
     assert _fresh(home).memory_injection is False
 
@@ -50,7 +51,7 @@ def test_without_javascript_the_switches_form_comes_back_to_the_tab(signed_in, h
 def test_a_person_who_may_teach_sees_the_switches_but_may_not_change_them(client, alice, home):
     client.force_login(alice)
 
-    page = client.get(reverse("memory:knowledge")).content.decode()
+    page = client.get(reverse("settings:page")).content.decode()
     refused = _switch(client, learning=False)
 
     assert "Learning is <strong>on</strong>" in page

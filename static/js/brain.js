@@ -32,6 +32,22 @@
     if (close) close.closest(".banner").remove();
   });
 
+  // The header's Menu (a <details>, which opens without JavaScript) closes on a click elsewhere
+  // and on Escape, as a menu does.
+  document.addEventListener("click", function (event) {
+    document.querySelectorAll("details.menu[open]").forEach(function (menu) {
+      if (!menu.contains(event.target)) menu.removeAttribute("open");
+    });
+  });
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape") return;
+    document.querySelectorAll("details.menu[open]").forEach(function (menu) {
+      menu.removeAttribute("open");
+      var summary = menu.querySelector("summary");
+      if (summary) summary.focus();
+    });
+  });
+
   document.addEventListener("DOMContentLoaded", function () { wireToasts(document); wireExpiring(document); });
   document.addEventListener("htmx:load", function () { wireToasts(document); wireExpiring(document); });
 
@@ -50,14 +66,17 @@
     if (field.matches && field.matches("[data-autosubmit]") && field.form) field.form.submit();
   });
 
-  // "See the run" opens a conversation at the turn that taught the fact.
+  // "Where it came from" opens a conversation at the turn that taught the fact.
   var taught = document.querySelector(".turn.taught");
   if (taught) taught.scrollIntoView({ block: "center" });
 
   // A server-side event can ask for a toast: HX-Trigger: {"showToast": {"text": "...", "level": "success"}}
+  // One toast at a time: a newer one replaces the one showing. The box sits in the page's flow
+  // under the header, so a toast never covers a button.
   document.body && document.body.addEventListener("showToast", function (event) {
     var box = document.getElementById("toasts");
     if (!box) return;
+    while (box.firstChild) box.removeChild(box.firstChild);
     var toast = document.createElement("div");
     toast.className = "toast " + (event.detail.level || "info");
     toast.setAttribute("role", "status");
