@@ -7,14 +7,17 @@ configured it may rewrite those sentences more naturally, never adding a fact of
 from __future__ import annotations
 
 import logging
+import re
 from datetime import datetime, timedelta
 
 from django.utils import timezone
 
 from brain import llm
+from brain.words import quoted, sentence
 from knowledge import visibility
-from knowledge.models import Fact, Memory
-from memory.models import Brief, Change, InboxItem
+from knowledge.models import Memory
+from memory import counts
+from memory.models import Brief, Change
 
 logger = logging.getLogger(__name__)
 WINDOW = timedelta(days=1)
@@ -26,13 +29,14 @@ def _plural(count: int, word: str) -> str:
 
 
 def compose(memory: Memory, *, reader, now=None) -> str:
-    """The brief in plain words, from the last day's numbers as ``reader`` may count them."""
+    """The brief in plain words, from the last day's numbers as ``reader`` may count them
+    (``memory.counts``: the numbers the House page and the Knowledge tab show beside it)."""
     now = now or timezone.now()
     since = now - WINDOW
-    learned = Fact.objects.for_memory(memory).readable_by(reader).filter(created_at__gte=since)
+    learned = counts.facts(memory, reader).filter(created_at__gte=since)
     learned_count = learned.count()
-    latest = learned.order_by("-created_at").first()
-    waiting = InboxItem.objects.for_memory(memory).pending().readable_by(reader).count()
+    latest = learned.order_by("-created_at", "-pk").first()
+    waiting = counts.waiting_to_be_filed(memory, reader)
     changes = Change.objects.for_memory(memory).filter(created_at__gte=since)
     change_count = changes.count()
     last_change = changes.order_by("-number").first()
@@ -40,7 +44,7 @@ def compose(memory: Memory, *, reader, now=None) -> str:
     if learned_count:
         sentences.append(
             f"Since yesterday brain learned {_plural(learned_count, 'fact')}, most "
-            f"recently “{latest.text.rstrip('.')}”."
+            f"recently {quoted(latest.text.rstrip('.'))}."
         )
     else:
         sentences.append("Nothing new was learned since yesterday.")
@@ -53,24 +57,36 @@ def compose(memory: Memory, *, reader, now=None) -> str:
         sentences.append("Nothing is waiting to be filed.")
     if change_count:
         sentences.append(
-            f"The document changed {_plural(change_count, 'time')}; the last: "
-            f"{last_change.summary.rstrip('.')}."
+            sentence(
+                f"The document changed {_plural(change_count, 'time')}; the last: "
+                f"{last_change.summary}"
+            )
         )
     return " ".join(sentences)
 
 
+_NUMBER = re.compile(r"\d[\d,]*")
+
+
+def _numbers(text: str) -> list[str]:
+    return sorted(number.replace(",", "") for number in _NUMBER.findall(text))
+
+
 def for_today(memory: Memory, reader) -> tuple[str, datetime | None]:
-    """What a page shows ``reader`` as this morning's brief, and when it was written: today's
-    written brief when its numbers are theirs too (it was written for the household, whose
-    numbers a reader who reads more, or less, does not share), else the same sentences composed
-    now from their own numbers (written_at None)."""
+    """What a page shows ``reader`` as this morning's brief, and when it was written.
+
+    Today's written brief (written for the household, perhaps in a model's words) while every
+    number it states is still the number now, and the reader counts as the household does;
+    otherwise the same sentences composed now from the reader's own numbers (written_at None),
+    so the brief never says "5 lines wait" beside a tile saying 1."""
+    now_said = compose(memory, reader=reader)
     latest = Brief.objects.latest_for(memory)
     if latest and timezone.localtime(latest.written_at).date() == timezone.localdate():
-        now = latest.written_at
         everyone = visibility.household(memory)
-        if compose(memory, reader=reader, now=now) == compose(memory, reader=everyone, now=now):
+        still_true = _numbers(latest.text) == _numbers(now_said)
+        if still_true and now_said == compose(memory, reader=everyone):
             return latest.text, latest.written_at
-    return compose(memory, reader=reader), None
+    return now_said, None
 
 
 def write(memory: Memory) -> Brief:

@@ -1,16 +1,17 @@
-"""The seven things the Knowledge tab measures, each one indexed query."""
+"""The seven things the Knowledge tab measures, each one indexed query, counted by
+``memory.counts`` (the House page and the brief count the same way)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 
 from django.conf import settings
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from knowledge.models import Fact, Memory
-from memory.models import ConsolidationRun, DocumentRevision, InboxItem
+from memory import counts
+from memory.models import ConsolidationRun, DocumentRevision
 
 
 @dataclass(frozen=True)
@@ -51,18 +52,23 @@ def _plural(count: int, word: str, plural: str = "") -> str:
     return word if count == 1 else plural or f"{word}s"
 
 
-def measure(memory: Memory, reader) -> list[Measurement]:
-    """What brain measures, counted for ``reader``: the facts and waiting lines they may read."""
-    now = timezone.now()
-    facts = Fact.objects.for_memory(memory).readable_by(reader)
-    live = facts.live()
-    known = live.count()
-    this_week = facts.filter(created_at__gte=now - timedelta(days=7))
-    waiting = InboxItem.objects.for_memory(memory).pending().readable_by(reader).count()
-    guesses = _review_count("open_guesses", memory) or 0
-    rules = _review_count("rules", memory)
-    if rules is None:
-        rules = live.filter(kind=Fact.Kind.RULE).count()
+def measure(memory: Memory, reader, counted=None) -> list[Measurement]:
+    """What brain measures, counted for ``reader``: the facts and waiting lines they may read.
+
+    ``counted``: the counts already taken for this reader (``review.counts.Counts``: known,
+    learned_this_week, waiting_to_be_filed, guesses, rules), so a page that shows them beside
+    the measurements counts once."""
+    if counted is not None:
+        known, this_week = counted.known, counted.learned_this_week
+        waiting, guesses, rules = counted.waiting_to_be_filed, counted.guesses, counted.rules
+    else:
+        known = counts.known(memory, reader)
+        this_week = counts.learned_this_week(memory, reader)
+        waiting = counts.waiting_to_be_filed(memory, reader)
+        guesses = _review_count("open_guesses", memory) or 0
+        rules = _review_count("rules", memory)
+        if rules is None:
+            rules = counts.facts(memory, reader).live().filter(kind=Fact.Kind.RULE).count()
     revision = DocumentRevision.objects.current(memory)
     size_kb = revision.size_bytes / 1024
     last = (
@@ -74,7 +80,7 @@ def measure(memory: Memory, reader) -> list[Measurement]:
     last_value = _when(last.finished_at) if last else "never"
     return [
         Measurement("known", f"{_plural(known, 'fact')} known", f"{known:,}"),
-        Measurement("week", "learned this week", f"{this_week.count():,}"),
+        Measurement("week", "learned this week", f"{this_week:,}", "since Monday"),
         Measurement("waiting", "waiting to be filed", f"{waiting:,}"),
         Measurement("guesses", f"open {_plural(guesses, 'guess', 'guesses')}", f"{guesses:,}"),
         Measurement("rules", f"{_plural(rules, 'rule')} you set", f"{rules:,}"),
@@ -82,7 +88,7 @@ def measure(memory: Memory, reader) -> list[Measurement]:
             "size",
             f"of {memory.memory_max_kb} KB document",
             f"{size_kb:.1f} KB",
-            f"{revision.size_bytes:,} bytes; memory_max_kb={memory.memory_max_kb}",
+            f"{revision.size_bytes:,} bytes of the {memory.memory_max_kb} KB the document may hold",
         ),
         Measurement(
             "filed",

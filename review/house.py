@@ -33,20 +33,24 @@ from django.utils import timezone
 from brain import health
 from knowledge.models import Fact, Memory
 from memory import brief as briefs
+from memory import counts as fact_counts
 from memory import measurements
+from review import counts
 from review.models import Finding, Guess
 
 FIRST_FEW = 3  # of each kind: enough to see what it is about, the rest is one click away
 RECENT = 6
 WEEKS = 13  # three months
 
-# The chart's geometry, in SVG user units (it scales to the card's width).
+# The chart's geometry, in SVG user units. The SVG stretches to the card's width at a fixed
+# height (its text is HTML beside it, so dates and the scale read the same on a phone).
 CHART_WIDTH = 640
-CHART_HEIGHT = 170
-PLOT_TOP = 12
-PLOT_BOTTOM = 140  # the baseline; week labels sit under it
-PLOT_LEFT = 8
+CHART_HEIGHT = 120
+PLOT_TOP = 4
+PLOT_BOTTOM = CHART_HEIGHT  # the baseline
+PLOT_LEFT = 0
 BAR_GAP = 2
+LABEL_EVERY = 4  # weeks: a date under every fourth week and the last
 
 
 @dataclass(frozen=True)
@@ -81,10 +85,20 @@ class Chart:
     weeks: list[Week]
     learned: int
     raised: int
+    scale: int  # the number the top of the plot stands for: a round one, 1, 2, 5, 10, 20…
     width: int = CHART_WIDTH
     height: int = CHART_HEIGHT
     baseline: int = PLOT_BOTTOM
-    tick_y: int = CHART_HEIGHT - 8
+    top: int = PLOT_TOP
+
+    @property
+    def half(self) -> int | None:
+        """The scale's middle line, when it is a whole number."""
+        return self.scale // 2 if self.scale % 2 == 0 else None
+
+    @property
+    def middle_y(self) -> float:
+        return (self.top + self.baseline) / 2
 
     @property
     def description(self) -> str:
@@ -97,54 +111,80 @@ class Chart:
 @dataclass(frozen=True)
 class House:
     findings: list[Finding]
-    findings_count: int
     guesses: list[Guess]
-    guesses_count: int
     brief_text: str
     brief_written_at: datetime | None
     recent: list[Fact]
-    # The Knowledge tab's own measurements (memory.measurements), so the two pages can never
-    # disagree: known, week, waiting, guesses, rules, size, filed.
+    # Every count the page shows (review.counts): the Knowledge tab, the brief, the Findings tab
+    # and the status API count the same way, so no two pages disagree.
+    counts: counts.Counts
+    # The Knowledge tab's own measurements (memory.measurements): the last pass's words.
     measured: dict[str, measurements.Measurement]
     worker: str  # ok, stale or unknown (brain.health.worker_status)
     worker_seen: datetime | None
     chart: Chart
 
     @property
+    def findings_count(self) -> int:
+        return self.counts.findings
+
+    @property
+    def guesses_count(self) -> int:
+        return self.counts.guesses
+
+    @property
     def waiting_on_you(self) -> int:
-        return self.findings_count + self.guesses_count
+        return self.counts.waiting_on_you
+
+    @property
+    def empty(self) -> bool:
+        """Nothing learned yet and nothing waiting: the page greets a first setup instead."""
+        return not (self.counts.known or self.counts.waiting_to_be_filed or self.recent)
 
 
 def overview(memory: Memory, reader, *, now: datetime | None = None) -> House:
     now = now or timezone.now()
     open_findings = Finding.objects.for_memory(memory).open()
     open_guesses = Guess.objects.for_memory(memory).open()
-    readable = Fact.objects.for_memory(memory).readable_by(reader)
+    readable = fact_counts.facts(memory, reader)
     brief_text, brief_written_at = briefs.for_today(memory, reader)
     worker = health.worker_status()
+    counted = counts.for_reader(memory, reader, now=now)
     return House(
         findings=list(open_findings.in_review_order().select_related("subject")[:FIRST_FEW]),
-        findings_count=open_findings.count(),
         guesses=list(open_guesses.order_by("offered_at", "pk")[:FIRST_FEW]),
-        guesses_count=open_guesses.count(),
         brief_text=brief_text,
         brief_written_at=brief_written_at,
         recent=list(
             readable.live(now=now).without_vectors().order_by("-created_at", "-pk")[:RECENT]
         ),
-        measured={measure.key: measure for measure in measurements.measure(memory, reader)},
+        counts=counted,
+        measured={
+            measure.key: measure for measure in measurements.measure(memory, reader, counted)
+        },
         worker=worker["status"],
         worker_seen=datetime.fromisoformat(worker["last_seen"]) if worker["last_seen"] else None,
         chart=chart(memory, readable, now=now),
     )
 
 
+def round_scale(tallest: int) -> int:
+    """The smallest of 1, 2, 5, 10, 20, 50… at or above ``tallest``: the top of the scale."""
+    step = 1
+    while True:
+        for factor in (1, 2, 5):
+            if step * factor >= tallest:
+                return step * factor
+        step *= 10
+
+
 def chart(memory: Memory, readable, *, now: datetime) -> Chart:
     """Facts learned (any status: what was taught that week) and findings first raised, per
-    week (Monday to Sunday, local time), the last ``WEEKS`` weeks ending with this one."""
-    today = timezone.localdate(now)
-    first = today - timedelta(days=today.weekday() + 7 * (WEEKS - 1))
-    since = timezone.make_aware(datetime.combine(first, datetime.min.time()))
+    week (Monday to Sunday, local time), the last ``WEEKS`` weeks ending with this one: its last
+    bar is "learned this week" (``memory.counts``)."""
+    this_week = fact_counts.week_starts(now)
+    first = this_week - timedelta(weeks=WEEKS - 1)
+    since = fact_counts.start_of(first)
     learned = _per_week(readable.filter(created_at__gte=since), "created_at", first)
     raised = _per_week(
         Finding.objects.for_memory(memory).filter(first_raised_at__gte=since),
@@ -152,7 +192,7 @@ def chart(memory: Memory, readable, *, now: datetime) -> Chart:
         first,
     )
     starts = [first + timedelta(weeks=index) for index in range(WEEKS)]
-    tallest = max([1, *learned.values(), *raised.values()])
+    scale = round_scale(max([1, *learned.values(), *raised.values()]))
     slot = (CHART_WIDTH - 2 * PLOT_LEFT) / WEEKS
     bar_width = (slot - 3 * BAR_GAP) / 2
     weeks = []
@@ -163,15 +203,13 @@ def chart(memory: Memory, readable, *, now: datetime) -> Chart:
                 starts=start,
                 learned=learned.get(start, 0),
                 raised=raised.get(start, 0),
-                learned_bar=_bar(left, bar_width, learned.get(start, 0), tallest),
-                raised_bar=_bar(
-                    left + bar_width + BAR_GAP, bar_width, raised.get(start, 0), tallest
-                ),
+                learned_bar=_bar(left, bar_width, learned.get(start, 0), scale),
+                raised_bar=_bar(left + bar_width + BAR_GAP, bar_width, raised.get(start, 0), scale),
                 label_x=round(left + bar_width, 1),
-                labelled=index % 4 == 0 or index == WEEKS - 1,
+                labelled=index % LABEL_EVERY == 0 or index == WEEKS - 1,
             )
         )
-    return Chart(weeks, sum(w.learned for w in weeks), sum(w.raised for w in weeks))
+    return Chart(weeks, sum(w.learned for w in weeks), sum(w.raised for w in weeks), scale)
 
 
 def _per_week(queryset, field: str, first: date) -> dict[date, int]:
@@ -190,8 +228,8 @@ def _per_week(queryset, field: str, first: date) -> dict[date, int]:
     return weeks
 
 
-def _bar(x: float, width: float, count: int, tallest: int) -> Bar:
-    height = (PLOT_BOTTOM - PLOT_TOP) * count / tallest
+def _bar(x: float, width: float, count: int, scale: int) -> Bar:
+    height = (PLOT_BOTTOM - PLOT_TOP) * count / scale
     return Bar(
         round(x, 1), round(PLOT_BOTTOM - height, 1), round(width, 1), round(height, 1), count
     )

@@ -6,21 +6,15 @@ what every member of the memory reads), since Home Assistant's screens are share
 
 from __future__ import annotations
 
-from knowledge.models import Fact, Memory
+from knowledge.models import Memory
+from memory import counts as facts
 from review.models import Finding, Guess, Severity
 
 
-def waiting_on_you(memory: Memory) -> int:
-    """The one badge: open findings and open guesses, everything waiting on a decision."""
-    return (
-        Finding.objects.for_memory(memory).open().count()
-        + Guess.objects.for_memory(memory).open().count()
-    )
-
-
 def sensors(memory: Memory, *, reader) -> dict:
+    """The sensors' states, counted as every page counts them (``review.counts``)."""
     guesses = list(Guess.objects.for_memory(memory).open().order_by("offered_at", "pk"))
-    live = Fact.objects.for_memory(memory).live().readable_by(reader)
+    live = facts.facts(memory, reader).live()
     last = live.order_by("-created_at", "-pk").first()
     findings = list(Finding.objects.for_memory(memory).open().in_review_order())
     split = {level: sum(1 for f in findings if f.severity == level) for level in Severity.values}
@@ -29,7 +23,7 @@ def sensors(memory: Memory, *, reader) -> dict:
             "state": "on" if guesses else "off",
             "attributes": {"guesses": [{"id": g.pk, "question": g.question} for g in guesses]},
         },
-        "memory_facts_learned": {"state": live.count(), "attributes": {}},
+        "memory_facts_learned": {"state": facts.known(memory, reader), "attributes": {}},
         "memory_last_learned": {
             "state": last.created_at.isoformat() if last else None,
             "attributes": {"text": last.text if last else None, "id": last.pk if last else None},

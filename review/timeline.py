@@ -20,7 +20,7 @@ from django.utils import timezone
 from brain.celery import send_on_commit
 from knowledge import visibility
 from knowledge.models import Fact, Memory
-from review import status
+from review import counts, status
 from review.models import Event, Guess
 
 logger = logging.getLogger(__name__)
@@ -79,7 +79,14 @@ def record_waiting(*, guess: Guess, change: str) -> Event:
         {"id": g.pk, "question": g.question}
         for g in Guess.objects.for_memory(guess.memory).open().order_by("offered_at", "pk")
     ]
-    count = f"{len(waiting)} open" if waiting else "nothing waits on you"
+    # Everything waiting on a decision, findings too (review.counts): never "nothing waits on
+    # you" while a finding does.
+    deciding = counts.waiting_on_you(guess.memory)
+    count = (
+        f"{deciding} wait{'s' if deciding == 1 else ''} on you"
+        if deciding
+        else "nothing waits on you"
+    )
     return record(
         guess.memory,
         Event.Kind.WAITING,

@@ -24,9 +24,11 @@ from brain import htmx
 from brain.htmx import Toast
 from knowledge import access
 from knowledge.models import Memory, Permission, Subject
-from review import counts, deep_review
+from memory import study_views
+from review import check_names, counts, deep_review
 from review import findings as review_findings
 from review import guesses as review_guesses
+from review import timeline as review_timeline
 from review.house import overview
 from review.models import MAX_REASON, DeepReview, Event, Finding, Guess, Rule, Severity
 
@@ -115,7 +117,8 @@ def _question(finding: Finding, scope: str, until: str | datetime) -> str:
         lasting = f"until {timezone.localtime(until):%-d %b %Y}"
     else:
         lasting = dict(UNTIL)[until]
-    return f"This stops “{finding.check_id}” being raised {where}, {lasting} — make this rule?"
+    named = check_names.name_of(finding.check_id)
+    return f"This stops “{named}” being raised {where}, {lasting} — make this rule?"
 
 
 # Contexts, one per region ---------------------------------------------------------------------
@@ -237,7 +240,9 @@ def timeline(request: HttpRequest, memory: Memory) -> HttpResponse:
     events = Event.objects.for_memory(memory).readable_by(request.user)
     events = events.order_by("-created_at", "-pk")
     page = Paginator(events, EVENTS_PER_PAGE).get_page(request.GET.get("page"))
-    return render(request, "review/timeline.html", {"page": page})
+    # An event's name for Home Assistant is said only where it went (or will go) there.
+    context = {"page": page, "home_assistant": review_timeline.configured()}
+    return render(request, "review/timeline.html", context)
 
 
 # Findings ------------------------------------------------------------------------------------
@@ -276,7 +281,7 @@ def not_a_problem(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse
         return _again(request, memory, finding_forms={finding.pk: form})
     except review_findings.Refused as refused:
         return _refused(request, memory, finding, refused, form)
-    where = rule.describe().removeprefix("Not raised: ")
+    where = check_names.rule_words(rule).removeprefix("Not raised: ")
     return _done(request, memory, Toast(f"Not a problem: brain won't raise {where}."))
 
 
@@ -361,7 +366,7 @@ def dismiss_guess(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse
 def remove_rule(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """Undo / Let brain raise it again."""
     rule = get_object_or_404(Rule.objects.select_related("subject", "room"), pk=pk, memory=memory)
-    described = rule.describe().removeprefix("Not raised: ")
+    described = check_names.rule_words(rule).removeprefix("Not raised: ")
     if rule.removed_at is None:
         review_findings.remove_rule(rule=rule, by=request.user)
         toast = Toast(f"Removed the rule: brain may raise {described} again.")
@@ -411,7 +416,12 @@ def deep_review_status(request: HttpRequest, pk: int, memory: Memory) -> HttpRes
 @require_GET
 @access.requires(Permission.READ)
 def house(request: HttpRequest, memory: Memory) -> HttpResponse:
-    """``/``: the overview of one home (review.house)."""
-    return render(
-        request, "review/house.html", {"memory": memory, "house": overview(memory, request.user)}
-    )
+    """``/``: the overview of one home (review.house); a memory being set up first shows the
+    three steps of a first setup (``memory.study_views``)."""
+    shown = overview(memory, request.user)
+    context = {
+        "memory": memory,
+        "house": shown,
+        **study_views.first_setup_context(request, memory, known=shown.counts.known),
+    }
+    return render(request, "review/house.html", context)

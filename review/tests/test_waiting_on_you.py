@@ -39,7 +39,7 @@ def test_a_guess_that_opens_is_an_event_with_the_open_guesses_and_their_ids(
 
     first, second = _waiting()
     assert first.text == (
-        "Waiting on you: “The garage fridge is meant to run 24/7 — right?” (1 open)"
+        "Waiting on you: “The garage fridge is meant to run 24/7 — right?” (1 waits on you)"
     )
     assert second.data == {
         "change": "opened",

@@ -1,0 +1,59 @@
+"""Plain words for what pages and messages say, written once: quoting a line someone said,
+ending a sentence, and how sure brain is, in words rather than a number.
+
+The platform's: no app is imported, so every app's pages, messages and briefs may use them.
+"""
+
+from __future__ import annotations
+
+import re
+
+OPEN, CLOSE = "“", "”"
+_ENDS_A_SENTENCE = re.compile(r"[.!?…][\"'”’)\]]*$")
+
+# How sure brain is of a fact, in words (the number stays on hover). Taught "high" is 0.8,
+# "medium" 0.6 and "low" 0.4 (knowledge.actions.CONFIDENCE); outcomes move it from there.
+SURE_FROM = 0.8
+PROBABLY_FROM = 0.55
+CONFIDENCE_WORDS = {"high": "sure", "medium": "probably", "low": "not sure"}
+
+
+def quoted(text: str) -> str:
+    """``text`` in curly quotes, once: a line that already is one quotation is left as it is,
+    and quotes inside become single ones (“‘The office’ means the back bedroom.”), never
+    "““The office”"."""
+    text = str(text).strip()
+    if text.startswith(OPEN) and text.endswith(CLOSE) and text.count(OPEN) == 1:
+        return text
+    inner = text.replace(OPEN, "‘").replace(CLOSE, "’")
+    return f"{OPEN}{inner}{CLOSE}"
+
+
+def sentence(text: str) -> str:
+    """``text`` ending as a sentence ends: a full stop added only when it has none of its own
+    (before or inside a closing quote), so never "minutes.”."."""
+    text = str(text).rstrip()
+    if not text or _ENDS_A_SENTENCE.search(text):
+        return text
+    return text + "."
+
+
+def confidence(value) -> str:
+    """How sure brain is: "sure", "probably" or "not sure", from a number (0 to 1) or a taught
+    level ("high", "medium", "low")."""
+    if isinstance(value, str) and value in CONFIDENCE_WORDS:
+        return CONFIDENCE_WORDS[value]
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return ""
+    if number >= SURE_FROM:
+        return "sure"
+    if number >= PROBABLY_FROM:
+        return "probably"
+    return "not sure"
+
+
+def plural(count: int, one: str, many: str = "") -> str:
+    """A count and its noun: 1 fact, 3 facts, 2 guesses (``many`` when an s will not do)."""
+    return f"{count:,} {one if count == 1 else many or one + 's'}"
