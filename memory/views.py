@@ -1,9 +1,13 @@
-"""House → Knowledge: the brief, the measurements, the memory document, what waits to be filed,
-the facts, and the change log. Every action works as a plain form; with htmx it swaps only the
-region it changed and tells the others through events (``memoryChanged``)."""
+"""House → Knowledge: the brief, the measurements, the memory document, teaching and asking,
+what waits to be filed, the facts, and the change log — what a household member reads and uses.
+An operator's settings (the switches, the core, model calls, workers) are on the Settings page.
+A memory with nothing in it yet greets the person with the three steps of a first setup.
+Every action works as a plain form; with htmx it swaps only the region it changed and tells the
+others through events (``memoryChanged``)."""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlencode
 
 from django.contrib.auth import get_user_model
@@ -17,8 +21,9 @@ from django.views.decorators.vary import vary_on_headers
 
 from brain import htmx
 from brain.htmx import Toast
+from brain.words import quoted, sentence
 from knowledge import access, listing, reembedding
-from knowledge.models import Conflict, Fact, Memory, Permission
+from knowledge.models import Conflict, Fact, Memory, PageType, Permission, Subject
 from knowledge.subjects import UnknownSubject
 from memory import (
     actions,
@@ -35,22 +40,20 @@ from memory.models import Change, ConsolidationRun, DocumentRevision, InboxItem,
 from memory.rendering import render_markdown
 
 PAGE = "memory/knowledge.html"
-FACTS_PER_PAGE = 50
+FACTS_PER_PAGE = 15  # a phone's worth; Show more brings the next
 MAX_PAGE = 1_000_000  # past every fact a page is empty; the cap keeps its offset a bigint
-CHANGES_SHOWN = 20
+CHANGES_SHOWN = 6  # the newest; Show older changes brings CHANGES_MORE more at a time
+CHANGES_MORE = 20
+CHANGES_AT_MOST = 1_000
 #: The queue card lists the next items to be filed, not every one: a bulk add of thousands would
 #: put each into the page (110 items took a third of the tab's first paint at 100k facts). Its
 #: count is of all of them, and all are listed by the API (``/api/memory/inbox``) and
 #: ``brain memory inbox``.
 WAITING_SHOWN = 50
-CHIPS = [
-    ("", "Everything"),
-    ("house", "The house"),
-    ("room", "Rooms"),
-    ("device", "Devices"),
-    ("person", "People"),
-    ("rules", "Rules you set"),
-]
+# The chips that narrow the facts: everything, each kind of page the memory has (named as its
+# page types name them), and the rules a person set.
+KIND_ORDER = [kind for kind, _ in Subject.Kind.choices]
+KIND_PLURALS = {"house": "The house", "person": "People", "company": "Companies"}
 SORTS = [
     ("newest", "Newest first"),
     ("oldest", "Oldest first"),
@@ -79,9 +82,38 @@ def _brief_context(memory: Memory, reader) -> dict:
     return {"brief_text": text, "brief_when": written_at}
 
 
+_HEADING = re.compile(r"^(#{1,6})\s")
+
+
+def without_empty_sections(text: str) -> str:
+    """The document as a person reads it: a heading with nothing under it (the template's
+    House, People, Rooms… in a memory that has none of them) is not shown. The editor keeps
+    every line; only what is displayed leaves them out."""
+    lines = text.splitlines()
+    keep = [True] * len(lines)
+    headings = [
+        (index, len(found.group(1)))
+        for index, line in enumerate(lines)
+        if (found := _HEADING.match(line))
+    ]
+    for position in reversed(range(len(headings))):
+        index, level = headings[position]
+        end = next(
+            (later for later, depth in headings[position + 1 :] if depth <= level), len(lines)
+        )
+        if all(not keep[at] or not lines[at].strip() for at in range(index + 1, end)):
+            keep[index] = False
+    return "\n".join(line for line, kept in zip(lines, keep, strict=True) if kept)
+
+
 def _document_context(memory: Memory) -> dict:
     revision = DocumentRevision.objects.current(memory)
-    return {"revision": revision, "document_html": render_markdown(revision.text), "memory": memory}
+    shown = without_empty_sections(revision.text)
+    return {
+        "revision": revision,
+        "document_html": render_markdown(shown) if shown.strip() else "",
+        "memory": memory,
+    }
 
 
 def _waiting_context(request: HttpRequest, memory: Memory) -> dict:
@@ -128,6 +160,29 @@ def _filters(request: HttpRequest) -> tuple[listing.FactFilters, str, int]:
     return listing.FactFilters.from_params(params), chip, page
 
 
+def chips(memory: Memory, reader) -> list[tuple[str, str]]:
+    """Everything, the kinds of page this memory has that ``reader`` may read (a memory about a
+    garden shed offers no Rooms or People), each named as the memory's page types name it, and
+    the rules a person set."""
+    subjects = Subject.objects.for_memory(memory).readable_by(reader)
+    kinds = set(subjects.values_list("kind", flat=True).distinct())
+    named = dict(PageType.objects.filter(memory=memory).values_list("key", "name"))
+    houses = list(subjects.filter(kind=Subject.Kind.HOUSE).values_list("name", flat=True)[:2])
+    found = [("", "Everything")]
+    for kind in KIND_ORDER:
+        if kind not in kinds:
+            continue
+        if kind == Subject.Kind.HOUSE and len(houses) == 1:
+            label = houses[0]
+        elif kind in named and kind != Subject.Kind.HOUSE:
+            name = named[kind]
+            label = name if name.endswith("s") else KIND_PLURALS.get(kind, f"{name}s")
+        else:
+            label = KIND_PLURALS.get(kind, f"{Subject.Kind(kind).label}s")
+        found.append((kind, label))
+    return [*found, ("rules", "Rules you set")]
+
+
 def _facts_context(request: HttpRequest, memory: Memory) -> dict:
     filters, chip, page = _filters(request)
     error = ""
@@ -152,7 +207,7 @@ def _facts_context(request: HttpRequest, memory: Memory) -> dict:
         "page": page,
         "filter_error": error,
         "state": state,
-        "chips": CHIPS,
+        "chips": chips(memory, request.user),
         "sorts": SORTS,
         "teachers": get_user_model()
         .objects.order_by("username")
@@ -167,8 +222,21 @@ def _to_settle_context(request: HttpRequest, memory: Memory) -> dict:
     return {"conflicts": list(conflicts), "memory": memory}
 
 
-def _changes_context(memory: Memory) -> dict:
-    return {"changes": Change.objects.for_memory(memory).newest_first()[:CHANGES_SHOWN]}
+def _changes_shown(request: HttpRequest) -> int:
+    try:
+        asked = int(request.GET.get("changes", CHANGES_SHOWN))
+    except ValueError:
+        asked = CHANGES_SHOWN
+    return min(max(asked, CHANGES_SHOWN), CHANGES_AT_MOST)
+
+
+def _changes_context(memory: Memory, shown: int = CHANGES_SHOWN) -> dict:
+    rows = list(Change.objects.for_memory(memory).newest_first()[: shown + 1])
+    return {
+        "changes": rows[:shown],
+        "changes_more": len(rows) > shown,
+        "changes_next": shown + CHANGES_MORE,
+    }
 
 
 def _measures_context(memory: Memory, reader) -> dict:
@@ -278,13 +346,12 @@ def _full_context(request: HttpRequest, memory: Memory) -> dict:
         **_reembedding_context(memory),
         **_waiting_context(request, memory),
         **_banner_context(ConsolidationRun.objects.running().filter(memory=memory).first()),
-        **study_views.study_context(memory, request.user),
+        **study_views.study_context(memory, request.user, request),
         **ask_views.ask_context(request, memory),
         **_facts_context(request, memory),
         **_to_settle_context(request, memory),
-        **_changes_context(memory),
-        **worker_views.routes_context(memory),
-        **worker_views.workers_context(memory),
+        **_changes_context(memory, _changes_shown(request)),
+        **study_views.first_setup_context(request, memory),
     }
 
 
@@ -302,15 +369,33 @@ def teach(request: HttpRequest, memory: Memory) -> HttpResponse:
         typed = {"teach_error": message, "teach_text": text, "memory": memory}
         return _answer(request, "teach", typed, said=Toast(message, "error"))
     if learned.item is None:  # already known: nothing to file
-        return _answer(
-            request, "teach", {"memory": memory}, event=CHANGED, toast=Toast(learned.message)
+        said = (
+            f"brain already knew that: {quoted(learned.fact.text)} has now been said "
+            f"{learned.fact.support} times."
         )
+        context = {"memory": memory, "teach_said": said}
+        return _answer(request, "teach", context, event=CHANGED, said=Toast(said, "info"))
     # Teach it something merges straight in: a pass of its own files the line now.
     at_once = consolidator.file_at_once(item=learned.item, by=request.user)
-    said = f"{learned.message} {at_once.message}"
+    said = f"{taught_words(learned)} {at_once.message}"
     filing = at_once.request.run if at_once.request is not None else None
-    context = {"memory": memory, "teach_said": at_once.message, "teach_run": filing}
-    return _answer(request, "teach", context, event=CHANGED, toast=Toast(said))
+    context = {"memory": memory, "teach_said": said, "teach_run": filing}
+    # The box says what happened in place (its own confirmation, beside the button pressed);
+    # without JavaScript the same words are the page's message.
+    return _answer(request, "teach", context, event=CHANGED, said=Toast(said))
+
+
+def taught_words(learned: actions.Learned) -> str:
+    """What the Teach box says a line did, in a sentence or two, without fact numbers."""
+    said = sentence(f"brain learned {quoted(learned.fact.text)}")
+    if learned.superseded is not None:
+        return sentence(f"{said} It replaces {quoted(learned.superseded.text)}")
+    if learned.conflict is not None:
+        return (
+            f"{said} It may not fit with {quoted(learned.conflict.old.text)}: both are kept "
+            "until you choose under To settle."
+        )
+    return said
 
 
 @require_POST
@@ -448,7 +533,7 @@ def _knowledge_url(memory: Memory) -> str:
 @require_GET
 @access.requires(Permission.READ)
 def changes(request: HttpRequest, memory: Memory) -> HttpResponse:
-    return _partial(request, "changes", _changes_context(memory))
+    return _partial(request, "changes", _changes_context(memory, _changes_shown(request)))
 
 
 @require_POST

@@ -52,11 +52,29 @@ def test_a_pass_that_failed_or_timed_out_is_said_in_a_sentence(signed_in, home):
 
 def test_the_timeline_never_shows_an_event_code_without_saying_what_it_is(signed_in, home):
     Event.objects.create(memory=home, kind=Event.Kind.LEARNED, text="brain learned: the loft")
+    Event.objects.create(
+        memory=home,
+        kind=Event.Kind.FINDING,
+        text="Water under the sink",
+        pushed_at=timezone.now(),
+    )
 
     page = signed_in.get(reverse("review:timeline")).content.decode()
 
     assert "· brain_learned" not in page
-    assert "Home Assistant event “brain_learned”" in page
+    assert "sent to Home Assistant as" in page and "“brain_finding”" in page
+
+
+def test_the_timeline_does_not_speak_of_home_assistant_when_nothing_went_there(
+    signed_in, home, settings
+):
+    settings.HA_URL, settings.HA_TOKEN = "", ""
+    Event.objects.create(memory=home, kind=Event.Kind.LEARNED, text="brain learned: the loft")
+
+    page = signed_in.get(reverse("review:timeline")).content.decode()
+    text = re.sub(r"<[^>]+>", " ", page.split("<main", 1)[1])
+
+    assert "Home Assistant" not in text and "brain_learned" not in text
 
 
 def test_a_count_of_one_takes_the_singular(signed_in, home):

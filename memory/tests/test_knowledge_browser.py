@@ -9,6 +9,7 @@ from brain.tests.pages import sign_in
 from knowledge.models import Fact, Memory, Subject
 from memory import actions, consolidator, demo
 from memory.models import Origin
+from memory.views import FACTS_PER_PAGE
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -94,7 +95,9 @@ def test_a_taught_fact_waits_to_be_filed_and_both_counts_go_up(knowledge, home, 
     expect(waiting.locator("li", has_text="Guests sleep in the loft.")).to_be_visible()
     expect(waiting.locator("[data-waiting-count]")).to_have_text("2")
     expect(page.locator("[data-measure=waiting] .value")).to_have_text("2")
-    expect(page.locator("#toasts .toast")).to_contain_text("Queued")
+    expect(page.locator("#teach [data-taught]")).to_contain_text(
+        "brain learned “Guests sleep in the loft.”"
+    )
     expect(page.get_by_label("Teach it something")).to_have_value("")
     assert not_reloaded(page)
 
@@ -204,21 +207,21 @@ def test_the_devices_chip_narrows_the_facts_and_oldest_first_reverses_them(
     assert fact_texts(page) == texts
 
 
-def test_show_more_appends_the_next_facts_and_keeps_the_first_fifty(knowledge, home, admin_user):
-    for text in demo.household_facts(80, seed=3):
+def test_show_more_appends_the_next_facts_and_keeps_the_first_page(knowledge, home, admin_user):
+    for text in demo.household_facts(FACTS_PER_PAGE + 15, seed=3):
         teach(home, admin_user, text)
     live = Fact.objects.for_memory(home).live().count()
-    assert live >= 60, live
+    assert FACTS_PER_PAGE < live <= 2 * FACTS_PER_PAGE, live
     page = knowledge()
     rows = page.locator("#fact-list li.fact")
-    expect(rows).to_have_count(50)
-    first_fifty = rows.evaluate_all("rows => rows.map(row => row.id)")
+    expect(rows).to_have_count(FACTS_PER_PAGE)
+    first_page = rows.evaluate_all("rows => rows.map(row => row.id)")
 
     page.get_by_role("link", name="Show more").click()
 
     expect(rows).to_have_count(live)
     shown = rows.evaluate_all("rows => rows.map(row => row.id)")
-    assert shown[:50] == first_fifty
+    assert shown[:FACTS_PER_PAGE] == first_page
     assert len(set(shown)) == live
     expect(page.get_by_role("link", name="Show more")).to_have_count(0)
     assert not_reloaded(page)

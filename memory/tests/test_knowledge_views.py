@@ -116,7 +116,7 @@ def test_teaching_without_javascript_redirects_with_a_message(signed_in, home):
     response = signed_in.post(reverse("memory:teach"), {"text": "The loft is warm."}, follow=True)
 
     assert response.redirect_chain[-1][0] == reverse("memory:knowledge")
-    assert "Queued #" in response.content.decode()
+    assert "brain learned “The loft is warm.”" in response.content.decode()
     assert InboxItem.objects.pending().count() == 1
 
 

@@ -75,7 +75,7 @@ def test_not_a_problem_with_a_reason_makes_a_rule(findings, waiting):
 
     expect(card).to_have_count(0)
     expect(toast(findings)).to_contain_text(
-        "Not a problem: brain won't raise “motion-at-night” on Landing motion."
+        "Not a problem: brain won't raise “Movement at night” on Landing motion."
     )
     expect(badge(findings)).to_have_text("2")
     expect(findings.locator("#rules")).to_contain_text("“It's the cat”")
@@ -91,7 +91,7 @@ def test_a_wide_rule_is_confirmed_before_it_is_made(findings, waiting):
     card.get_by_role("button", name="Not a problem", exact=True).click()
 
     expect(card).to_contain_text(
-        "This stops “motion-at-night” being raised anywhere in the house, for a month"
+        "This stops “Movement at night” being raised anywhere in the house, for a month"
     )
     expect(badge(findings)).to_have_text("3")
     card.get_by_role("button", name="Make this rule").click()
@@ -99,7 +99,7 @@ def test_a_wide_rule_is_confirmed_before_it_is_made(findings, waiting):
     expect(card).to_have_count(0)
     expect(badge(findings)).to_have_text("2")
     assert stayed(findings)
-    expect(findings.locator("#rules")).to_contain_text("Not raised: “motion-at-night” everywhere")
+    expect(findings.locator("#rules")).to_contain_text("Not raised: “Movement at night” everywhere")
 
 
 def test_ive_already_fixed_it(findings, waiting):

@@ -103,7 +103,7 @@ def test_a_protected_finding_is_marked_and_offers_only_this_sensor(signed_in, ho
 
     page = _page(signed_in)
 
-    assert ">protected</span>" in page
+    assert ">always raised</span>" in page and ">protected<" not in page
     assert 'value="sensor"' in page
     assert 'value="device"' not in page
     assert 'value="everywhere"' not in page
@@ -164,7 +164,7 @@ def test_not_a_problem_with_htmx_makes_a_rule_and_the_card_leaves(signed_in, hom
     assert f'id="finding-{other.pk}"' in body
     assert "findingsChanged" in _events(response)
     assert _toast(response) == {
-        "text": "Not a problem: brain won't raise “motion-at-night” on Landing motion.",
+        "text": "Not a problem: brain won't raise “Movement at night” on Landing motion.",
         "level": "success",
     }
     rule = Rule.objects.get()
@@ -209,7 +209,7 @@ def test_a_wide_rule_is_asked_about_before_it_is_made(signed_in, home, landing, 
     assert asked.status_code == 200
     body = asked.content.decode()
     assert (
-        "This stops “motion-at-night” being raised anywhere in the house, for a season"
+        "This stops “Movement at night” being raised anywhere in the house, for a season"
         " — make this rule?"
     ) in body
     assert 'name="confirmed" value="yes"' in body
@@ -480,7 +480,7 @@ def test_rules_you_set_lists_each_active_rule_with_reason_who_when_and_until(
     signed_in, home, landing, admin_user
 ):
     finding = _raise(home, "Motion on the landing at 3am", entity=landing.entity_id)
-    rule = review_findings.not_a_problem(finding=finding, by=admin_user, reason="It's the cat")
+    review_findings.not_a_problem(finding=finding, by=admin_user, reason="It's the cat")
     old = _raise(home, "The porch light is on", check="light-on", entity=landing.entity_id)
     older = review_findings.not_a_problem(finding=old, until="month")
     Rule.objects.filter(pk=older.pk).update(created_at=timezone.now() - timedelta(days=3))
@@ -489,11 +489,13 @@ def test_rules_you_set_lists_each_active_rule_with_reason_who_when_and_until(
 
     page = _page(signed_in)
 
-    assert rule.describe() in page
+    assert "Not raised: “Movement at night” on Landing motion" in page
+    shown = page.split("<main")[1].replace('data-check="motion-at-night"', "")
+    assert "motion-at-night" not in shown
     assert "“It&#x27;s the cat”" in page
     assert "ada" in page and "for good" in page
     assert "until " in page
-    assert "“gone”" not in page
+    assert "“Gone”" not in page
     assert ">Undo</button>" in page
     assert ">Let brain raise it again</button>" in page
 
@@ -510,7 +512,7 @@ def test_undo_removes_the_rule_so_brain_may_raise_it_again(signed_in, home, land
     if htmx:
         assert f'id="rule-{rule.pk}"' not in response.content.decode()
         assert _toast(response)["text"] == (
-            "Removed the rule: brain may raise “motion-at-night” on Landing motion again."
+            "Removed the rule: brain may raise “Movement at night” on Landing motion again."
         )
     else:
         assert response.status_code == 302
