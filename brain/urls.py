@@ -1,5 +1,9 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.templatetags.static import static
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
@@ -13,9 +17,17 @@ discover_admin()
 # or the broker is away (brain/views.py).
 handler500 = "brain.views.server_error"
 
+
+@login_not_required
+def favicon(request: HttpRequest) -> HttpResponse:
+    """What a browser asks for on a page that names no icon (JSON, the API's pages)."""
+    return redirect(static("img/brain.svg"), permanent=True)
+
+
 urlpatterns = [
     path("", include("review.house_urls")),
     path("healthz", views.healthz, name="healthz"),
+    path("favicon.ico", favicon, name="favicon"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

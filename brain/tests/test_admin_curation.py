@@ -480,7 +480,8 @@ def test_the_fact_list_costs_the_same_queries_for_3_facts_or_30(
                 subjects=[lamp.pk],
             )
         # The session and the person; the memory filter's choices; the count, the page and
-        # the subjects of its rows; the date hierarchy's range and days; and what every page's
-        # context adds (the memories, open findings and guesses for the navigation).
-        with django_assert_num_queries(11):
+        # the subjects of its rows; the date hierarchy's range and days; how many of them are in
+        # use (House's facts known); and what every page's context adds (the memories, open
+        # findings and guesses for the navigation).
+        with django_assert_num_queries(12):
             assert client.get(_url(Fact, "changelist")).status_code == 200

@@ -22,11 +22,11 @@ from memory import revisions
 from memory.models import Change, DocumentRevision, InboxItem
 from memory.tests.test_mcp import Agent, drive
 
-# Addresses that are not about one memory: signing in and out, health, the admin site (staff
-# only, Django's own permissions), the API schema (signed-in only), and the house overview.
+# Addresses that are not about one memory: signing in and out, health, the icon, the admin site
+# (staff only, Django's own permissions), the API schema (signed-in only), and the house overview.
 # The worker protocol answers a worker token only, never a person: its memory is the token's
 # (brain/worker_api.py; brain/tests/test_worker_tokens.py walks every address with one).
-NOT_ABOUT_A_MEMORY = {"login", "logout", "healthz", "home", "api-schema"} | {
+NOT_ABOUT_A_MEMORY = {"login", "logout", "healthz", "favicon", "home", "api-schema"} | {
     "worker-next",
     "worker-heartbeat",
     "worker-answer",
