@@ -25,8 +25,23 @@ def quoted(text: str) -> str:
     text = str(text).strip()
     if text.startswith(OPEN) and text.endswith(CLOSE) and text.count(OPEN) == 1:
         return text
-    inner = text.replace(OPEN, "‘").replace(CLOSE, "’")
-    return f"{OPEN}{inner}{CLOSE}"
+    return unnested(f"{OPEN}{text}{CLOSE}")
+
+
+def unnested(text: str) -> str:
+    """Quotations inside quotations in single quotes: a sentence that quotes a line which
+    itself quotes something ("Added: ““The office” means…”") reads “‘The office’ means…”."""
+    said, depth = [], 0
+    for character in str(text):
+        if character == OPEN:
+            said.append(OPEN if depth == 0 else "‘")
+            depth += 1
+        elif character == CLOSE and depth > 0:
+            depth -= 1
+            said.append(CLOSE if depth == 0 else "’")
+        else:
+            said.append(character)
+    return "".join(said)
 
 
 def sentence(text: str) -> str:

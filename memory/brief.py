@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from brain import llm
-from brain.words import quoted, sentence
+from brain.words import quoted, sentence, unnested
 from knowledge import visibility
 from knowledge.models import Memory
 from memory import counts
@@ -59,7 +59,7 @@ def compose(memory: Memory, *, reader, now=None) -> str:
         sentences.append(
             sentence(
                 f"The document changed {_plural(change_count, 'time')}; the last: "
-                f"{last_change.summary}"
+                f"{unnested(last_change.summary)}"
             )
         )
     return " ".join(sentences)

@@ -103,7 +103,13 @@ def without_empty_sections(text: str) -> str:
         )
         if all(not keep[at] or not lines[at].strip() for at in range(index + 1, end)):
             keep[index] = False
-    return "\n".join(line for line, kept in zip(lines, keep, strict=True) if kept)
+    shown = [line for line, kept in zip(lines, keep, strict=True) if kept]
+    # A removed heading leaves the blank lines around it: one is enough.
+    return "\n".join(
+        line
+        for index, line in enumerate(shown)
+        if line.strip() or index == 0 or shown[index - 1].strip()
+    ).strip()
 
 
 def _document_context(memory: Memory) -> dict:

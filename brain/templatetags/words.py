@@ -14,6 +14,12 @@ def quoted(text) -> str:
 
 
 @register.filter
+def unnested(text) -> str:
+    """``{{ change.summary|unnested }}``: a quotation inside a quotation in single quotes."""
+    return words.unnested(text)
+
+
+@register.filter
 def sentence(text) -> str:
     return words.sentence(text)
 
