@@ -31,9 +31,11 @@ def _follow(page, name: str) -> None:
 
 
 def test_every_number_on_the_house_page_is_the_one_the_page_it_links_to_shows(demo, signed_in_page):
+    """One load of the demo household (the slow part) for every check of the page."""
     page = signed_in_page
     page.goto("/")
     expect(page.get_by_role("heading", name="Waiting on you")).to_be_visible()
+    _shows_the_brief_what_was_learned_and_the_weeks_chart(page)
     numbers = {
         name: _number(page, name)
         for name in ("waiting-on-you", "findings", "guesses", "known", "week", "waiting")
@@ -66,10 +68,7 @@ def test_every_number_on_the_house_page_is_the_one_the_page_it_links_to_shows(de
     expect(page.locator("#badge-findings")).to_have_text(str(waiting_on_you))
 
 
-def test_the_house_page_shows_the_brief_what_was_learned_and_the_weeks_chart(demo, signed_in_page):
-    page = signed_in_page
-    page.goto("/")
-
+def _shows_the_brief_what_was_learned_and_the_weeks_chart(page) -> None:
     expect(page.locator("#brief")).to_contain_text("brain learned")
     recent = page.locator("#recently-learned li")
     expect(recent).to_have_count(6)
