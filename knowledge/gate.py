@@ -35,6 +35,7 @@ BRAIN_GATE_JUDGE=anthropic the configured model judges (one call per write).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import re
@@ -66,6 +67,9 @@ class Judgement:
     verdict: str  # novel | same | refinement | contradiction | different_outcome
     target: Fact | None
     reason: str
+    #: Other neighbours the statement contradicts too (the same old value said twice, in
+    #: other words): a change replaces every line of what changed, not only the nearest.
+    also: tuple[Fact, ...] = ()
 
 
 def neighbours(
@@ -104,16 +108,20 @@ def judge(
     near = neighbours(memory, text, embedding, reader=reader)
     new = Said(text, speaker)
     best: dict[str, tuple[float, Fact, str]] = {}
+    contradicted: list[Fact] = []
     for fact, closeness in near.items():
         relation = relate(Said(fact.text, fact.taught_by_name), new, closeness=closeness)
         score = closeness or 0.0
         current = best.get(relation.verdict)
         if current is None or score > current[0]:
             best[relation.verdict] = (score, fact, relation.reason)
+        if relation.verdict == "contradiction" and fact.valence != Fact.Valence.FAILURE:
+            contradicted.append(fact)
     for verdict in PRECEDENCE:
         if verdict in best:
             _, fact, reason = best[verdict]
-            return _with_outcome(Judgement(verdict, fact, reason), outcome)
+            also = tuple(f for f in contradicted if f != fact) if verdict == "contradiction" else ()
+            return _with_outcome(Judgement(verdict, fact, reason, also), outcome)
     return Judgement("novel", None, "nothing like it is known")
 
 
@@ -208,6 +216,8 @@ def _with_outcome(judgement: Judgement, outcome: bool | None) -> Judgement:
     """A restatement with a different outcome is the most informative event a belief can have:
     it is stored, not merged. And a failure never replaces a success, nor a success a
     failure: both stay live, each in its own class."""
+    if judgement.also and outcome is False:  # a failure replaces no success
+        judgement = dataclasses.replace(judgement, also=())
     if judgement.target is None or outcome is None:
         return judgement
     target = judgement.target
@@ -341,9 +351,26 @@ def relate(old: Said, new: Said, *, closeness: float | None = None) -> Relation:
             return Relation("same", f"the same meaning in other words ({closeness:.2f})")
     if verdict == "related":
         verdict = "novel"
+    passed_on = comparison.reason.startswith("the role passed")
+    if verdict != "novel" and not passed_on and _each_of_their_own(old, new):
+        return Relation("novel", "two people, each speaking of their own")
     if verdict in ("contradiction", "refinement") and _two_people_and_a_we(old, new):
         return Relation("conflict", f"{comparison.reason}; said by two people of their own")
     return Relation(verdict, comparison.reason)
+
+
+_I = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself)\b")
+
+
+def _each_of_their_own(old: Said, new: Said) -> bool:
+    """Said by two people, and one of them speaks of themselves ("I", "my"): what one says
+    of their own (their GP, their shoes, their plans) neither repeats, replaces nor asks about
+    what the other says, unless a role passes between them."""
+    if not old.speaker or not new.speaker or old.speaker.casefold() == new.speaker.casefold():
+        return False
+    return bool(
+        _I.search(statements.normalise(old.text)) or _I.search(statements.normalise(new.text))
+    )
 
 
 _WE = re.compile(r"\b(?:we|we're|we've|we'd|we'll|us|our|ours|ourselves)\b")

@@ -47,7 +47,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 
 from knowledge.models import Fact
-from knowledge.statements import is_stopword, normalise
+from knowledge.statements import has_verb_form, is_stopword, normalise
 
 HEALTH_NOTE_LIFETIME = timedelta(days=30)  # "the hall sensor's battery is at 12%"
 JUDGEMENT_LIFETIME = timedelta(days=30)  # renewed when the arithmetic is written again
@@ -243,8 +243,22 @@ _SMALL_TALK = re.compile(
     r"very |so |quite |not too |not so )?(?:good|great|fine|well|ok|okay|alright|not bad|busy|"
     r"grand|so-so|fab|brilliant|can'?t complain|keeping busy|surviving)(?: thanks?| thank you"
     r"| too| as always| as ever| for asking| thanks for asking| and you)*|"
-    r"not (?:much|a lot|a great deal)(?: really)?|nothing much|same old(?: same old)?)$"
+    r"not (?:much|a lot|a great deal)(?: really)?|nothing much|same old(?: same old)?|"
+    r"can'?t wait|you'?ll (?:love|like|enjoy) it|i bet|i can imagine|tell me about it|"
+    r"fair play|not yet|me neither|neither do i|nor me|(?:i )?hope so|i think so|i guess|"
+    r"i suppose|not really|kind of|sort of|maybe|perhaps|who knows|we'?ll see|never mind|"
+    r"no idea|good question|it happens|these things happen|such is life|that'?s life|"
+    r"(?:i'?ll|will) try|let'?s see|luckily|thankfully|sadly|unfortunately|honestly|though|"
+    r"anyway|you know|as usual|by the way|remember|at last|finally|typical|snap|small world|"
+    r"(?:much|so much|a lot) (?:better|worse)|good (?:call|move|shout|one|stuff|work|job)|"
+    r"nice (?:one|work|job|progress)|(?:well|fair) done|poor (?:thing|you|\w+)|"
+    r"(?:lucky|jammy|clever|brave) (?:you|thing|them|him|her)|(?:just )?in time|just about|"
+    r"not long (?:now|to go)|nearly there|almost there|love|mate|dear|darling|hun|pal|buddy|"
+    r"guys|folks|everyone|all|both|you two|you lot)$"
 )
+# A few words with no verb and no number: an exclamation ("Twins!", "Ouch.", "Lovely spot.").
+_BARE = re.compile(r"^[a-z][a-z' -]*$")
+_MAX_BARE_WORDS = 3
 _SMALL_TALK_QUESTION = re.compile(
     r"^(?:and )?(?:how (?:are|r) (?:you|u|ya|things|the kids|you all|you both|you doing|you "
     r"keeping|you getting on|you feeling)(?: doing| keeping| getting on| feeling| today| these "
@@ -263,7 +277,7 @@ _SMALL_TALK_QUESTION = re.compile(
     r"you know|know what i mean|remember|guess what|how come|why not|what do you think)$"
 )
 _INTERJECTION = re.compile(
-    r"^(?:(?:oh|ah|aw|aww|wow|well|so|hey|ok|okay|yeah|yes|no|um|uh|hmm|haha+|lol|gosh|"
+    r"^(?:(?:oh|ah|aw|aww|wow|well|so|but|and|then|hey|ok|okay|yeah|yes|no|um|uh|hmm|haha+|lol|gosh|"
     r"blimp|blimey|ooh|ohh|oh wow|oh no|oh dear|right|anyway|honestly|seriously)\b[,!.\s]*)+"
 )
 _CLAUSES = re.compile(r"\s*(?:[,;:]|\s[-\u2013\u2014]\s)\s*")
@@ -271,9 +285,10 @@ _TALK_SENTENCES = re.compile(r"(?<=[.!?\u2026])\s+|\n+|(?<=[.!?])(?=[A-Z])")
 _TALK_KINDS = (("a greeting", _GREETING), ("thanks", _THANKS), ("a goodbye", _GOODBYE))
 
 
-def _clause_talk(clause: str) -> str:
+def _clause_talk(clause: str, *, said: bool = False) -> str:
     """What kind of talk one clause is ("a greeting", "thanks", "a goodbye", "small talk"),
-    or "" when it says something."""
+    or "" when it says something. ``said``: a line of a conversation, where a few words with
+    no verb are an exclamation ("Twins!", "Lovely spot.")."""
     whole = clause.strip(" .!?\u2026\"'()")
     text = _INTERJECTION.sub("", whole).strip(" .!?\u2026\"'()")
     if not text:
@@ -283,46 +298,89 @@ def _clause_talk(clause: str) -> str:
             return reason
     if _SMALL_TALK.match(text) or _SMALL_TALK_QUESTION.match(text):
         return "small talk"
+    if said and _exclamation(whole):
+        return "small talk"
     return ""
 
 
-def _sentence_talk(sentence: str) -> str:
+def _exclamation(text: str) -> bool:
+    """A few words with no verb, no number and no name: "twins", "ouch", "lovely spot"."""
+    words = text.split()
+    return (
+        0 < len(words) <= _MAX_BARE_WORDS
+        and bool(_BARE.match(text))
+        and not any(has_verb_form(word) for word in words)
+    )
+
+
+def _sentence_talk(sentence: str, said: bool = False) -> str:
     """The kind of talk a sentence is when every clause of it is talk; "" otherwise."""
     norm = normalise(sentence)
     clauses = [clause for clause in _CLAUSES.split(norm) if clause.strip(" .!?\u2026")]
-    kinds = [_clause_talk(clause) for clause in clauses] or ["small talk"]
+    kinds = [_clause_talk(clause, said=said) for clause in clauses] or ["small talk"]
     if not all(kinds):
         return ""
     return next((kind for kind in kinds if kind != "small talk"), "small talk")
 
 
-def talk_sentences(text: str) -> list[tuple[str, str]]:
+def talk_sentences(text: str, *, said: bool = False) -> list[tuple[str, str]]:
     """``text``'s sentences, each with the kind of talk it is ("" when it says something)."""
     parts = [part.strip() for part in _TALK_SENTENCES.split(text.strip()) if part.strip()]
-    return [(part, _sentence_talk(part)) for part in parts]
+    return [(part, _sentence_talk(part, said)) for part in parts]
 
 
 @lru_cache(maxsize=8192)
-def small_talk(text: str) -> str:
+def small_talk(text: str, *, said: bool = False) -> str:
     """Why ``text`` is talk and not a fact — "a greeting", "thanks", "a goodbye" or "small talk"
     (a reaction, an acknowledgement, "how are you?") — or "" when any sentence of it says
     something. "Hi! Great to see you, what's new?" is a greeting; "Thanks, really appreciate
-    the support!" is thanks; "Hi Beth! I got the job at the library." says something."""
-    said = talk_sentences(text)
-    if not said or any(not kind for _, kind in said):
+    the support!" is thanks; "Hi Beth! I got the job at the library." says something.
+    ``said``: a line of a conversation, where a few words with no verb are an exclamation
+    ("Twins!", "Lucky.") too."""
+    sentences = talk_sentences(text, said=said)
+    if not sentences or any(not kind for _, kind in sentences):
         return ""
-    return next((kind for _, kind in said if kind != "small talk"), "small talk")
+    return next((kind for _, kind in sentences if kind != "small talk"), "small talk")
 
 
 def without_small_talk(text: str) -> str:
     """``text`` without the talk around what it says: the greeting before and the thanks after
     ("Hi Beth! I got the job at the library. Thanks again!" is "I got the job at the
-    library."). What is between two statements stays as it was said."""
+    library."), and a "yes," or a ", remember" at its edges. What is between two statements
+    stays as it was said."""
     said = talk_sentences(text)
     kept = [index for index, (_, kind) in enumerate(said) if not kind]
     if not kept:
         return text
-    return " ".join(part for part, _ in said[kept[0] : kept[-1] + 1])
+    parts = [part for part, _ in said[kept[0] : kept[-1] + 1]]
+    parts[0] = _edges_trimmed(parts[0], front=True)
+    parts[-1] = _edges_trimmed(parts[-1], front=False)
+    return " ".join(parts)
+
+
+_JOINING = re.compile(r"^(?:and|but|so|then|also)\s+", re.IGNORECASE)
+_CLAUSE_SPLIT = re.compile(r"(\s*(?:[,;]|\s[-\u2013\u2014]\s)\s*)")
+
+
+def _edges_trimmed(sentence: str, *, front: bool) -> str:
+    """``sentence`` without the talk clauses at its front ("Yes, the bins go out on
+    Tuesdays") or its end ("… between 1 and 1.5 bar, remember"), as it was written."""
+    pieces = _CLAUSE_SPLIT.split(sentence)
+    clauses, joints = pieces[::2], pieces[1::2]
+    if len(clauses) < 2:
+        return sentence
+    end = sentence.rstrip()[-1] if sentence.rstrip()[-1:] in ".!?" else ""
+    if front:
+        while len(clauses) > 1 and _clause_talk(normalise(clauses[0])):
+            clauses, joints = clauses[1:], joints[1:]
+        text = "".join(c + j for c, j in zip(clauses, [*joints, ""], strict=False))
+        if text != sentence:  # "much bigger, and it has a garden": "it has a garden"
+            text = _JOINING.sub("", text)
+        return text[:1].upper() + text[1:]
+    while len(clauses) > 1 and _clause_talk(normalise(clauses[-1])):
+        clauses, joints = clauses[:-1], joints[:-1]
+    text = "".join(c + j for c, j in zip(clauses, [*joints, ""], strict=False)).rstrip(" ,;:")
+    return text if text[-1:] in ".!?" else text + end
 
 
 def is_question(text: str) -> bool:

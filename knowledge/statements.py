@@ -156,9 +156,17 @@ _STOPWORDS = _word_set(
     per please quite rather really same shall she should since so some something still such than
     that the their theirs them themselves then there these they this those through to too
     until us very via was we were what when where which while who whom whose why will with
-    would you your yours yourself yourselves
+    would you your yours yourself yourselves luckily sadly thankfully unfortunately honestly
+    basically obviously apparently anyway
     """
 )
+
+
+def has_verb_form(word: str) -> bool:
+    """``word`` is an auxiliary or a form of a verb the subject finder knows ("is", "won't",
+    "moved", "sleeps"); "twins", "lovely" and "spot" are not."""
+    word = word.casefold().strip(".,!?'\"")
+    return word in _AUXILIARIES or word in _IRREGULAR or _stem(word) in _VERBS
 
 
 def is_stopword(word: str) -> bool:
@@ -284,6 +292,7 @@ _UNITS: dict[str, str] = {
     "h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h",
     "day": "d", "days": "d", "week": "wk", "weeks": "wk", "month": "mo", "months": "mo",
     "year": "y", "years": "y", "yr": "y", "yrs": "y",
+    "mile": "mi", "miles": "mi", "mi": "mi", "mb": "mb", "gbps": "gbps",
     "db": "db", "lux": "lux", "lx": "lux", "ppm": "ppm", "rpm": "rpm", "mbps": "mbps",
     "gb": "gb", "tb": "tb", "p": "p", "x": "x",
     "st": "#", "nd": "#", "rd": "#", "th": "#",
@@ -633,7 +642,7 @@ _CHANGE_PARTICLES: dict[str, frozenset[str]] = {
         ("knock", "down"),
         ("come", "down up"),
         ("switch", "to over up down"),
-        ("drop", "to"),
+        ("drop", "to out off"),
     )
 }
 # "Switched off" is a change when it was done ("we switched the pump off", "the API was
@@ -674,17 +683,24 @@ class _Change:
     kind: str  # handover | state | value | adverb | ending
     moved: frozenset[str] = frozenset()  # "vendor contracts" in "handed the vendor contracts over"
     to: frozenset[str] = frozenset()  # "laura" in "handed ... over to laura"
+    heads: frozenset[str] = frozenset()  # the head nouns of both: "contract", "laura"
 
 
 def _changes_in(norm: str) -> tuple[_Change, ...]:
     """The changes ``norm`` (one wording, lower case) says happened, in order."""
-    words = [w.strip(".,;:!?'\"()") for w in norm.split()]
+    raw = norm.split()
+    words = [w.strip(".,;:!?'\"()") for w in raw]
     stems = [_stem(w) for w in words]
+    # Where each clause ends: what moved, and where to, never runs past it.
+    ends = [i for i, w in enumerate(raw) if w.endswith((",", ";", ".", ":"))]
     found: list[_Change] = []
     for at, stem in enumerate(stems):
         particles = _CHANGE_PARTICLES.get(stem)
         if words[at] == "switched" and (not at or words[at - 1] not in _HABITUAL_BEFORE):
             particles = _SWITCHED
+        if words[at] in ("closed", "shut") and at and words[at - 1] not in _HABITUAL_BEFORE:
+            found.append(_Change(words[at], "state"))  # "the kennels closed", not "is closed"
+            continue
         end = at
         if particles:
             reach = range(at + 1, min(at + 1 + _CHANGE_PARTICLE_REACH, len(words)))
@@ -698,22 +714,28 @@ def _changes_in(norm: str) -> tuple[_Change, ...]:
             kind = "handover"
         elif stem in _STATE_VERBS or (particles and words[end] in ("out", "off", "on")):
             kind = "state" if stem not in _HANDOVER_VERBS else "handover"
-        between = _tokenise(" ".join(words[at + 1 : end])).words if end > at else frozenset()
-        after = words[end + 1 :] if end > at else words[at + 1 :]
+        stop = next((i + 1 for i in ends if i >= max(at, end)), len(words))
+        moved = words[at + 1 : end] if end > at else []
+        after = words[end + 1 : stop] if end > at else words[at + 1 : stop]
         to: list[str] = []
         if after and after[0] in _DESTINATION:
             after = after[1:]
         elif end == at and after and after[0] not in _DESTINATION:
             # "moved the printer to the office": what moved, then where to.
             split = next((i for i, w in enumerate(after) if w in _DESTINATION), len(after))
-            between = _tokenise(" ".join(after[:split])).words
-            after = after[split + 1 :]
+            moved, after = after[:split], after[split + 1 :]
         for word in after:
             if word in ("and", "but", "so", "because", "when", "since", "after", "before"):
                 break
             to.append(word)
         found.append(
-            _Change(" ".join(words[at : end + 1]), kind, between, _tokenise(" ".join(to)).words)
+            _Change(
+                " ".join(words[at : end + 1]),
+                kind,
+                _tokenise(" ".join(moved)).words,
+                _tokenise(" ".join(to)).words,
+                frozenset(filter(None, (_head(moved), _head(to)))),
+            )
         )
     for match in _CHANGE_ADVERBS.finditer(norm):
         ended = _STATE_ADVERB.fullmatch(match.group(0))
@@ -816,7 +838,9 @@ _VERBS = frozenset(
     repaint weigh cost fit hang chair hand slip postpone delay reschedule extend raise lower
     increase decrease reduce upgrade downgrade migrate relocate redirect transfer resize swap
     quit cancel expire resign grow bump step mow organise organize coordinate cover arrive
-    renew
+    renew practise practice train cycle swim bake coach volunteer knit hike commute garden
+    grow collect feed visit drive attend support sing rehearse foster adopt rent own happen
+    occur sleep start finish close open
     """
     )
 )
@@ -853,6 +877,8 @@ def _subject_and_anchor(norm: str) -> tuple[frozenset[str] | None, str, bool, st
             and previous not in _NOT_VERB_AFTER
             and following not in _AUXILIARIES  # "the rate limit is": a noun
             and not (following.endswith("s") and _stem(following) in _VERBS)  # "deploy runs"
+            # "the release slipped", "the plan changed": a noun before a verb's past
+            and not (following.endswith("ed") and _stem(following) in _VERBS | _CHANGE_VERBS)
         )
         if not is_verb:
             continue
@@ -877,9 +903,10 @@ def _subject_and_anchor(norm: str) -> tuple[frozenset[str] | None, str, bool, st
 # Between a subject and its verb these say when or how, not what: "tom no longer works".
 _SUBJECT_ADVERBS = _word_set(
     "no not longer never always now usually still also often sometimes currently only "
-    "already rarely normally generally typically just nowadays actually really"
+    "already rarely normally generally typically just nowadays actually really so far yet "
+    "ever recently finally eventually luckily sadly thankfully"
 )
-_PREPOSITIONS = _word_set("in on at of for with from by under behind near inside outside")
+_PREPOSITIONS = _word_set("in on at of for with from by under behind near inside outside to")
 
 
 def _head(phrase: list[str]) -> str:
@@ -954,6 +981,9 @@ def _same_kind(old: Quantity, new: Quantity, *, loose: bool = False) -> bool:
     return units <= {"date", "#"} or units == {"time", ""}
 
 
+_PARTICLE_WORDS = frozenset(_word_set("on off up down in out over back"))
+
+
 def _state_change(old: _Parsed, new: _Parsed) -> str:
     """The new statement says something changed ("moved", "sold", "no longer") about the
     old one's subject."""
@@ -962,7 +992,8 @@ def _state_change(old: _Parsed, new: _Parsed) -> str:
         return ""
     cue_words = frozenset().union(*(_tokenise(c).words for c in cues))
     old_words, new_words = old.words - cue_words, new.words - cue_words
-    shared = old_words & new_words
+    # "on", "off", "in" shared say nothing of what both are about.
+    shared = old_words & new_words - _PARTICLE_WORDS
     smaller = min(len(old_words), len(new_words))
     if len(shared) < STATE_CHANGE_MIN_SHARED or len(shared) / smaller < STATE_CHANGE_OVERLAP:
         return ""
@@ -1063,26 +1094,44 @@ def _changed(old: _Parsed, new: _Parsed) -> tuple[Verdict, str] | None:
     that ended, a value of the same kind moved); a conflict when the new one says something
     changed but not surely the old value; None when it says nothing changed of it ("too",
     "also", "as well" add, never replace)."""
-    if new.additive or not old.subject:
+    if new.additive:
         return None
     said_before = {change.cue for change in old.changes}
     cues = [change for change in new.changes if change.cue not in said_before]
+    if not old.subject:
+        # Nothing named before the verb ("we moved into a flat on clarence street"): only
+        # "not …" of what it said, by a statement that names nothing either, replaces it.
+        left = _left_behind(new)
+        gone = frozenset(word for word in old.words & left if len(word) > 2)
+        if new.subject is None and gone and not gone & (new.words - left):
+            return "contradiction", f"no longer {_quote(sorted(gone), old.surface, 2)}"
+        return None
     subject = old.subject
     value = old.words - subject - {old.anchor}
     same_subject = new.subject is not None and _same_subject(old, new)
+    # "the conference moved" is of what "zoe is going to lisbon for a conference" holds
+    its_thing = bool(new.subject and not new.named and new.subject <= value)
     gone = frozenset(word for word in value & _left_behind(new) if len(word) > 2)
-    if same_subject and gone and not gone & (new.words - _left_behind(new)):
+    if (same_subject or its_thing) and gone and not gone & (new.words - _left_behind(new)):
         # "the mot is due in may, not april": the old value said to be gone, no cue needed
         return "contradiction", f"no longer {_quote(sorted(gone), old.surface, 2)}"
     if not cues:
         return None
     verbs = [change for change in cues if change.kind not in ("adverb", "ending")]
-    moved_it = any(
-        old.head and old.head in change.moved | change.to and subject - {old.head} <= new.words
-        for change in verbs
+    moved_it = not old.named and any(
+        old.head in change.heads and subject - {old.head} <= new.words for change in verbs
     )
-    # "the car's warranty" is what "our car is under warranty" said of the car
+    # "the car's warranty" is what "our car is under warranty" said of the car; "football
+    # practice moved" is what "ollie has football practice on thursdays" holds
     of_its_value = bool(new.subject and subject < new.subject and new.subject - subject <= value)
+    # "the council changed bin day to wednesday", "we raised the image service timeout to
+    # 60 seconds": what moved holds the old subject, and a value of the same kind changed
+    holds_it = any(subject <= change.moved | change.to for change in cues)
+    if (its_thing or holds_it) and _number_change(old, new, any_overlap=True):
+        return "contradiction", f"{_number_change(old, new, any_overlap=True)}: '{cues[0].cue}'"
+    if its_thing and not (same_subject or moved_it or of_its_value):
+        # what it held changed, but not surely what it said of it: a person says
+        return "conflict", f"may have changed: '{cues[0].cue}'"
     if not (same_subject or moved_it or of_its_value):
         held = [
             change
@@ -1096,6 +1145,11 @@ def _changed(old: _Parsed, new: _Parsed) -> tuple[Verdict, str] | None:
     if changed_value or gone:
         why = changed_value or f"no longer {_quote(sorted(gone), old.surface, 2)}"
         return "contradiction", f"{why}: '{cues[0].cue}'"
+    # What a person said of themselves ends only where the change names it: "i stopped
+    # growing tomatoes on the balcony" ends "i grow tomatoes on my balcony", not "i got an
+    # allotment".
+    if old.named and not any(value & (change.moved | change.to) for change in verbs):
+        verbs = []
     kinds = {change.kind for change in cues}
     again = value & (new.words - (new.subject or frozenset()))
     same_verb = old.anchor == new.anchor and old.anchor not in _AUX_ANCHORS
@@ -1198,7 +1252,10 @@ def compare(old: str, new: str, *, old_speaker: str = "", new_speaker: str = "")
         return Comparison(changed[0], similarity, changed[1])
 
     added = sorted(b.words - a.words)
-    grows = bool(a.words) and len(b.words) > len(a.words)
+    # A refinement keeps what the old one said of its subject: "it has a garden" names
+    # nothing a longer statement could be keeping.
+    grows = len(a.words) >= CONTAINED_MIN_WORDS and len(b.words) > len(a.words)
+    grows = grows and a.subject is not None
     if grows and len(a.words & b.words) / len(a.words) >= REFINEMENT_COVERAGE:
         return Comparison("refinement", similarity, f"adds {_quote(added, b.surface)}")
 

@@ -81,7 +81,7 @@ def said_text(text: str | None, *, origin: str = Origin.TYPED) -> str:
             f"That looks like {secret}. brain does not keep secrets: memory is replayed into "
             "prompts, so a secret stored once would be repeated for ever."
         )
-    talk = kinds.small_talk(text)
+    talk = kinds.small_talk(text, said=origin in CONVERSATION_ORIGINS)
     if talk:
         raise ValidationError(f"That is {talk}, not something to remember; nothing was kept.")
     if origin in CONVERSATION_ORIGINS and kinds.only_asks(text):
@@ -347,6 +347,14 @@ def learn(
             )
         elif judgement.verdict == "different_outcome":
             earlier = judgement.target
+        for also in judgement.also if judgement.verdict == "contradiction" else ():
+            # The old value said again elsewhere: replaced with the nearest, or asked about.
+            if passages.reads_as_widely(fact, also) and (
+                verdict or replaces_silently(also, source=source, origin=origin)
+            ):
+                knowledge_actions.supersede(old=also, new=fact)
+            else:
+                knowledge_actions.open_conflict(old=also, new=fact, reason=judgement.reason)
         item = add_to_inbox(
             memory=memory,
             text=text,
