@@ -37,11 +37,14 @@ from django.contrib.auth import get_user_model
 from django.db.models import F
 from django.utils import timezone
 
+from brain.words import plural
 from knowledge import registry
 from knowledge.actions import expire_facts
 from knowledge.models import Fact, Memory, Observation, Source, Subject
+from knowledge.read_layer import SYSTEM
 from memory import actions, brief, consolidator
 from memory.models import Brief, ConsolidationRun, InboxItem, Origin
+from review import counts
 from review import findings as review_findings
 from review import guesses as review_guesses
 from review.models import Event, Finding
@@ -120,27 +123,22 @@ class Loaded:
     guesses: int = 0
 
     def summary(self) -> str:
-        known = (
-            Fact.objects.as_system("the demo household counts what it loaded")
-            .for_memory(self.memory)
-            .live()
-            .count()
-        )
-        waiting = (
-            InboxItem.objects.as_system("the demo household counts what it loaded")
-            .for_memory(self.memory)
-            .pending()
-            .count()
-        )
+        """What the load did, with the numbers House then shows (``review.counts``)."""
+        counted = counts.for_reader(self.memory, SYSTEM)
         if not self.taught:
             head = f"{self.memory.name}: nothing new, the demo household was already here"
         else:
             head = f"{self.memory.name}: taught {self.taught:,} lines"
             if self.already_known:
                 head += f" ({self.already_known:,} were already known)"
+        deciding = (
+            plural(counted.findings, "finding")
+            + " and "
+            + plural(counted.guesses, "guess", "guesses")
+        )
         return (
-            f"{head}; {known:,} facts known, {waiting:,} waiting to be filed, "
-            f"{self.findings} findings raised, {self.guesses} guesses offered."
+            f"{head}; {counted.known:,} facts known, {counted.waiting_to_be_filed:,} waiting to "
+            f"be filed; {deciding} wait on you."
         )
 
 

@@ -9,9 +9,10 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from knowledge.models import Fact, Memory, Source
+from knowledge.read_layer import SYSTEM
 from memory import actions, consolidator
 from memory.models import ConsolidationRun, InboxItem
-from review import demo_household
+from review import counts, demo_household
 from review.models import Finding, Guess
 
 HOUSEHOLD = demo_household.read()
@@ -66,6 +67,10 @@ def test_make_demo_counts_the_lines_it_teaches_and_ends_with_a_summary(home):
     assert len([line for line in output.splitlines() if line.startswith("Teaching")]) <= 12
     assert f"taught {total} lines" in output
     assert output.rstrip().endswith("Open / to see the house.")
+    # The numbers House then shows, not a count of its own (it said 9 findings beside a chart of 8).
+    counted = counts.for_reader(home, SYSTEM)
+    assert f"{counted.known:,} facts known, {counted.waiting_to_be_filed} waiting" in output
+    assert f"{counted.findings} findings and {counted.guesses} guesses wait on you." in output
 
 
 def test_every_hand_written_line_survives_the_gate_as_a_fact_of_its_own(home):
