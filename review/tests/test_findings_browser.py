@@ -135,6 +135,31 @@ def test_done_on_a_to_do(findings, waiting):
     assert stayed(findings)
 
 
+def test_one_toast_at_a_time_says_what_happened_and_covers_no_button(findings, waiting):
+    findings.locator(f"#finding-{waiting.todo.pk}").get_by_role("button", name="Done").click()
+    expect(toast(findings)).to_contain_text("Done: “Descale the kettle”.")
+    findings.locator(f"#finding-{waiting.motion.pk}").get_by_role("button", name="Got it").click()
+
+    expect(toast(findings)).to_contain_text("Got it: “Motion on the landing at 3am”")
+    expect(findings.locator("#toasts .toast")).to_have_count(1)
+    covered = findings.evaluate(
+        """() => {
+          const toast = document.querySelector('#toasts .toast').getBoundingClientRect();
+          return [...document.querySelectorAll('main button, main .button')].filter(el => {
+            const r = el.getBoundingClientRect();
+            if (!r.width) return false;
+            const x = r.left + r.width / 2, y = r.top + r.height / 2;
+            const top = document.elementFromPoint(x, y);
+            return top && !el.contains(top) && top.closest('#toasts');
+          }).map(el => el.textContent.trim());
+        }"""
+    )
+    assert covered == []
+    assert findings.evaluate("getComputedStyle(document.getElementById('toasts')).position") != (
+        "fixed"
+    )
+
+
 def test_yes_files_the_guess(findings, waiting):
     card = findings.locator(f"#guess-{waiting.guess.pk}")
     expect(card).to_contain_text(f"{FRIDGE} — right?")
