@@ -62,6 +62,15 @@ SORTS = [
 ]
 WORKER_GRACE_S = 120  # an unclaimed pass this old means no worker is picking it up
 CHANGED = "memoryChanged"
+# The passes this browser asked for (File into memory now, Teach): only their outcome pops up on
+# the page; a pass asked for elsewhere (the terminal, the daily pass) shows while it runs.
+PASSES_STARTED_HERE = "passes_started"
+
+
+def _started_here(request: HttpRequest, run: ConsolidationRun | None) -> None:
+    if run is not None:
+        started = [*request.session.get(PASSES_STARTED_HERE, []), run.pk]
+        request.session[PASSES_STARTED_HERE] = started[-20:]
 
 
 def _partial(request: HttpRequest, name: str, context: dict, **answer) -> HttpResponse:
@@ -385,6 +394,7 @@ def teach(request: HttpRequest, memory: Memory) -> HttpResponse:
     at_once = consolidator.file_at_once(item=learned.item, by=request.user)
     said = f"{taught_words(learned)} {at_once.message}"
     filing = at_once.request.run if at_once.request is not None else None
+    _started_here(request, filing)
     context = {"memory": memory, "teach_said": said, "teach_run": filing}
     # The box says what happened in place (its own confirmation, beside the button pressed);
     # without JavaScript the same words are the page's message.
@@ -433,6 +443,7 @@ def file_now(request: HttpRequest, memory: Memory) -> HttpResponse:
         )
     except consolidator.LearningOff as off:
         return _answer(request, "banner", {"run": None}, toast=Toast(off.message, "error"))
+    _started_here(request, started.run)
     if started.started:  # the banner shows the pass running
         return _answer(
             request, "banner", _banner_context(started.run), said=Toast(started.message, "info")
@@ -446,10 +457,13 @@ def file_now(request: HttpRequest, memory: Memory) -> HttpResponse:
 @access.requires(Permission.READ)
 def banner(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     run = get_object_or_404(ConsolidationRun, pk=pk, memory=memory)
-    # The pass landed: everything it touched refreshes itself.
-    return _partial(
-        request, "banner", _banner_context(run), event=None if run.is_running else CHANGED
-    )
+    if run.is_running:
+        return _partial(request, "banner", _banner_context(run))
+    # The pass landed: everything it touched refreshes itself, and its outcome is said only on
+    # the page that asked for it.
+    asked_here = run.pk in request.session.get(PASSES_STARTED_HERE, [])
+    context = _banner_context(run) if asked_here else {"run": None}
+    return _partial(request, "banner", context, event=CHANGED)
 
 
 # The facts -----------------------------------------------------------------------------------

@@ -156,7 +156,8 @@ def test_a_pass_nobody_picks_up_says_the_worker_may_be_down(signed_in, home):
 
 
 def test_a_finished_pass_reports_its_outcome_and_refreshes_the_tab(signed_in, home):
-    run = consolidator.request_consolidation(memory=home, trigger="manual", send=False).run
+    signed_in.post(reverse("memory:file-now"), headers=HTMX)
+    run = ConsolidationRun.objects.get()
 
     consolidator.execute(run.pk)
 
@@ -164,6 +165,18 @@ def test_a_finished_pass_reports_its_outcome_and_refreshes_the_tab(signed_in, ho
     assert "Filed 0 items. Nothing was waiting to be filed." in response.content.decode()
     assert "memoryChanged" in response["HX-Trigger"]
     assert "every 1s" not in response.content.decode()
+
+
+def test_a_pass_asked_for_elsewhere_refreshes_the_tab_but_does_not_pop_up(signed_in, home):
+    run = consolidator.request_consolidation(memory=home, trigger="cli", send=False).run
+    running = signed_in.get(reverse("memory:knowledge")).content.decode()
+    assert "Filing…" in running  # while it runs, the tab says so
+
+    consolidator.execute(run.pk)
+
+    response = signed_in.get(reverse("memory:banner", args=[run.pk]), headers=HTMX)
+    assert "Filed 0 items" not in response.content.decode()
+    assert "memoryChanged" in response["HX-Trigger"]
 
 
 def test_an_edit_over_a_newer_document_shows_both_and_overwrites_nothing(signed_in, home):
