@@ -374,6 +374,52 @@ def reconcile_with_document(
     }
 
 
+#: A forget's words withdraw a line that says them (the offline composer's rule too).
+WITHDRAWS = frozenset({"same", "refinement"})
+WITHDRAWN = "a person asked for its line to go"
+
+
+def says_line(withdrawn: str, fact_text: str) -> bool:
+    """A forget asking for ``withdrawn`` to go withdraws a fact saying ``fact_text``."""
+    if statements.normalise(withdrawn) == statements.normalise(fact_text):
+        return True
+    return statements.compare(withdrawn, _AVOID_LABEL.sub("", fact_text)).verdict in WITHDRAWS
+
+
+def withdrawn_by(*, memory: Memory, texts: Sequence[str], document: str) -> list[int]:
+    """The live facts whose lines a person asked to go (``texts``, the forgets a pass files)
+    and ``document`` no longer has: a withdrawal, never space. Read before the pass writes
+    (it marks what it left out as left out)."""
+    if not texts:
+        return []
+    lines = _Lines.of(document)
+    wanted = [statements.normalise(text) for text in texts]
+    candidates = (
+        Fact.objects.as_system("the facts a person's forget withdrew from the document")
+        .for_memory(memory)
+        .filter(status=Fact.Status.FILED, valid_to__isnull=True)
+        .filter(Q(in_document=True) | Q(normalized__in=wanted))
+        .only("pk", "text", "normalized", "valence", "kind")
+    )
+    return [
+        fact.pk
+        for fact in candidates
+        if any(says_line(text, fact.text) for text in texts) and not _says(fact, lines)
+    ]
+
+
+def forget_withdrawn(*, facts: Sequence[int]) -> int:
+    """Forget ``facts`` (``withdrawn_by``'s): a person asked for their lines to go."""
+    return Fact.objects.filter(
+        pk__in=list(facts), status__in=[Fact.Status.QUEUED, Fact.Status.FILED]
+    ).update(
+        status=Fact.Status.FORGOTTEN,
+        forgotten_at=timezone.now(),
+        forgotten_reason=WITHDRAWN,
+        in_document=False,
+    )
+
+
 # Expiry and entities the house no longer has -----------------------------------------------------
 
 

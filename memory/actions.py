@@ -26,7 +26,7 @@ from brain.db.retry import retry_transaction
 from brain.errors import StateConflict
 from knowledge import actions as knowledge_actions
 from knowledge import episodes as knowledge_episodes
-from knowledge import gate, kinds, passages, statements
+from knowledge import gate, kinds, passages, search, statements
 from knowledge.embedding import embedder_for, vector_or_none
 from knowledge.models import (
     Conflict,
@@ -507,6 +507,52 @@ def forget(*, fact: Fact, by=None, origin: str = Origin.TYPED) -> str:
             )
             return "Forgotten; its line leaves the memory document at the next filing."
     return "Forgotten."
+
+
+@dataclass(frozen=True)
+class LineForgotten:
+    """A person's forget of a line: the removal queued, and the facts it stopped."""
+
+    item: InboxItem
+    facts: tuple[Fact, ...]
+
+    @property
+    def message(self) -> str:
+        queued = f"Queued #{self.item.pk} for removal: {self.item.text}"
+        if not self.facts:
+            return queued
+        which = ", ".join(f"fact #{fact.pk} “{fact.text}”" for fact in self.facts)
+        return f"{queued}\nForgotten now, everywhere: {which} is no longer believed."
+
+
+FORGET_CANDIDATES = 20  # the facts read to find those a forget's words say
+
+
+@retry_transaction
+def forget_line(*, memory: Memory, text: str, by=None, origin: str = Origin.TYPED) -> LineForgotten:
+    """A person asks brain to forget what ``text`` says (`brain memory forget "…"`): every
+    live fact they may read that says it (the same words, or a line the words withdraw, as a
+    pass reads them: ``knowledge.actions.says_line``) stops being believed now, everywhere —
+    recall, explain, the facts list — and the line leaves the document at the next filing.
+    With no fact saying it, only the line's removal is queued (a line written by hand)."""
+    text = clean_fact_text(text)
+    _check_origin_and_confidence(origin, Confidence.MEDIUM)
+    readable = Fact.objects.for_memory(memory).live().readable_by(reader_for(by))
+    near = search.neighbours(memory, readable, text=text, embedding=None, limit=FORGET_CANDIDATES)
+    facts = tuple(fact for fact, _ in near if knowledge_actions.says_line(text, fact.text))
+    who = name_of(by) or "a person"
+    with transaction.atomic():
+        for fact in facts:
+            waiting = InboxItem.objects.as_system("the queue line of the fact being forgotten")
+            item = waiting.filter(fact=fact, state=InboxItem.State.PENDING).first()
+            if item is not None:
+                drop_inbox_item(item=item, by=by)
+            else:
+                knowledge_actions.forget_fact(fact=fact, reason=f"forgotten by {who}")
+        item = add_to_inbox(
+            memory=memory, text=text, origin=origin, by=by, action=InboxItem.Action.FORGET
+        )
+    return LineForgotten(item, facts)
 
 
 RESTORE_WINDOW = timedelta(minutes=10)

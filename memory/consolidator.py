@@ -43,6 +43,7 @@ from django.utils import timezone
 from brain import leases
 from brain.celery import send_on_commit
 from brain.db import retry
+from knowledge import actions as knowledge_actions
 from knowledge import visibility
 from knowledge.actions import reconcile_with_document
 from knowledge.models import Fact, Memory
@@ -529,6 +530,12 @@ def _write(
             return
         changes = []
         filed = [item.fact_id for item in items if item.fact_id]
+        # What a person asked to go is forgotten with its line, never left out for space.
+        asked_to_go = knowledge_actions.withdrawn_by(
+            memory=memory,
+            texts=[item.text for item in items if item.action == InboxItem.Action.FORGET],
+            document=composition.document,
+        )
         if composition.document != revision.text:
             try:
                 _, changes = revisions.write_document(
@@ -549,6 +556,7 @@ def _write(
                 return
         else:
             reconcile_with_document(memory=memory, text=revision.text, filed=filed)
+        knowledge_actions.forget_withdrawn(facts=asked_to_go)
         InboxItem.objects.filter(pk__in=ids, state=InboxItem.State.PENDING).update(
             state=InboxItem.State.FILED, run=run, settled_at=timezone.now()
         )

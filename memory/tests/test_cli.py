@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from brain.testing import database_url
-from knowledge.models import Memory
+from knowledge.models import Fact, Memory
 from memory import consolidator, document, revisions
 from memory.models import Change, ConsolidationRun, DocumentRevision, InboxItem
 
@@ -234,8 +234,13 @@ def test_forget_queues_a_removal_that_the_next_pass_applies(home):
     out = brain("forget", "The loft is warm")
 
     item = InboxItem.objects.get(action="forget")
-    assert out == f"Queued #{item.pk} for removal: The loft is warm\n"
-    assert "The loft is warm." in _document(home)  # nothing changes until the pass
+    loft = Fact.objects.get(text="The loft is warm.")
+    assert out == (
+        f"Queued #{item.pk} for removal: The loft is warm\n"
+        f"Forgotten now, everywhere: fact #{loft.pk} “The loft is warm.” is no longer believed.\n"
+    )
+    assert loft.status == "forgotten"  # believed no more at once, everywhere
+    assert "The loft is warm." in _document(home)  # the line goes at the next pass
 
     assert brain("consolidate") == "Filed 1 item. Lines 1 removed.\n"
     assert "loft" not in _document(home)

@@ -141,29 +141,32 @@ class Command(GroupCommand):
         self.stdout.write(DocumentRevision.objects.current(self.memory).text, ending="")
 
     def do_add(self, *, text: str, confidence: str, **_) -> None:
-        _load_the_embedder_meanwhile()
+        loading = _load_the_embedder_meanwhile()
         from memory import actions
 
-        learned = actions.learn(
-            memory=self.memory,
-            text=text,
-            origin=Origin.TERMINAL,
-            confidence=confidence,
-            by=self.person,
-        )
+        try:
+            learned = actions.learn(
+                memory=self.memory,
+                text=text,
+                origin=Origin.TERMINAL,
+                confidence=confidence,
+                by=self.person,
+            )
+        except Exception:
+            # Refused before the model was needed: the process must not end while the model
+            # loads on its thread (onnxruntime aborts the process: "terminate called …").
+            if loading is not None:
+                loading.join(timeout=60)
+            raise
         self.stdout.write(learned.message)
 
     def do_forget(self, *, text: str, **_) -> None:
         from memory import actions
 
-        item = actions.add_to_inbox(
-            memory=self.memory,
-            text=text,
-            origin=Origin.TERMINAL,
-            action=InboxItem.Action.FORGET,
-            by=self.person,
+        forgotten = actions.forget_line(
+            memory=self.memory, text=text, origin=Origin.TERMINAL, by=self.person
         )
-        self.stdout.write(f"Queued #{item.pk} for removal: {item.text}")
+        self.stdout.write(forgotten.message)
 
     def do_inbox(self, **_) -> None:
         reader = reader_for(self.person)
@@ -338,7 +341,7 @@ class Command(GroupCommand):
             self.stdout.write(line)
 
 
-def _load_the_embedder_meanwhile() -> None:
+def _load_the_embedder_meanwhile() -> threading.Thread | None:
     """Start loading the embedding model on a thread while the teaching path is imported: the
     two take about as long, and the model's loading leaves the other core to the imports (a
     terminal add 1.34 -> 0.95 s of the two). The gate's own call waits for the model behind
@@ -346,7 +349,7 @@ def _load_the_embedder_meanwhile() -> None:
     from django.conf import settings
 
     if settings.BRAIN_EMBEDDER != "minilm":
-        return
+        return None
 
     def load() -> None:
         from knowledge import embedding
@@ -355,7 +358,9 @@ def _load_the_embedder_meanwhile() -> None:
         if isinstance(embedder, embedding.MiniLMEmbedder):
             embedder.embed(["a sentence to load the model with"])
 
-    threading.Thread(target=load, name="embedder-load", daemon=True).start()
+    thread = threading.Thread(target=load, name="embedder-load", daemon=True)
+    thread.start()
+    return thread
 
 
 def _taught(fact: Fact) -> str:
