@@ -57,6 +57,7 @@ from knowledge.models import CORE_MAX_CHARS, Episode, Fact, Memory, Procedure, S
 from knowledge.read_layer import reader_for
 from knowledge.secret_filter import secret_in
 from memory import actions as memory_actions
+from memory import switches
 from memory.models import Origin
 
 OUTCOMES = knowledge_episodes.OUTCOMES
@@ -122,9 +123,12 @@ class Distilled:
     dropped: list[str] = field(default_factory=list)  # fragments that did not stand alone
     error: str = ""  # the extractor failed: nothing was written for its batch
     waiting: int = 0  # episodes still waiting after this
+    off: str = ""  # learning is switched off: why nothing was distilled
 
     @property
     def message(self) -> str:
+        if self.off:
+            return f"{self.off} {_plural(self.waiting, 'episode')} still wait."
         if self.error:
             if not self.episodes:
                 return (
@@ -288,6 +292,7 @@ def encode(
     says it (with the same class of outcome) is strengthened now and cites the episode; a
     waiting episode that says it makes this one its restatement, distilled with it. Otherwise
     it waits for the sleep pass. Raises ValidationError."""
+    switches.require_learning(memory)
     outcome = parse_outcome(outcome)
     text = knowledge_episodes.clean(text)
     as_bool = Episode.as_bool(outcome)
@@ -353,7 +358,11 @@ def sleep(
 ) -> Slept:
     """Distil the waiting episodes into beliefs, then (``tidy``) decay and prune. ``by``: who
     the beliefs are taught by when an episode names nobody. Safe to run twice, and two at once:
-    an episode is claimed by one pass only."""
+    an episode is claimed by one pass only. With learning off it distils, decays and prunes
+    nothing (what is known is left as it is) and says so."""
+    if not switches.learning_on(memory):
+        waiting = Episode.objects.for_memory(memory).pending().count()
+        return Slept(Distilled(waiting=waiting, off=str(switches.LearningOff(memory))))
     distilled = _distil_waiting(memory, by=by)
     if not tidy:
         return Slept(distilled)
@@ -464,7 +473,8 @@ def distil(
     of ``episode_ids``, which stop waiting. An empty list of propositions clears them (nothing
     in them was worth keeping). A proposition labelled "Avoid:", or from episodes that all
     failed, is a failure. Raises ValidationError naming every id that is not a waiting episode
-    of ``memory``; nothing is distilled then."""
+    of ``memory``; nothing is distilled then. Raises LearningOff while learning is off."""
+    switches.require_learning(memory)
     try:
         wanted = list(dict.fromkeys(int(number) for number in episode_ids))
     except (TypeError, ValueError):

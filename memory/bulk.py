@@ -37,7 +37,7 @@ from knowledge.actions import CONFIDENCE
 from knowledge.models import Fact, Memory, Observation, Source, name_of
 from knowledge.secret_filter import secret_in
 from knowledge.subjects import mentions, resolve
-from memory import portable
+from memory import portable, switches
 from memory.actions import clean_fact_text
 from memory.models import Confidence
 
@@ -70,6 +70,7 @@ def add_many(
 ) -> Added:
     """Add ``texts`` as facts of ``memory`` (see the module docstring). Raises ValidationError
     naming the first statement that cannot be kept, and UnknownSubject."""
+    switches.require_learning(memory)
     if not texts:
         raise ValidationError("Send at least one statement.")
     if len(texts) > MAX_STATEMENTS:

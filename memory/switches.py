@@ -2,8 +2,13 @@
 
 - ``learning`` (the master switch). Off stops everything that would add to memory on its own or
   from what people say in passing: the reflection pass over conversations, what the chat and
-  the ask bar teach, study sessions, insight runs and the consolidator. What is already known is
-  kept and still used: recall, the document, the facts list and answers are untouched.
+  the ask bar teach, compiling sources, study sessions, insight runs, bulk adds and the
+  consolidator, and every path of an agent's memory — ``memory_write``, episodes, its own
+  distillation (``memory_distil``) and the sleep pass with its decay and pruning (``learn``
+  refuses a statement distilled from episodes; ``agent.actions`` asks before recording or
+  distilling). A line a person types or adds at the terminal waits in the queue, unfiled. What
+  is already known is kept and still used: recall, the document, the facts list and answers
+  are untouched.
 - ``memory_injection``. Off keeps learning but stops memory being given to prompts
   (``knowledge.retrieval.context`` and the voice distillate read it).
 
