@@ -14,8 +14,8 @@ dropped. Only bullets are content it may skip, replace, add or drop:
   document never advises what went wrong. A plain fact is compared only with plain bullets;
 - over the cap, bullets are dropped lowest value first, oldest first within a value; rules,
   corrections and failures are worth the most;
-- the voice distillate is packed from the result, Rules first, within VOICE_MAX_BYTES, and
-  leaves the failures out (see ``distil_voice``).
+- the voice distillate is packed from the result, whole lines only, Rules first, within
+  VOICE_MAX_BYTES, and leaves the failures out (see ``distil_voice``).
 
 Deterministic: the same document and candidates give byte-identical output.
 """
@@ -52,13 +52,11 @@ FORGET_VERDICTS = {"same", "refinement"}  # compare(forget text, bullet): the bu
 RETRY_TARGET = 0.9  # on the retry after an over-cap answer, leave a tenth of the cap spare
 
 VOICE_LINE_MAX_BYTES = 240  # one fact should not crowd out the rest of a 2 KB distillate
-VOICE_MIN_FRAGMENT = 60  # below this, a shortened last line says too little to be worth it
 
 _TITLE = re.compile(r"^#(?!#)\s")
 _HEADING = re.compile(r"^##(?!#)\s*(?P<name>.*?)\s*#*\s*$")
 _BULLET = re.compile(r"^(?P<marker>[-*+])\s+(?P<text>\S.*?)\s*$")
 _RULER = re.compile(r"^([-*_])(?:\s*\1){2,}\s*$")  # "* * *" is a thematic break, not a bullet
-_SENTENCE_END = re.compile(r"[.!?](?=\s)")
 _CANONICAL = {name.casefold(): name for name in SECTIONS}
 
 
@@ -314,27 +312,13 @@ def _voice_rank(section: str, text: str) -> int:
     return 3 if section == "People" else 4
 
 
-def _shorten(text: str, limit: int) -> str:
-    """``text`` in at most ``limit`` UTF-8 bytes: whole sentences if any fit, else whole words
-    and an ellipsis; "" when not even one word fits. Never cuts a word."""
-    if len(text.encode()) <= limit:
-        return text
-    ends = [m.end() for m in _SENTENCE_END.finditer(text) if len(text[: m.end()].encode()) <= limit]
-    if ends:
-        return text[: ends[-1]]
-    kept = ""
-    for word in text.split(" "):
-        longer = f"{kept} {word}" if kept else word
-        if len((longer + "\u2026").encode()) > limit:
-            break
-        kept = longer
-    kept = kept.rstrip(",;:-")
-    return kept + "\u2026" if kept else ""
-
-
 def distil_voice(document: str) -> str:
     """The voice distillate of ``document``: its bullets as "- " lines, most useful first,
-    packed until the next would pass VOICE_MAX_BYTES. Always at most VOICE_MAX_BYTES bytes.
+    each whole or not at all, packed within VOICE_MAX_BYTES. A line that does not fit the room
+    left is passed over for the next that does; a line longer than VOICE_LINE_MAX_BYTES (one
+    fact should not crowd out the rest) comes only after every shorter one. A line is never
+    cut: a voice assistant told half a sentence ("…as written in the family diary by…") is
+    told something no one said.
 
     Failures are left out. The distillate is what a voice assistant is told on every spoken
     request (names, rules, preferences); a failure is a lesson for acting, recalled with its
@@ -343,22 +327,21 @@ def distil_voice(document: str) -> str:
     what went wrong into advice, the one thing a failure must never become.
     """
     bullets = [line for line in _parse(document) if line.kind == "bullet" and not line.is_failure]
-    ranked = sorted(enumerate(bullets), key=lambda p: (_voice_rank(p[1].section, p[1].text), p[0]))
+    entries = [" ".join(line.text.split()) for line in bullets]
+
+    def rank(position: int) -> tuple[bool, int, int]:
+        line, entry = bullets[position], entries[position]
+        too_long = len(f"- {entry}\n".encode()) > VOICE_LINE_MAX_BYTES
+        return (too_long, _voice_rank(line.section, line.text), position)
+
     out: list[str] = []
     used = 0
-    for _position, line in ranked:
-        entry = _shorten(" ".join(line.text.split()), VOICE_LINE_MAX_BYTES - 3)
-        if not entry:
-            continue
-        size = len(f"- {entry}\n".encode())
-        if used + size > VOICE_MAX_BYTES:
-            room = VOICE_MAX_BYTES - used - 3
-            entry = _shorten(entry, room) if room >= VOICE_MIN_FRAGMENT else ""
-            if entry:
-                out.append(f"- {entry}\n")
-            break
-        out.append(f"- {entry}\n")
-        used += size
+    for position in sorted(range(len(bullets)), key=rank):
+        entry = f"- {entries[position]}\n"
+        size = len(entry.encode())
+        if entries[position] and used + size <= VOICE_MAX_BYTES:
+            out.append(entry)
+            used += size
     return "".join(out)
 
 

@@ -321,3 +321,21 @@ def test_the_offline_composer_answers_the_composer_interface():
         document=TEMPLATE, candidates=[fact("The roof is slate")], max_bytes=2048, timeout=1.0
     )
     assert isinstance(result, Composition)
+
+
+def test_voice_keeps_whole_lines_and_never_cuts_one_in_the_middle():
+    diary = (
+        "Family birthdays are kept in the green notebook in the kitchen drawer, as written in "
+        "the family diary by Grandma Jean every January, with the presents each person was "
+        "given and what they said they would like next year, so nobody is given the same "
+        "thing twice and nobody is forgotten."
+    )
+    short = [f"Room {n} has a radiator under the window, set to 3 in winter." for n in range(40)]
+    document = "# Memory\n\n## People\n" + "".join(f"- {t}\n" for t in [diary, *short])
+
+    voice = distil_voice(document)
+
+    assert len(voice.encode()) <= VOICE_MAX_BYTES
+    lines = [line.removeprefix("- ") for line in voice.splitlines()]
+    assert lines and all(line in [diary, *short] for line in lines)
+    assert not any(line.endswith("\u2026") for line in lines)
