@@ -16,9 +16,11 @@ Contract:
   the gate finds the statement already known and only strengthens the fact.
 - What is read from a passage, as the memory routes its task "compile" (``brain.llm``:
   Anthropic, a worker on the person's own machine, or offline). Offline, its sentences
-  (``knowledge.passages.sentences``, and lines), each kept as it is written, first person made
-  the person who added the source ("I take…" added by Sarah is "Sarah takes…", on her page,
-  made if the memory has none, as a conversation's preferences are); with a model
+  (``knowledge.passages.sentences``, and lines), each saying what it is about ("it", "the
+  pressure" and "his number" in a note about the boiler are the boiler, the boiler's pressure
+  and the engineer's number: ``offline``), first person made the person who added the source
+  ("I take…" added by Sarah is "Sarah takes…", on her page, made if the memory has none, as a
+  conversation's preferences are); with a model
   (structured output validated before anything is used), the statements it writes, each naming
   the passages it came from and the pages it belongs on, of the page types the memory keeps
   (their written guidance is in the prompt). Never filed, whoever read it: a question, a
@@ -27,10 +29,12 @@ Contract:
   naming the passage and why, never its words (the run is shown to everyone the source is
   listed for). At most MAX_STATEMENTS_PER_PASSAGE a passage.
 - Where it goes: the pages it names (``knowledge.subjects``: names and nicknames), else the
-  pages its passage names; with a model, the pages the model names too (an existing page by its
-  name or nickname, else a new page of a type the memory keeps). A statement already known
-  places the fact it restates on those pages. A passage whose statements land on no page is
-  unplaced: one open Review item per source lists them (kind unplaced).
+  pages its passage names; offline, else the page of the source's subject (the page its title
+  names or is the name of, made if need be), else, in a memory that keeps a house page, the
+  house's; with a model, the pages the model names too (an existing page by its name or
+  nickname, else a new page of a type the memory keeps). A statement already known places the
+  fact it restates on those pages. A passage whose statements land on no page is unplaced (a
+  note on the run says why): one open Review item per source lists them (kind unplaced).
 - Who may read what it writes: every fact cites its passages, and the database keeps each fact's
   label sets from its citations in the very transaction that cites or relabels, so relabelling
   while a compile runs never leaves a fact readable by a role that cannot read all its passages
@@ -86,8 +90,8 @@ from django.utils import timezone
 from brain import leases, llm
 from brain.celery import send_on_commit
 from knowledge import compiling as requests
+from knowledge import kinds, statements, subjects
 from knowledge import passages as passage_rows
-from knowledge import statements, subjects
 from knowledge.models import (
     CompileRun,
     Memory,
@@ -163,7 +167,8 @@ def _asks_for_something(piece: str) -> bool:
     if _TODO.match(piece):
         return True
     first = piece.split(maxsplit=1)[0].casefold().strip(",.:;!")
-    return first == statements._stem(first) and first in statements._VERBS
+    # "Bleed the radiators every October" is a standing instruction, kept as a rule.
+    return first in statements._VERBS and not reflection.durable(piece)
 
 
 def _author_name(by) -> str:
@@ -178,21 +183,185 @@ def _as_filed(piece: str, author: str) -> str:
     return reflection.sentence(piece)
 
 
+# What a passage is about, so each of its facts can say it --------------------------------------
+
+_AUTO_TITLE = re.compile(r"^(?:Note|Document|Email)(?: by .+?)?, \d{1,2} \w{3} \d{4}")
+_TITLE_WORDS = re.compile(r"^(?:the|a|an|our|my)\s+|\s+(?:notes?|details|info|information|manual|"
+                          r"guide|log|sheet|docs?)$", re.IGNORECASE)  # fmt: skip
+MAX_TITLE_PAGE_WORDS = 4  # "Boiler", "The garden shed": a title that names a thing
+_SUBJECT_THE = re.compile(r"^(?:The|the)\s+(?P<thing>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+"
+                          r"(?P<verb>(?:is|are|was|were|has|have|had|should|must|can|will|"
+                          r"needs?|runs?|sits?|takes?|gets?|lasts?|goes|comes|drops?|rises?|"
+                          r"reads?|costs?|stays?|keeps?|works?|starts?|stops?)\b)")  # fmt: skip
+_IT = re.compile(r"^(?P<it>It|Its|It's)\b")
+_HIS = re.compile(r"^(?P<his>His|Her|Their)\s+")
+_HE = re.compile(r"^(?P<he>He|She|They)\s+(?=[a-z])")
+_PERSON_NAME = re.compile(r"\b(?P<name>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+)\b")
+# Words that end a firm's or a place's name, never a person's.
+_NOT_A_PERSON = frozenset(
+    {
+        "Heating",
+        "Plumbing",
+        "Electrical",
+        "Electrics",
+        "Services",
+        "Service",
+        "Ltd",
+        "Limited",
+        "Co",
+        "Company",
+        "Group",
+        "Srl",
+        "Spa",
+        "Inc",
+        "Llc",
+        "Plc",
+        "Bank",
+        "Council",
+        "School",
+        "Hospital",
+        "Street",
+        "Road",
+        "Lane",
+        "Avenue",
+        "Close",
+        "Centre",
+        "Center",
+        "Bosch",
+        "Worcester",
+        "Vaillant",
+        "Baxi",
+        "Ideal",
+        "Serie",
+        "Series",
+    }
+)
+_HOUSEHOLD_KINDS = {"Devices": Subject.Kind.DEVICE, "Rooms": Subject.Kind.ROOM}
+
+
+@dataclass
+class _About:
+    """What a passage is about while it is read: its topic in words ("the boiler") and its
+    page, the last person it named (for "his", "her"), and whether the topic came from it."""
+
+    phrase: str = ""  # "the boiler"
+    page: list[str] | None = None  # [name, kind]
+    person: str = ""  # "Dave Hughes"
+
+
+def _source_page(source: Source | None, mentions, types: dict[str, str]) -> list[str] | None:
+    """The page of the source's subject: the page its title names, else one the title is the
+    name of (a title a person wrote, "Boiler" or "The garden shed", is what the note is about;
+    "Note by Sarah, 2 May 2026" names nothing)."""
+    if source is None or not source.title or _AUTO_TITLE.match(source.title):
+        return None
+    named = mentions(source.title)
+    if named:
+        return [named[0].name, named[0].kind]
+    thing = _TITLE_WORDS.sub("", _TITLE_WORDS.sub("", source.title.strip())).strip(" .:-")
+    if not thing or len(thing.split()) > MAX_TITLE_PAGE_WORDS or not thing[0].isalpha():
+        return None
+    return [thing[0].upper() + thing[1:], _kind_for(thing, types)]
+
+
+def _kind_for(thing: str, types: dict[str, str]) -> str:
+    """The page type a page named ``thing`` is of, among those the memory keeps."""
+    wanted = _HOUSEHOLD_KINDS.get(kinds.section_for(f"the {thing} is here"), Subject.Kind.DEVICE)
+    if wanted in types:
+        return wanted
+    if Subject.Kind.TOPIC in types:
+        return Subject.Kind.TOPIC
+    return next(iter(types))
+
+
+def _house_page(memory: Memory, types: dict[str, str]) -> list[str] | None:
+    """A household's own page, where what names nothing else goes: None in a memory that keeps
+    no house page (a team's graph memory: its passages naming no page are asked about)."""
+    if Subject.Kind.HOUSE not in types:
+        return None
+    house = (
+        Subject.objects.as_system("compiling reads the pages of the memory it files into")
+        .for_memory(memory)
+        .filter(kind=Subject.Kind.HOUSE)
+        .order_by("pk")
+        .first()
+    )
+    return [house.name, house.kind] if house else ["House", Subject.Kind.HOUSE]
+
+
+def _named_person(text: str, mentions) -> str:
+    """The last person ``text`` names: a person page, else a name of two capitalised words
+    that is not a firm's ("Dave Hughes", not "Hughes Heating")."""
+    people = [s.name for s in mentions(text) if s.kind == Subject.Kind.PERSON]
+    if people:
+        return people[-1]
+    names = [
+        m.group("name")
+        for m in _PERSON_NAME.finditer(text)
+        if not set(m.group("name").split()) & _NOT_A_PERSON and m.start() > 0
+    ]
+    return names[-1] if names else ""
+
+
+def _with_its_subject(piece: str, about: _About, named: list) -> str:
+    """``piece`` saying what it is about: "It was serviced" is "The boiler was serviced", "The
+    pressure should sit" is "The boiler's pressure should sit", "His number" is "Dave Hughes's
+    number". A sentence that names a page, or its topic, says it already."""
+    if about.person:
+        if his := _HIS.match(piece):
+            return f"{about.person}'s {piece[his.end() :]}"
+        if he := _HE.match(piece):
+            return f"{about.person} {piece[he.end() :]}"
+    if not about.phrase or named:
+        return piece
+    if it := _IT.match(piece):
+        word = it.group("it")
+        rest = piece[it.end() :]
+        topic = about.phrase[0].upper() + about.phrase[1:]
+        if word == "Its":
+            return f"{topic}'s{rest}"
+        return f"{topic} is{rest}" if word == "It's" else f"{topic}{rest}"
+    head = about.phrase.split()[-1].casefold()
+    the = _SUBJECT_THE.match(piece)
+    if the and head not in piece.casefold().split():
+        topic = about.phrase[0].upper() + about.phrase[1:]
+        return f"{topic}'s {piece[the.start('thing') :]}"
+    return piece
+
+
 def offline(
-    chosen: Sequence[Passage], *, memory: Memory, by=None
+    chosen: Sequence[Passage], *, memory: Memory, by=None, source: Source | None = None
 ) -> tuple[list[Statement], list[str]]:
     """The statements of ``chosen`` passages, read by the rules in the module docstring, and
-    notes on what was left out."""
+    notes on what was left out or placed on no page, and why.
+
+    Each says what it is about: the passage's topic is the page its opening names, else the
+    source's subject (``_source_page``), else the thing its first sentence is about ("the
+    boiler is a …"); "it" and a bare "the pressure" become the topic's, "his" and "her" the
+    person last named. Each is placed on the pages it names, else those its passage names,
+    else the source's subject's, else (a household) the house's own page."""
     mentions = subjects.mentions(memory)
     author = _author_name(by)
+    types = page_types(memory)
+    title_page = _source_page(source, mentions, types)
+    house = _house_page(memory, types)
     found: list[Statement] = []
     notes: list[str] = []
     for passage in chosen:
         named = mentions(passage.text)
+        about = _About()
+        if named:
+            about = _About(f"the {named[0].name.casefold()}", [named[0].name, named[0].kind])
+        elif title_page:
+            about = _About(f"the {title_page[0].casefold()}", title_page)
         kept = 0
-        for piece in _pieces(passage.text):
+        for number, piece in enumerate(_pieces(passage.text)):
             if _HEADER.match(piece) or piece.endswith(":") or len(piece.split()) < MIN_WORDS:
                 continue
+            if number == 0 and not about.phrase and (first := _SUBJECT_THE.match(piece)):
+                about.phrase = f"the {first.group('thing')}"
+            text = _with_its_subject(piece, about, mentions(piece))
+            about.person = _named_person(piece, mentions) or about.person
             why = reflection.excluded(piece) or (
                 "a one-off command" if _asks_for_something(piece) else ""
             )
@@ -205,15 +374,24 @@ def offline(
                     f"{MAX_STATEMENTS_PER_PASSAGE} statements"
                 )
                 break
-            text = _as_filed(piece, author)
-            about = mentions(text) or named
-            pages = [[subject.name, subject.kind] for subject in about]
+            text = _as_filed(text, author)
+            on = mentions(text) or named
+            pages = [[subject.name, subject.kind] for subject in on]
             if (
                 author
                 and _FIRST_PERSON.search(piece)
                 and not any(name.casefold() == author.casefold() for name, _ in pages)
             ):  # what a person writes of themselves is on their page, made if need be
                 pages.append([author, Subject.Kind.PERSON.value])
+            if not pages:
+                fallback = about.page or title_page or house
+                if fallback:
+                    pages.append(list(fallback))
+                else:
+                    notes.append(
+                        f"passage {passage.ordinal + 1}: placed on no page — it names none, "
+                        "the source's title names none, and this memory keeps no house page"
+                    )
             found.append(Statement(text, [passage.pk], pages))
             kept += 1
     return found, notes
@@ -388,7 +566,7 @@ def extract(
     if llm.configured(memory, "compile"):
         found, notes = with_model(chunk, memory=memory, source=source, timeout=timeout)
         return found, notes, "model"
-    found, notes = offline(chunk, memory=memory, by=by)
+    found, notes = offline(chunk, memory=memory, by=by, source=source)
     return found, notes, "offline"
 
 

@@ -151,7 +151,10 @@ _NOW = re.compile(
 _STATE = re.compile(
     r"\b(is|are|'s|was|were|been)\s+(now\s+|still\s+|already\s+)?(on|off|open|opened|closed|"
     r"shut|locked|unlocked|running|playing|paused|raining|home|away|out|empty|full|low|up|"
-    r"down|at \d+\s*(%|percent|degrees)?)\b",
+    r"down|at \d+\s*(%|percent|degrees)?)\b"
+    # "on the fridge", "at the back", "out of the way": where something is, not a state
+    r"(?!\s+(?:the|a|an|my|our|your|his|her|their|its|this|that|top|each|every|of|to|in|"
+    r"by|next|under|behind|inside|[a-z]+'s)\b)",
     re.IGNORECASE,
 )
 _ADDRESSED_TO_BRAIN = re.compile(
@@ -168,6 +171,11 @@ _SECRET_VALUE = re.compile(
     r"[^.]{0,40}?(\d{3,}|\b[\w!@#$%^&*-]*\d[\w!@#$%^&*-]*\b)",
     re.IGNORECASE,
 )
+
+
+def durable(text: str) -> bool:
+    """``text`` says when it holds (always, every, on weekdays, in winter): not a one-off."""
+    return bool(_DURABLE.search(text))
 
 
 def excluded(text: str, *, said: bool = True) -> str:
