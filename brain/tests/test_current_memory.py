@@ -134,7 +134,7 @@ def test_a_person_switches_memory_and_the_page_acts_on_the_one_in_view(signed_in
     page.get_by_label("Teach it something").fill(LOFT)
     page.get_by_role("button", name="Teach").click()
 
-    expect(page.locator(".toast")).to_contain_text(LOFT)
+    expect(page.locator("#teach [data-taught]")).to_contain_text(LOFT)  # Teach says it
     expect(page.locator("#waiting")).to_contain_text(LOFT)  # the poll read Office's queue
     assert _taught_into(LOFT) == "office"
     assert InboxItem.objects.filter(memory=office).count() == 1

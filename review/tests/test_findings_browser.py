@@ -209,7 +209,7 @@ def test_undo_on_a_rule(signed_in_page, home, waiting):
     row.get_by_role("button", name="Undo").click()
 
     expect(row).to_have_count(0)
-    expect(toast(page)).to_contain_text("Removed the rule: brain may raise “light-on”")
+    expect(toast(page)).to_contain_text("Removed the rule: brain may raise “Light left on”")
     expect(page.locator("#rules")).to_contain_text("No rules")
     expect(badge(page)).to_have_text("3")
     assert stayed(page)
