@@ -557,3 +557,185 @@ if __name__ == "__main__":
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brain.settings")
     django.setup()
     main()
+
+
+# --- Through the API --------------------------------------------------------------------------
+
+BULK_LARGE = 5_000  # one request of a program's list, as bench.memory.bulk_adds sends
+
+
+def _client():
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    user, _ = get_user_model().objects.update_or_create(
+        username="bench", defaults={"is_superuser": True, "is_staff": True}
+    )
+    client = Client(HTTP_HOST="127.0.0.1")
+    client.force_login(user)
+    return client
+
+
+@dataclass
+class ApiFigures:
+    requests: int
+    statements: int
+    seconds: float
+    plain_seconds: float
+    added: int = 0
+    known: int = 0
+    refused: int = 0
+    judged: Counter = field(default_factory=Counter)
+
+    @property
+    def rate(self) -> float:
+        return self.statements / self.seconds
+
+    @property
+    def plain_rate(self) -> float:
+        return self.statements / self.plain_seconds
+
+
+def _plain_groups(memory, groups: Sequence[Sequence[str]]) -> float:
+    """Seconds for plain ``bulk_create`` of the same statements, a request's worth at a time."""
+    from knowledge.models import Fact
+
+    started = time.perf_counter()
+    for texts in groups:
+        Fact.objects.bulk_create(
+            [Fact(memory=memory, text=t, normalized=t.lower(), channel="api") for t in texts]
+        )
+    return time.perf_counter() - started
+
+
+def bulk_by_session_and_speaker(conversations: Sequence[Conversation]) -> ApiFigures:
+    """``POST /api/memory/add/bulk`` of every line, one request per session and speaker (as a
+    program holding transcripts would send them), into a fresh memory."""
+    from bench import knowledge as knowledge_bench
+
+    memory = _fresh_memory()
+    plain_memory = _fresh_memory(f"{BENCH_SLUG}-plain")
+    groups: list[list[str]] = []
+    for conversation in conversations:
+        for _day, lines in conversation.sessions:
+            for person in conversation.people:
+                said = [line.text for line in lines if line.speaker == person]
+                if said:
+                    groups.append(said)
+    try:
+        client = _client()
+        figures = ApiFigures(len(groups), sum(map(len, groups)), 0.0, 0.0)
+        for texts in groups:
+            started = time.perf_counter()
+            response = client.post(
+                f"/api/memory/add/bulk?memory={memory.slug}",
+                {"facts": texts},
+                content_type="application/json",
+            )
+            figures.seconds += time.perf_counter() - started
+            assert response.status_code in (200, 201), response.content
+            body = response.json()
+            figures.added += body["added"]
+            figures.known += body["known"]
+            figures.refused += body.get("refused", 0)
+            figures.judged.update(body.get("judged", {}))
+        figures.plain_seconds = _plain_groups(plain_memory, groups)
+    finally:
+        knowledge_bench.delete_household(BENCH_SLUG)
+        knowledge_bench.delete_household(f"{BENCH_SLUG}-plain")
+    return figures
+
+
+def conversations_posted(conversations: Sequence[Conversation]) -> ApiFigures:
+    """``POST /api/conversations/`` of every session, each reflected on (the offline reflection,
+    run here as its worker would) into a fresh memory: lines a second, post and reflection."""
+    from unittest import mock
+
+    from bench import knowledge as knowledge_bench
+    from memory import reflection
+    from memory.models import ReflectionRun
+
+    memory = _fresh_memory()
+    plain_memory = _fresh_memory(f"{BENCH_SLUG}-plain")
+    groups = [[line.text for line in lines] for c in conversations for _, lines in c.sessions]
+    try:
+        client = _client()
+        figures = ApiFigures(len(groups), sum(map(len, groups)), 0.0, 0.0)
+        asked: list[int] = []
+        with mock.patch.object(reflection, "send_on_commit", lambda _task, pk: asked.append(pk)):
+            for conversation in conversations:
+                for number, (_day, lines) in enumerate(conversation.sessions):
+                    messages = [{"speaker": line.speaker, "text": line.text} for line in lines]
+                    started = time.perf_counter()
+                    response = client.post(
+                        f"/api/conversations/?memory={memory.slug}",
+                        {
+                            "channel": "chat",
+                            "reference": f"{conversation.id}-{number}",
+                            "messages": messages,
+                        },
+                        content_type="application/json",
+                    )
+                    while asked:
+                        reflection.execute(asked.pop())
+                    figures.seconds += time.perf_counter() - started
+                    assert response.status_code in (200, 201), response.content
+        runs = ReflectionRun.objects.filter(memory=memory)
+        figures.added = sum(len(run.filed) for run in runs)
+        figures.plain_seconds = _plain_groups(plain_memory, groups)
+    finally:
+        knowledge_bench.delete_household(BENCH_SLUG)
+        knowledge_bench.delete_household(f"{BENCH_SLUG}-plain")
+    return figures
+
+
+def bulk_large() -> ApiFigures:
+    """One request of BULK_LARGE new household statements into a fresh memory."""
+    from bench import knowledge as knowledge_bench
+
+    memory = _fresh_memory()
+    plain_memory = _fresh_memory(f"{BENCH_SLUG}-plain")
+    texts = knowledge_bench.new_statements(BULK_LARGE, seed=13)
+    try:
+        client = _client()
+        started = time.perf_counter()
+        response = client.post(
+            f"/api/memory/add/bulk?memory={memory.slug}",
+            {"facts": texts},
+            content_type="application/json",
+        )
+        seconds = time.perf_counter() - started
+        assert response.status_code in (200, 201), response.content
+        body = response.json()
+        figures = ApiFigures(1, len(texts), seconds, _plain_groups(plain_memory, [texts]))
+        figures.added, figures.known = body["added"], body["known"]
+        figures.refused = body.get("refused", 0)
+        figures.judged.update(body.get("judged", {}))
+    finally:
+        knowledge_bench.delete_household(BENCH_SLUG)
+        knowledge_bench.delete_household(f"{BENCH_SLUG}-plain")
+    return figures
+
+
+def api_rows(conversations: Sequence[Conversation]) -> list[tuple[str, ApiFigures]]:
+    by_speaker = bulk_by_session_and_speaker(conversations)
+    large = bulk_large()
+    posted = conversations_posted(conversations)
+    return [
+        ("bulk adds, one request per session and speaker", by_speaker),
+        (f"bulk add, one request of {BULK_LARGE:,} household statements", large),
+        ("conversations posted, one request per session, reflected on", posted),
+    ]
+
+
+def api_table(rows: Sequence[tuple[str, ApiFigures]]) -> str:
+    lines = [
+        "| path | requests | statements | statements/s | plain insert/s | ratio to baseline |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, f in rows:
+        lines.append(
+            f"| {name} | {f.requests:,} | {f.statements:,} | {f.rate:,.0f} | "
+            f"{f.plain_rate:,.0f} | {f.plain_rate / f.rate:.1f}× slower |"
+        )
+    return "\n".join(lines)

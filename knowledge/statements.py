@@ -1069,8 +1069,10 @@ def _denied_before(old: _Parsed, new: _Parsed) -> str:
 _AUX_ANCHORS = _AUXILIARIES | {"isnt", "arent", "wasnt", "werent"}
 # What a statement says no longer holds: "not in the study", "from gitlab", "instead of tea".
 _LEFT_BEHIND = re.compile(
-    r"(?:(?:^|[,;]|\s-|\bbut)\s*(?:and\s+)?not|\bno longer|\bfrom|\binstead of|\brather than|"
+    r"(?:(?:^|[,;]|\s-|\bbut)\s*(?:and\s+)?not|\bno longer|\binstead of|\brather than|"
     r"\breplacing|\bin place of)\s+(?P<left>(?:[\w'-]+\s+){0,3}[\w'-]+)"
+    # "from gitlab to github": what it moved from ("borrowed from the neighbour" is no change)
+    r"|\bfrom\s+(?P<moved_from>(?:[\w'-]+\s+){0,3}?[\w'-]+)\s+(?:to|into|onto)\b"
 )
 
 
@@ -1078,7 +1080,7 @@ def _left_behind(new: _Parsed) -> frozenset[str]:
     """The words ``new`` says were left behind: after "not", "from", "instead of", …"""
     found: set[str] = set()
     for match in _LEFT_BEHIND.finditer(new.norm):
-        found |= _tokenise(match.group("left")).words
+        found |= _tokenise(match.group("left") or match.group("moved_from")).words
     return frozenset(found)
 
 
@@ -1169,6 +1171,13 @@ def _changed(old: _Parsed, new: _Parsed) -> tuple[Verdict, str] | None:
     if _moved_elsewhere(old, new) or (same_verb and not value <= new.words):
         return "conflict", f"may have changed: '{cues[0].cue}'"
     return None
+
+
+def says_a_change(text: str, speaker: str = "") -> bool:
+    """``text`` says that something changed ("slipped to", "handed over to", "moved to",
+    "no longer", "now", "not …"): the statements that may replace one already known."""
+    parsed = _parse(wording.canonical(normalise(text), speaker))
+    return not parsed.additive and bool(parsed.changes or _left_behind(parsed))
 
 
 def _news_of(old: _Parsed, new: _Parsed) -> bool:

@@ -32,8 +32,10 @@ class BulkSerializer(serializers.Serializer):
 @api_view(["POST"])
 @access.requires(Permission.TEACH)
 def add_many(request: Request, memory: Memory) -> Response:
-    """Add up to 5,000 statements at once, without the write gate's judgement of each (see
-    ``memory/bulk.py``): anyone who may teach this memory."""
+    """Add up to 5,000 statements at once: talk and questions are not added, a statement that
+    says something changed is judged against what is known, the rest are added without the
+    write gate's judgement of each (``memory/bulk.py`` says what is judged and why): anyone
+    who may teach this memory."""
     form = BulkSerializer(data=request.data)
     form.is_valid(raise_exception=True)
     data = form.validated_data
@@ -47,5 +49,12 @@ def add_many(request: Request, memory: Memory) -> Response:
         )
     except UnknownSubject as problem:
         return bad_request(str(problem))
-    body = {"added": added.added, "known": added.known, "detail": added.message}
+    body = {
+        "added": added.added,
+        "known": added.known,
+        "refused": added.refused,
+        "not_facts": added.not_facts,
+        "judged": added.judged,
+        "detail": added.message,
+    }
     return Response(body, status=status.HTTP_201_CREATED if added.added else status.HTTP_200_OK)

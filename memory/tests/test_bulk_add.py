@@ -82,6 +82,9 @@ def test_words_already_known_or_said_twice_in_the_request_are_counted_not_added_
     assert response.json() == {
         "added": 1,
         "known": 2,
+        "refused": 0,
+        "not_facts": {},
+        "judged": {},
         "detail": "Added 1 facts; 2 already known. They are recalled now; their vectors are "
         "computed in the background.",
     }
@@ -152,3 +155,49 @@ def test_what_a_bulk_add_wrote_travels_in_the_export(signed_in, home, quiet):
 
     assert len(exported["facts"]) == 3
     assert len(exported["observations"]) == 3
+
+
+def test_greetings_thanks_and_questions_in_a_bulk_add_are_not_added_and_are_counted(
+    signed_in, home, quiet
+):
+    response = _post(
+        signed_in,
+        [
+            "Hi! Great to see you, what's new?",
+            "Thanks, really appreciate the support!",
+            "Is the loft insulated?",
+            "Hi Jo! The spare keys hang by the back door.",
+        ],
+    )
+
+    body = response.json()
+    assert (body["added"], body["refused"]) == (1, 3)
+    assert body["not_facts"] == {"a greeting": 1, "thanks": 1, "a question": 1}
+    assert "3 were talk or questions, not facts" in body["detail"]
+    (fact,) = Fact.objects.for_memory(home)
+    assert fact.text == "The spare keys hang by the back door."
+
+
+def test_a_change_in_a_bulk_add_replaces_what_it_changes(signed_in, home, quiet):
+    _post(signed_in, ["The school fete is on 21 June.", "Nadia runs the allotment rota."])
+
+    body = _post(
+        signed_in,
+        ["The school fete slipped to 28 June.", "The shed roof leaks in heavy rain."],
+    ).json()
+
+    assert body["added"] == 2 and body["judged"] == {"contradiction": 1}
+    old = Fact.objects.get(text="The school fete is on 21 June.")
+    assert old.superseded_by.text == "The school fete slipped to 28 June."
+    assert not Fact.objects.live().filter(pk=old.pk).exists()
+
+
+def test_a_change_later_in_the_same_request_replaces_the_line_before_it(signed_in, home, quiet):
+    body = _post(
+        signed_in,
+        ["Nadia runs the allotment rota.", "Nadia handed the allotment rota over to Joe."],
+    ).json()
+
+    assert body["added"] == 2 and body["judged"] == {"contradiction": 1}
+    old = Fact.objects.get(text="Nadia runs the allotment rota.")
+    assert old.superseded_by is not None
