@@ -362,33 +362,50 @@ def dense_top(loaded: Loaded, vector: np.ndarray, k: int = 10) -> list[int]:
     return [int(loaded.fact_ids[i]) for i in order]
 
 
-def ask(loaded: Loaded, people: dict, *, keep_pools: bool = False) -> list[Asked]:
+def ask(
+    loaded: Loaded, people: dict, *, keep_pools: bool = False, baselines: list | None = None
+) -> list[Asked]:
+    """Each question asked of the block and the ask bar; ``baselines``: each question's
+    (BM25, dense) top-k when another load of the same facts already worked them out (they
+    know nothing of pages). ``keep_pools``: the candidates the block ranked, for ``fit``."""
     from memory import ask as ask_bar
 
     embedder = get_embedder()
     results = []
-    for question, answers in zip(loaded.labelled.questions, loaded.answers, strict=True):
+    kept: list = []
+    candidates = retrieval.candidates
+    by_text = {text: pk for pk, text in _texts(loaded).items()} if baselines else {}
+
+    def keeping(**kwargs):  # the candidates context() itself ranks, kept as it reads them
+        found = candidates(**kwargs)
+        kept.append(found)
+        return found
+
+    for index, (question, answers) in enumerate(
+        zip(loaded.labelled.questions, loaded.answers, strict=True)
+    ):
         reader = people.get(question.by, SYSTEM) if question.by else SYSTEM
-        block = retrieval.context(
-            memory=loaded.memory, question=question.text, reader=reader, token_budget=BUDGET
-        )
-        answered = ask_bar.answer(memory=loaded.memory, question=question.text, reader=reader)
-        vector = np.array(embed_question(embedder, question.text), dtype=np.float32)
-        pool = None
-        if keep_pools:
-            rows, asked, _ = retrieval.candidates(
-                memory=loaded.memory, question=question.text, reader=reader
+        kept.clear()
+        with mock.patch.object(retrieval, "candidates", keeping):
+            block = retrieval.context(
+                memory=loaded.memory, question=question.text, reader=reader, token_budget=BUDGET
             )
-            pool = (rows, asked)
+        answered = ask_bar.answer(memory=loaded.memory, question=question.text, reader=reader)
+        if baselines is not None:
+            bm25 = [by_text[text] for text in baselines[index][0]]
+            dense = [by_text[text] for text in baselines[index][1]]
+        else:
+            vector = np.array(embed_question(embedder, question.text), dtype=np.float32)
+            bm25, dense = bm25_top(loaded, question.text), dense_top(loaded, vector)
         results.append(
             Asked(
                 question,
                 answers,
                 block.ranked,
                 answered.facts[0].pk if answered.knows and answered.facts else None,
-                bm25_top(loaded, question.text),
-                dense_top(loaded, vector),
-                pool,
+                bm25,
+                dense,
+                (kept[0][0], kept[0][1]) if keep_pools and kept else None,
             )
         )
     return results
@@ -624,16 +641,29 @@ def run(*, keep_pools: bool = True) -> Run:
         # The ask bar as brain answers offline: a model's answer is the model's, not brain's.
         with override_settings(ANTHROPIC_API_KEY=""):
             for index, labelled in enumerate(sets):
+                baselines = None
                 for pages in (True, False):
                     loaded = load(labelled, index, pages=pages, vectors=vectors)
                     people = _people(labelled)
-                    results[(labelled.name, pages)] = ask(loaded, people, keep_pools=keep_pools)
+                    asked = ask(loaded, people, keep_pools=keep_pools, baselines=baselines)
+                    results[(labelled.name, pages)] = asked
+                    # The baselines know nothing of pages: the same ids in the other load.
+                    baselines = _same_facts(loaded, asked)
                     if labelled.kind == "household" and pages:
                         topics = study_topics(loaded)
     finally:
         unload()
     facts = {labelled.name: len(labelled.facts) for labelled in sets}
     return Run(sets, results, facts, topics, time.monotonic() - started, embedder.name)
+
+
+def _same_facts(loaded: Loaded, asked: list[Asked]) -> list:
+    """The baselines of ``asked`` as fact texts, read back as ids in the next load of the
+    same facts (texts are unique within a set)."""
+    texts = _texts(loaded)
+    return [
+        ([texts[pk] for pk in result.bm25], [texts[pk] for pk in result.dense]) for result in asked
+    ]
 
 
 def _all(run_: Run, pages: bool, *, kinds: Sequence[str] = (), split: str = "all") -> list[Asked]:

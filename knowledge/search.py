@@ -321,9 +321,9 @@ class Row:
     vector: np.ndarray | None
     lexemes: dict[str, int] = field(default_factory=dict)
     kind: str = ""
-    # The fact taught just before it in its memory, and how many seconds before (what a line
-    # said in a conversation replies to), whoever may read it; None for a memory's first.
-    previous: tuple[int, int] | None = None
+    # When it was taught, in whole seconds since 1970 (what a line said in a conversation
+    # replies to is the line taught just before it: ``retrieval._replies``).
+    taught: int = 0
 
 
 # A fact's row as both statements read it, after a tag, an id and two spare columns.
@@ -333,14 +333,10 @@ _ROW_SQL = """knowledge_fact.text, knowledge_fact.valence, knowledge_fact.confid
           WHERE link.fact_id = knowledge_fact.id),
     CASE WHEN knowledge_fact.embedder = %s THEN vector_send(knowledge_fact.embedding) END,
     knowledge_fact.search_vector::text, knowledge_fact.kind,
-    (SELECT ARRAY[before.id, floor(extract(epoch FROM knowledge_fact.created_at
-                                                  - before.created_at))::bigint]
-     FROM knowledge_fact before
-     WHERE before.memory_id = knowledge_fact.memory_id AND before.id < knowledge_fact.id
-     ORDER BY before.id DESC LIMIT 1)"""
+    floor(extract(epoch FROM knowledge_fact.created_at))::bigint"""
 _NO_ROW_SQL = (
     "NULL::text, NULL::varchar, NULL::float8, NULL::int, NULL::int, NULL::int, "
-    "NULL::bigint[], NULL::bytea, NULL::text, NULL::varchar, NULL::bigint[]"
+    "NULL::bigint[], NULL::bytea, NULL::text, NULL::varchar, NULL::bigint"
 )
 
 # One lexeme of a tsvector's text: 'word':1,5B (positions optional, quotes doubled inside).
@@ -366,7 +362,7 @@ def vector_of(raw) -> np.ndarray | None:
 
 def _row(pk: int, columns) -> Row:
     (text, valence, confidence, support, successes, failures, subject_ids, raw, words, kind,
-     previous) = columns  # fmt: skip
+     taught) = columns  # fmt: skip
     return Row(
         pk,
         text,
@@ -379,7 +375,7 @@ def _row(pk: int, columns) -> Row:
         vector_of(raw),
         lexemes_of(words),
         kind,
-        (previous[0], previous[1]) if previous else None,
+        taught,
     )
 
 

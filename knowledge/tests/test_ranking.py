@@ -185,7 +185,8 @@ def test_ties_go_to_the_newer_line_and_only_ties(home):
 
 
 def _row(pk: int, lexemes: dict, vector=None) -> search.Row:
-    return search.Row(pk, "", "fact", 0.6, 1, 0, 0, [], vector, lexemes)
+    """A line taught an hour after the one before it: no reply to it."""
+    return search.Row(pk, "", "fact", 0.6, 1, 0, 0, [], vector, lexemes, "note", pk * 3600)
 
 
 def _asked(terms: set[str], vector=None) -> retrieval.Asked:
@@ -235,3 +236,27 @@ def test_retrieve_reads_in_no_more_round_trips_than_context(home, django_assert_
     with django_assert_max_num_queries(3):  # the facts built from the rows it ranked
         found = retrieval.retrieve(memory=home, question=question, reader=SYSTEM)
     assert found[0].kind == Fact.objects.as_system("the test").get(pk=found[0].pk).kind
+
+
+def test_a_reply_carries_part_of_the_line_it_replies_to_and_only_a_reply():
+    question = np.zeros(384, dtype=np.float32)
+    question[0] = 1.0
+    asked = _asked({"dissertation"}, question)
+    elsewhere = np.zeros(384, dtype=np.float32)
+    elsewhere[1] = 1.0
+
+    def said(pk, words, at):
+        return search.Row(pk, "", "fact", 0.6, 1, 0, 0, [], elsewhere, words, "note", at)
+
+    asking = said(40, {"dissertation": 1}, 1_000)  # "What will your dissertation be on?"
+    reply = said(41, {"harbour": 1, "porpois": 1}, 1_030)  # the next turn, 30 s later
+    later = said(42, {"seal": 1}, 1_030 + retrieval.REPLY_WINDOW_S + 60)  # a reply to a reply
+    apart = said(44, {"kiln": 1}, 1_060)  # after a line that is not among the candidates
+
+    scored = {line.pk: line.relevance for line in retrieval.scored(
+        [asking, reply, later, apart], asked)}  # fmt: skip
+
+    assert scored[40] >= retrieval.ANSWER_FLOOR
+    assert scored[41] == pytest.approx(retrieval.REPLY_SHARE * scored[40])
+    assert scored[42] < retrieval.RELEVANCE_FLOOR
+    assert scored[44] < retrieval.RELEVANCE_FLOOR
