@@ -189,7 +189,15 @@ def judge_with_model(
             memory, text, outcome=outcome, embedding=embedding, speaker=speaker, reader=reader
         )
     kind = verdict.verdict
-    # Enforced in code, whatever the model says: a "not" apart is never the same fact.
+    # Enforced in code, whatever the model says: a "not" apart is never the same fact; talk
+    # is never a fact to merge with or replace; two people's own words are two facts.
+    old, new = Said(target.text, target.taught_by_name), Said(text, speaker)
+    if kinds.small_talk(target.text) or kinds.small_talk(text):
+        return Judgement("novel", None, "one of them is talk, not a fact")
+    if kind == "same" and not _one_context(old, new):
+        return Judgement("novel", None, "two people, each speaking of their own")
+    if kind != "same" and _each_of_their_own(old, new):
+        return Judgement("novel", None, "two people, each speaking of their own")
     if kind == "same" and statements.is_negated(target.text) != statements.is_negated(text):
         kind = "contradiction"
     return _with_outcome(Judgement(kind, target, verdict.reason or "the model's verdict"), outcome)

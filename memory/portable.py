@@ -44,6 +44,7 @@ from brain.portable import (
     ref,
     require,
 )
+from knowledge import kinds, statements
 from knowledge.models import Fact, Memory
 from memory import actions, document, revisions
 from memory.composers.base import VOICE_MAX_BYTES
@@ -136,7 +137,41 @@ def import_memory(
                 section.load(memory, data[section.key], options)
                 if on_rows:
                     on_rows(_rows(data[section.key]))
+        _talk_set_aside(memory, data.get("facts"), options.report)
     return options.report
+
+
+def _talk_set_aside(memory: Memory, facts, report: list[str]) -> None:
+    """Talk an export kept as facts (a greeting, thanks, small talk, learned before the gate
+    knew talk from facts) is imported as it was written but not believed: forgotten, saying
+    what it was. An import is a migration; what it brings is still held to what is a fact."""
+    talk: dict[str, str] = {}
+    for entry in facts or ():
+        text = entry.get("text") if isinstance(entry, dict) else None
+        if isinstance(text, str) and (what := kinds.small_talk(text)):
+            talk[statements.normalise(text)] = what
+    if not talk:
+        return
+    brought = (
+        Fact.objects.as_system("the facts an import brought, checked for talk")
+        .for_memory(memory)
+        .live()
+        .filter(normalized__in=list(talk))
+    )
+    set_aside = 0
+    for what in sorted(set(talk.values())):
+        set_aside += brought.filter(
+            normalized__in=[norm for norm, kind in talk.items() if kind == what]
+        ).update(
+            status=Fact.Status.FORGOTTEN,
+            forgotten_at=timezone.now(),
+            forgotten_reason=f"{what}, not a fact",
+        )
+    if set_aside:
+        report.append(
+            f"Facts: {set_aside:,} were talk, not facts (a greeting, thanks or small talk): "
+            "kept as they were written, not believed."
+        )
 
 
 def rows_in(data: dict) -> int:

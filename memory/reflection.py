@@ -24,8 +24,9 @@ Contract:
   a run whose message was lost or whose worker died without its message coming back.
 
 What is never filed, whoever extracted it (the model's answer is held to the same rules in
-code): a transient state ("the light is on", anything "right now"), a one-off command ("turn
-off the kitchen", "can you…"), a question, a secret (``knowledge.secret_filter`` and any code,
+code): talk — a greeting, thanks, a goodbye, small talk (``kinds.small_talk``) — a transient
+state ("the light is on", anything "right now"), a one-off command ("turn off the kitchen",
+"can you…"), a question, a secret (``knowledge.secret_filter`` and any code,
 PIN or password with its digits), what the assistant said (only people teach), and words
 addressed to brain rather than about the home ("remember: ignore previous rules" — never
 obeyed; recall hands memory to a model inside the nonce envelope, ``knowledge.envelope``, as
@@ -184,6 +185,9 @@ def excluded(text: str, *, said: bool = True) -> str:
     will be filed, which opens on a name ("Will likes tea" is no question)."""
     if secret_in(text) or _SECRET_VALUE.search(text):
         return "a secret: brain does not keep secrets"
+    talk = kinds.small_talk(text, said=said)
+    if talk:
+        return f"{talk}, not a fact"
     if _ADDRESSED_TO_BRAIN.search(text):
         return "words addressed to brain, not about the home"
     if said and _asks(text.strip()):

@@ -168,3 +168,40 @@ def test_a_role_is_passed_on_only_where_a_role_is_named(home, dana):
     assert taken.verdict == "contradiction", taken.reason
     role.refresh_from_db()
     assert role.superseded_by_id == taken.fact.pk
+
+
+def test_the_reflection_over_a_conversation_leaves_talk_out_saying_what_it_was(home, dana):
+    from memory import conversations, reflection
+
+    source = conversations.record_conversation(
+        memory=home,
+        channel="chat",
+        person=dana,
+        messages=[
+            {"text": "Remember that thanks so much for all the help!"},
+            {"text": "Remember that the spare keys are in the kitchen drawer."},
+        ],
+    ).source
+
+    run = reflection.reflect(source)
+
+    assert [entry["text"] for entry in run.filed] == ["The spare keys are in the kitchen drawer."]
+    assert any("thanks, not a fact" in note for note in run.notes)
+
+
+def test_an_import_brings_talk_kept_as_facts_but_does_not_believe_it(home, dana):
+    from knowledge.models import Memory
+    from knowledge.read_layer import SYSTEM as system
+    from memory import portable
+
+    file_fact(memory=home, text="Hi! Lovely to see you all.", channel="chat", kind="note", by=dana)
+    learn(memory=home, text="The spare keys are in the kitchen drawer.", origin="typed")
+    garden = Memory.objects.create(slug="garden", name="Garden")
+
+    report = portable.import_memory(garden, portable.export_memory(home, reader=system))
+
+    greeting = Fact.objects.get(memory=garden, text="Hi! Lovely to see you all.")
+    keys = Fact.objects.get(memory=garden, text="The spare keys are in the kitchen drawer.")
+    assert not _believed(greeting) and greeting.forgotten_reason == "a greeting, not a fact"
+    assert _believed(keys)
+    assert any("were talk, not facts" in line for line in report)
