@@ -739,3 +739,32 @@ def api_table(rows: Sequence[tuple[str, ApiFigures]]) -> str:
             f"{f.plain_rate:,.0f} | {f.plain_rate / f.rate:.1f}× slower |"
         )
     return "\n".join(lines)
+
+
+def conversations_through_the_api() -> str:
+    """The docs/BENCHMARKS.md section: the set through the API, beside a plain insert."""
+    conversations = load()
+    load_before = os.getloadavg()[0]
+    rows = api_rows(conversations)
+    by_speaker, large, posted = (figures for _, figures in rows)
+    judged = ", ".join(f"{verdict} {n}" for verdict, n in sorted(by_speaker.judged.items()))
+    per_request = by_speaker.seconds / by_speaker.requests * 1000
+    return (
+        "## Conversations and bulk adds through the API\n\n"
+        "The same conversations sent over HTTP (Django's test client, signed in): as "
+        "`POST /api/memory/add/bulk`, one request per session and speaker (the lines each "
+        "person said in a session, as a program holding transcripts would send them); one "
+        f"`POST /api/memory/add/bulk` of {BULK_LARGE:,} new household statements (a program's "
+        "list); and as `POST /api/conversations/`, one request per session, each reflected on "
+        "by the offline reflection as its worker would (the time counts both). Each into a "
+        "fresh memory. Baseline: plain `bulk_create` of the same rows, a request's worth at a "
+        "time, in the same run.\n\n"
+        f"{api_table(rows)}\n\n"
+        f"Per session and speaker: {by_speaker.added} added, {by_speaker.known} already known, "
+        f"{by_speaker.refused} talk or questions not added; those that said a change were "
+        f"judged ({judged or 'none'}); {per_request:.0f} ms a request of "
+        f"{by_speaker.statements / by_speaker.requests:.1f} lines on average. One request of "
+        f"{BULK_LARGE:,}: {large.added:,} added. Posted conversations: "
+        f"{posted.added} statements filed by their reflections.\n\n"
+        f"{_load_note(load_before)}\n"
+    )

@@ -477,14 +477,91 @@ def misses_text(misses: Sequence[Judged]) -> str:
     return "\n".join(lines)
 
 
+#: The cases from conversation, where "same" across two people or between talk and a fact
+#: loses a statement.
+CONVERSATIONAL = (
+    "greeting",
+    "thanks",
+    "two_speakers",
+    "change_of_value",
+    "change_of_owner",
+    "change_of_date",
+    "change_of_place",
+    "change_of_state",
+    "conversation_restatement",
+)
+THRESHOLDS = (0.70, 0.75, 0.78, 0.80, 0.82, 0.85, 0.88, 0.90)
+
+
+@dataclass(frozen=True)
+class ThresholdRow:
+    threshold: float
+    all: Figures
+    conversation: Figures
+    wrong_merges: int  # conversational pairs not labelled same, judged same
+
+
+def threshold_sweep(pairs: Sequence[Pair], *, embedder: Embedder) -> list[ThresholdRow]:
+    """Every pair judged again at each of THRESHOLDS for ``gate.SAME_MEANING`` (meaning's
+    say in "same"), the conversational pairs apart: what the threshold trades."""
+    from knowledge import gate
+
+    kept = gate.SAME_MEANING
+    rows = []
+    try:
+        for threshold in THRESHOLDS:
+            gate.SAME_MEANING = threshold
+            report = evaluate(pairs, embedder=embedder)
+            spoken = [j for j in report.judged if j.pair.case in CONVERSATIONAL]
+            wrong = sum(j.verdict == "same" and j.pair.label != "same" for j in spoken)
+            rows.append(ThresholdRow(threshold, report.figures("all"), Figures.of(spoken), wrong))
+    finally:
+        gate.SAME_MEANING = kept
+    return rows
+
+
+def sweep_table(rows: Sequence[ThresholdRow], current: float) -> str:
+    lines = [
+        "| SAME_MEANING | same precision / recall, all pairs | accuracy, all | "
+        "same precision / recall, from conversation | conversational pairs merged wrongly |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        mark = " (in use)" if abs(row.threshold - current) < 1e-9 else ""
+        lines.append(
+            f"| {row.threshold:.2f}{mark} | {_ratio(row.all.precision['same'])} / "
+            f"{_ratio(row.all.recall['same'])} | {_ratio(row.all.accuracy)} | "
+            f"{_ratio(row.conversation.precision['same'])} / "
+            f"{_ratio(row.conversation.recall['same'])} | {row.wrong_merges} |"
+        )
+    return "\n".join(lines)
+
+
 def gate_quality() -> str:
-    """The docs/BENCHMARKS.md section: every pair judged with the MiniLM and the hash embedder."""
+    """The docs/BENCHMARKS.md section: every pair judged with the MiniLM and the hash embedder,
+    and the meaning threshold swept with MiniLM."""
+    from knowledge import gate
+
     pairs = load_pairs()
     reports = []
+    sweep: list[ThresholdRow] = []
     for choice in EMBEDDERS:
         with using_embedder(choice) as embedder:
             reports.append(evaluate(pairs, embedder=embedder))
-    return gate_quality_markdown(pairs, reports)
+            if choice == "minilm":
+                sweep = threshold_sweep(pairs, embedder=embedder)
+    text = gate_quality_markdown(pairs, reports)
+    if sweep:
+        conversational = sum(pair.case in CONVERSATIONAL for pair in pairs)
+        text += (
+            "\nThe meaning threshold (`gate.SAME_MEANING`: the cosine above which two statements "
+            "nothing in their words tells apart are the same), swept with "
+            f"`{reports[0].embedder}` over every pair and over the {conversational} from "
+            "conversation (greetings, thanks, two speakers, changes, restatements): a merge "
+            "there joins a greeting to news, two people's statements, or a change to what it "
+            "changed.\n\n" + sweep_table(sweep, gate.SAME_MEANING) + "\n"
+        )
+    return text
 
 
 def gate_quality_markdown(pairs: Sequence[Pair], reports: Sequence[Report]) -> str:

@@ -387,6 +387,9 @@ BRAIN_BENCHMARKS = [
     "bench.memory.import_rate",
     "bench.memory.bulk_adds",
     "bench.gate_quality.gate_quality",
+    # Conversations taught through learn, and through the API (bulk adds, posted, reflected).
+    "bench.conversations.conversations_through_learn",
+    "bench.conversations.conversations_through_the_api",
     # A model call through a worker program against the same stub model asked directly.
     "bench.workers.worker_round_trip",
     # The read rules (labels and roles) at 100k facts (BRAIN_BENCH_RULE_FACTS).
