@@ -21,7 +21,7 @@ handler500 = "brain.views.server_error"
 @login_not_required
 def favicon(request: HttpRequest) -> HttpResponse:
     """What a browser asks for on a page that names no icon (JSON, the API's pages)."""
-    return redirect(static("img/brain.svg"), permanent=True)
+    return redirect(static("img/brain.svg"))
 
 
 urlpatterns = [

@@ -46,7 +46,7 @@ def test_pages_where_a_person_would_type_it_leads_to_the_pages(signed_in, home):
 def test_the_icon_is_found_where_a_browser_looks_for_it(client):
     answer = client.get("/favicon.ico")
 
-    assert answer.status_code == 301 and answer["Location"].endswith("img/brain.svg")
+    assert answer.status_code == 302 and answer["Location"].endswith("img/brain.svg")
 
 
 def test_a_phone_has_a_menu_with_every_tab_and_who_is_signed_in(signed_in, admin_user):

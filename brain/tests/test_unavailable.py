@@ -176,7 +176,7 @@ def test_any_other_error_is_a_plain_500_page_or_json_without_a_traceback(browser
 
 
 def test_a_missing_page_is_a_plain_404_in_brains_look(browser):
-    response = browser.get("/pages/")
+    response = browser.get("/no-such-page/")
 
     body = response.content.decode()
     assert response.status_code == 404
