@@ -1,8 +1,20 @@
+from dataclasses import dataclass
+
 from django.conf import settings
 from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
 from django.utils.module_loading import import_string
 from django_htmx.middleware import HtmxDetails
+
+
+@dataclass
+class Tab:
+    label: str
+    url: str
+    badge: int
+    staff_only: bool
+    operator: bool  # Settings, Admin: offered apart from the household's tabs
+    current: bool = False
 
 
 def navigation(request: HttpRequest) -> dict:
@@ -22,28 +34,26 @@ def navigation(request: HttpRequest) -> dict:
     if htmx and not htmx.boosted:
         # A fragment has no header: spare the polling banners the badge's counting.
         return {"navigation": []}
-    tabs = []
-    for label, url_name, staff_only, badge, *place in settings.BRAIN_NAVIGATION:
+    tabs: list[Tab] = []
+    for entry in settings.BRAIN_NAVIGATION:
+        label, url_name, staff_only, badge = (
+            str(entry[0]),
+            str(entry[1]),
+            bool(entry[2]),
+            entry[3],
+        )
         if staff_only and not request.user.is_staff:
             continue
         try:
             url = reverse(url_name)
         except NoReverseMatch:
             continue
-        count = import_string(badge)(request) if badge else 0
-        tabs.append(
-            {
-                "label": label,
-                "url": url,
-                "current": False,
-                "badge": count,
-                "staff_only": staff_only,
-                "operator": place == ["operator"],
-            }
-        )
-    matching = [tab for tab in tabs if _under(request.path, tab["url"])]
+        count = import_string(str(badge))(request) if badge else 0
+        operator = len(entry) > 4 and entry[4] == "operator"
+        tabs.append(Tab(label, url, count, staff_only, operator))
+    matching = [tab for tab in tabs if _under(request.path, tab.url)]
     if matching:
-        max(matching, key=lambda tab: len(tab["url"]))["current"] = True
+        max(matching, key=lambda tab: len(tab.url)).current = True
     return {"navigation": tabs}
 
 
