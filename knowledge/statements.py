@@ -1076,6 +1076,11 @@ _LEFT_BEHIND = re.compile(
 )
 
 
+def _denied(parsed: _Parsed) -> frozenset[str]:
+    """The words of a statement's negated clauses."""
+    return frozenset().union(*(c.words for c in parsed.clauses if c.negation))
+
+
 def _left_behind(new: _Parsed) -> frozenset[str]:
     """The words ``new`` says were left behind: after "not", "from", "instead of", …"""
     found: set[str] = set()
@@ -1104,7 +1109,8 @@ def _changed(old: _Parsed, new: _Parsed) -> tuple[Verdict, str] | None:
         # Nothing named before the verb ("we moved into a flat on clarence street"): only
         # "not …" of what it said, by a statement that names nothing either, replaces it.
         left = _left_behind(new)
-        gone = frozenset(word for word in old.words & left if len(word) > 2)
+        asserted = old.words - _left_behind(old) - _denied(old)
+        gone = frozenset(word for word in asserted & left if len(word) > 2)
         if new.subject is None and gone and not gone & (new.words - left):
             return "contradiction", f"no longer {_quote(sorted(gone), old.surface, 2)}"
         return None
@@ -1113,7 +1119,9 @@ def _changed(old: _Parsed, new: _Parsed) -> tuple[Verdict, str] | None:
     same_subject = new.subject is not None and _same_subject(old, new)
     # "the conference moved" is of what "zoe is going to lisbon for a conference" holds
     its_thing = bool(new.subject and not new.named and new.subject <= value)
-    gone = frozenset(word for word in value & _left_behind(new) if len(word) > 2)
+    # What the old one asserted and the new one leaves behind (not what both deny).
+    asserted = value - _left_behind(old) - _denied(old)
+    gone = frozenset(word for word in asserted & _left_behind(new) if len(word) > 2)
     if (same_subject or its_thing) and gone and not gone & (new.words - _left_behind(new)):
         # "the mot is due in may, not april": the old value said to be gone, no cue needed
         return "contradiction", f"no longer {_quote(sorted(gone), old.surface, 2)}"

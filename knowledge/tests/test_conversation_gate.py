@@ -205,3 +205,12 @@ def test_an_import_brings_talk_kept_as_facts_but_does_not_believe_it(home, dana)
     assert not _believed(greeting) and greeting.forgotten_reason == "a greeting, not a fact"
     assert _believed(keys)
     assert any("were talk, not facts" in line for line in report)
+
+
+def test_two_lines_that_deny_the_same_holder_of_two_things_do_not_replace_each_other():
+    relation = relate(
+        Said("The framework contract is now owned by Marta, not Luca."),
+        Said("The quarterly forecast is now owned by Marta, not Luca."),
+    )
+
+    assert relation.verdict not in ("contradiction", "refinement", "same"), relation.reason
