@@ -9,7 +9,8 @@ household: one page load a tab and a size, several things checked on each.
 - every button looks like a button (a border or a face of its own), ✕ aside;
 - a household member's pages say no internal name: no check id, event name, task name, setting
   name, make command or confidence as a number;
-- the numbers agree: House, the brief, the chart, the Findings tab and its badge, and the API.
+- the numbers agree: House, the brief, the chart, the Findings tab and its badge, the Knowledge
+  tab and the API, and every number on House is the one the page it links to shows.
 """
 
 from __future__ import annotations
@@ -145,13 +146,23 @@ def _the_phone_has_a_menu_and_a_readable_chart(page, seen: dict, username: str) 
 
 
 def _the_numbers_agree(page) -> None:
-    """House, the brief, the chart, the Findings tab, its badge and the API, on the desk."""
+    """House, the brief, the chart, the Findings tab, its badge, the Knowledge tab and the API,
+    on the desk; every number on House is the one the page it links to shows."""
+    expect(page.locator("#brief")).to_contain_text("brain learned")
+    recent = page.locator("#recently-learned li")
+    expect(recent).to_have_count(6)
+    expect(recent.first).to_contain_text("taught by tom")
     known, week, waiting = (_number(page, name) for name in ("known", "week", "waiting"))
+    assert known > 150 and waiting > 0
     deciding = _number(page, "waiting-on-you")
+    findings, guesses = _number(page, "findings"), _number(page, "guesses")
+    assert findings + guesses == deciding and guesses > 0
     brief = page.locator("#brief").inner_text()
     said_waiting = re.search(r"(\d+) lines? waits? to be filed", brief)
     assert said_waiting and int(said_waiting.group(1)) == waiting, brief
-    expect(page.locator("#weeks svg rect.bar.learned")).to_have_count(13)
+    bars = page.locator("#weeks svg rect.bar.learned")
+    expect(bars).to_have_count(13)
+    assert any(float(bar.get_attribute("height")) > 0 for bar in bars.all())
     # The weeks' table, newest first: this week is House's "learned this week".
     weeks = [
         [int(cell) for cell in row[1:]]
@@ -164,14 +175,29 @@ def _the_numbers_agree(page) -> None:
     assert _number(page, "raised-weeks") == sum(raised for _, raised in weeks)
     sensors = page.request.get("/api/status/").json()
     assert sensors["memory_facts_learned"]["state"] == known
-    guesses = len(sensors["memory_waiting_on_you"]["attributes"]["guesses"])
-    assert sensors["findings_open_findings"]["state"] + guesses == deciding
+    said_guesses = len(sensors["memory_waiting_on_you"]["attributes"]["guesses"])
+    assert (sensors["findings_open_findings"]["state"], said_guesses) == (findings, guesses)
     expect(page.locator("#badge-findings")).to_have_text(str(deciding))
 
-    page.goto("/findings/")
-    expect(page.locator("[data-waiting-count]")).to_have_text(str(deciding))
-    expect(page.locator("li[data-kind]")).to_have_count(deciding)
-    page.goto("/knowledge/")
+    _follow(page, "known")
+    assert page.url.endswith("/knowledge/#facts-card")
     expect(page.locator("[data-measure=known] .value")).to_have_text(f"{known:,}")
+    page.goto("/")
+    _follow(page, "week")
+    expect(page.locator("[data-measure=week] .value")).to_have_text(str(week))
+    page.goto("/")
+    _follow(page, "waiting")
     expect(page.locator("[data-measure=waiting] .value")).to_have_text(str(waiting))
     expect(page.locator("[data-waiting-count]")).to_have_text(str(waiting))
+    expect(page.locator("#waiting li[id^=item-]")).to_have_count(waiting)
+    page.goto("/")
+    _follow(page, "waiting-on-you")
+    expect(page.locator("[data-waiting-count]").first).to_have_text(str(deciding))
+    expect(page.locator("li[data-kind=finding]")).to_have_count(findings)
+    expect(page.locator("li[data-kind=guess]")).to_have_count(guesses)
+    expect(page.locator("#badge-findings")).to_have_text(str(deciding))
+
+
+def _follow(page, name: str) -> None:
+    page.locator(f'[data-number="{name}"]').click()
+    page.wait_for_load_state()
