@@ -24,7 +24,9 @@ def resolve(memory: Memory, references: list) -> list[Subject]:
     Raises UnknownSubject naming the first reference that matches nothing.
     """
     found: list[Subject] = []
-    subjects = Subject.objects.for_memory(memory)
+    subjects = Subject.objects.as_system(
+        "what the memory's subjects are called, to find them in words"
+    ).for_memory(memory)
     for reference in references:
         if isinstance(reference, Subject) and reference.memory_id == memory.pk:
             subject = reference  # already resolved: itself, not another subject of its name
@@ -98,7 +100,12 @@ def mentions(memory: Memory) -> Callable[[str], list[Subject]]:
     instances for every statement taught, were most of this call's time)."""
     rows = {
         row[_LABELS[0]]: row
-        for row in Subject.objects.for_memory(memory).order_by("pk").values_list(*_SUBJECT_FIELDS)
+        for row in Subject.objects.as_system(
+            "what the memory's subjects are called, to find them in words"
+        )
+        .for_memory(memory)
+        .order_by("pk")
+        .values_list(*_SUBJECT_FIELDS)
     }
     labelled = [tuple(row[index] for index in _LABELS) for row in rows.values()]
     made: dict[int, Subject] = {}
@@ -148,7 +155,12 @@ def person_of(memory: Memory, user) -> Subject | None:
     their page's facts — their own preferences — as if they had named themselves."""
     if user is None:
         return None
-    people = Subject.objects.for_memory(memory).filter(kind=Subject.Kind.PERSON).order_by("pk")
+    people = (
+        Subject.objects.as_system("what the memory's subjects are called, to find them in words")
+        .for_memory(memory)
+        .filter(kind=Subject.Kind.PERSON)
+        .order_by("pk")
+    )
     rows = people.values_list("pk", "kind", "name", "aliases", "entity_id")
     pk = _page_of(list(rows), user)
     return people.get(pk=pk) if pk is not None else None
@@ -198,10 +210,16 @@ def person_named(memory: Memory, name: str, *, user=None) -> Subject:
     made if the memory has none yet: what a person says about themselves is about them."""
     found = person_of(memory, user) if user is not None else None
     if found is None:
-        people = Subject.objects.for_memory(memory).filter(kind=Subject.Kind.PERSON)
+        people = (
+            Subject.objects.as_system(
+                "what the memory's subjects are called, to find them in words"
+            )
+            .for_memory(memory)
+            .filter(kind=Subject.Kind.PERSON)
+        )
         found = people.named(name).order_by("pk").first()
     if found is None:
-        found, _ = Subject.objects.get_or_create(
-            memory=memory, kind=Subject.Kind.PERSON, name=name[:200]
-        )
+        found, _ = Subject.objects.as_system(
+            "what the memory's subjects are called, to find them in words"
+        ).get_or_create(memory=memory, kind=Subject.Kind.PERSON, name=name[:200])
     return found
