@@ -85,9 +85,7 @@ def _rows_above(subject: Subject) -> list[tuple[models.ForeignKey, list[int]]]:
         if relation.many_to_many or field.model._meta.app_label == "knowledge":
             continue
         pks = list(
-            field.model._base_manager.filter(**{field.name: subject}).values_list(
-                "pk", flat=True
-            )
+            field.model._base_manager.filter(**{field.name: subject}).values_list("pk", flat=True)
         )
         if pks:
             found.append((field, pks))

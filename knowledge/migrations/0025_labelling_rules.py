@@ -6,27 +6,91 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('knowledge', '0024_denser_vector_graph'),
+        ("knowledge", "0024_denser_vector_graph"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='LabellingRule',
+            name="LabellingRule",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(help_text='What the rule is for, in a few words.', max_length=120)),
-                ('sender', models.CharField(blank=True, help_text="Who added the source (a username), or an email's From address or name; any sender when empty.", max_length=254)),
-                ('channel', models.CharField(blank=True, choices=[('conversation', 'Conversation'), ('typed', 'Typed'), ('terminal', 'Terminal'), ('api', 'Api'), ('insight', 'Insight'), ('study', 'Study'), ('import', 'Import'), ('note', 'Note'), ('document', 'Document'), ('email', 'Email')], help_text='Sources of this kind only; any kind when empty.', max_length=12)),
-                ('title_words', models.CharField(blank=True, help_text='Words its title must hold, all of them (any case); any title when empty.', max_length=200)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('labels', models.ManyToManyField(help_text='Labels it sets.', related_name='rules', to='knowledge.label')),
-                ('memory', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='labelling_rules', to='knowledge.memory')),
-                ('page', models.ForeignKey(blank=True, help_text='Sources that name this page; any when empty.', null=True, on_delete=django.db.models.deletion.CASCADE, related_name='labelling_rules', to='knowledge.subject')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "name",
+                    models.CharField(
+                        help_text="What the rule is for, in a few words.", max_length=120
+                    ),
+                ),
+                (
+                    "sender",
+                    models.CharField(
+                        blank=True,
+                        help_text="Who added the source (a username), or an email's From address or name; any sender when empty.",
+                        max_length=254,
+                    ),
+                ),
+                (
+                    "channel",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("conversation", "Conversation"),
+                            ("typed", "Typed"),
+                            ("terminal", "Terminal"),
+                            ("api", "Api"),
+                            ("insight", "Insight"),
+                            ("study", "Study"),
+                            ("import", "Import"),
+                            ("note", "Note"),
+                            ("document", "Document"),
+                            ("email", "Email"),
+                        ],
+                        help_text="Sources of this kind only; any kind when empty.",
+                        max_length=12,
+                    ),
+                ),
+                (
+                    "title_words",
+                    models.CharField(
+                        blank=True,
+                        help_text="Words its title must hold, all of them (any case); any title when empty.",
+                        max_length=200,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "labels",
+                    models.ManyToManyField(
+                        help_text="Labels it sets.", related_name="rules", to="knowledge.label"
+                    ),
+                ),
+                (
+                    "memory",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="labelling_rules",
+                        to="knowledge.memory",
+                    ),
+                ),
+                (
+                    "page",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Sources that name this page; any when empty.",
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="labelling_rules",
+                        to="knowledge.subject",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
     ]

@@ -5,15 +5,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0008_change_log_curation'),
+        ("memory", "0008_change_log_curation"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='studysession',
-            name='read_facts',
-            field=django.contrib.postgres.fields.ArrayField(base_field=models.BigIntegerField(), blank=True, default=list, help_text='The facts it read: its report is read by those who may read all of them.'),
+            model_name="studysession",
+            name="read_facts",
+            field=django.contrib.postgres.fields.ArrayField(
+                base_field=models.BigIntegerField(),
+                blank=True,
+                default=list,
+                help_text="The facts it read: its report is read by those who may read all of them.",
+            ),
         ),
     ]
