@@ -85,9 +85,12 @@ demo: $(VENV)/.runtime
 # make bench: every benchmark, rewriting docs/BENCHMARKS.md (under 10 minutes).
 # make bench SIZES=1m: recall at scale at those sizes alone (1M: under 40 minutes), its section
 # put into docs/BENCHMARKS.md in place of the last one.
+# make bench ONLY="gate_quality conversations": those benchmarks alone, their sections replaced.
 bench: $(VENV)/.runtime
 ifdef SIZES
 	BRAIN_BENCH_SIZES=$(SIZES) $(PY) manage.py shell -c "from bench.knowledge import main; main()"
+else ifdef ONLY
+	$(PY) manage.py bench --only $(ONLY)
 else
 	$(PY) manage.py bench
 endif

@@ -59,3 +59,33 @@ def test_a_section_of_an_earlier_run_can_be_carried_over_though_the_file_is_rewr
     written = output.read_text()
     assert "It measured 3 ms." in written
     assert "1M: measured on its own, 50 min." in written
+
+
+def measures_again() -> str:
+    return "## Fine\n\nIt measured 2 ms.\n\n## New\n\nA first figure.\n"
+
+
+def test_only_some_benchmarks_replace_their_own_sections_and_keep_every_other(settings, tmp_path):
+    settings.BRAIN_BENCHMARKS = [f"{__name__}.breaks", f"{__name__}.measures_again"]
+    output = tmp_path / "BENCHMARKS.md"
+    output.write_text(
+        "# Benchmarks\n\n## Before\n\nKept.\n\n## Fine\n\nIt measured 3 ms.\n\n"
+        "## After\n\nKept too.\n"
+    )
+
+    call_command("bench", output=str(output), only=["measures"], stdout=io.StringIO())
+
+    written = output.read_text()
+    assert "It measured 2 ms." in written and "3 ms" not in written
+    assert written.index("## Before") < written.index("## Fine") < written.index("## After")
+    assert written.index("## After") < written.index("## New")
+    assert "Kept." in written and "Kept too." in written and "A first figure." in written
+    assert written.count("on its own, with `make bench ONLY=") == 2
+    assert "could not be loaded" not in written
+
+
+def test_only_a_word_no_benchmark_holds_is_refused_naming_them(settings, tmp_path):
+    settings.BRAIN_BENCHMARKS = [f"{__name__}.measures_fine"]
+
+    with pytest.raises(CommandError, match="measures_fine"):
+        call_command("bench", output=str(tmp_path / "B.md"), only=["gait"], stdout=io.StringIO())

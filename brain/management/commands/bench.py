@@ -3,11 +3,15 @@
 Each entry of settings.BRAIN_BENCHMARKS is a dotted path to a function taking no arguments and
 returning a markdown section (a heading, a table, a sentence on what the ratio means). Every
 figure is compared with a baseline measured in the same run, so the machine's speed cancels.
+`make bench ONLY="gate_quality conversations"` runs the benchmarks whose paths hold those words
+and puts their sections in place of the ones of the same heading, keeping every other section
+of the file as it was, each replaced one saying when it was measured on its own.
 """
 
 import logging
 import os
 import platform
+import re
 import sys
 import tempfile
 import time
@@ -47,8 +51,18 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--output", default=str(settings.BASE_DIR / "docs" / "BENCHMARKS.md"))
+        parser.add_argument(
+            "--only",
+            nargs="+",
+            default=[],
+            metavar="WORD",
+            help="run only the benchmarks whose dotted path holds one of these words, and "
+            "replace their sections in the file, keeping the others",
+        )
 
-    def handle(self, *args, output: str, **options) -> None:
+    def handle(self, *args, output: str, only: list[str], **options) -> None:
+        if only:
+            return self._only(output, only)
         started = time.monotonic()
         sections: list[str] = []
         failed: list[str] = []
@@ -76,6 +90,28 @@ class Command(BaseCommand):
         if failed:
             raise CommandError(f"these benchmarks failed (their sections say why): {failed}")
 
+    def _only(self, output: str, words: list[str]) -> None:
+        paths = [path for path in settings.BRAIN_BENCHMARKS if any(w in path for w in words)]
+        if not paths:
+            raise CommandError(
+                f"no benchmark's path holds {', '.join(words)}: "
+                f"they are {', '.join(settings.BRAIN_BENCHMARKS)}"
+            )
+        started = time.monotonic()
+        failed: list[str] = []
+        for path in paths:
+            sections: list[str] = []
+            self._run(path, sections, failed)
+            stamp = (
+                f"Measured {timezone.now():%Y-%m-%d %H:%M} UTC on its own, with "
+                f'`make bench ONLY="{path}"`, on: {machine()}.\n'
+            )
+            text = Path(output).read_text() if Path(output).exists() else "# Benchmarks\n"
+            Path(output).write_text(replaced(text, sections[0], stamp))
+        self.stdout.write(f"wrote {output} in {time.monotonic() - started:.0f} s")
+        if failed:
+            raise CommandError(f"these benchmarks failed (their sections say why): {failed}")
+
     def _run(self, path: str, sections: list[str], failed: list[str]) -> None:
         self.stdout.write(f"running {path} …")
         began = time.monotonic()
@@ -86,3 +122,26 @@ class Command(BaseCommand):
             failed.append(path)
             sections.append(f"## {path}\n\nFailed in this run: {error}\n")
         self.stdout.write(f"  {time.monotonic() - began:.0f} s")
+
+
+_HEADING = re.compile(r"^## .*$", re.MULTILINE)
+
+
+def replaced(text: str, new: str, stamp: str) -> str:
+    """``text`` with each of ``new``'s sections (``## heading`` to the next) in place of the one
+    of the same heading, or after the last section; a section a benchmark carries over whole
+    (the 1M figures) is left where it is."""
+    for section in _sections(new):
+        heading, _, body = section.partition("\n")
+        section = f"{heading}\n\n{stamp}{body.lstrip(chr(10))}".rstrip("\n") + "\n"
+        old = next((s for s in _sections(text) if s.partition("\n")[0] == heading), None)
+        if old is not None:
+            text = text.replace(old, section + ("\n" if old.endswith("\n\n") else ""), 1)
+        else:
+            text = text.rstrip("\n") + "\n\n" + section
+    return text
+
+
+def _sections(text: str) -> list[str]:
+    starts = [match.start() for match in _HEADING.finditer(text)]
+    return [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
