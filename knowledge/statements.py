@@ -648,6 +648,19 @@ _CHANGE_PARTICLES: dict[str, frozenset[str]] = {
 # "Switched off" is a change when it was done ("we switched the pump off", "the API was
 # switched off"), not when it says what happens ("the fan is switched off at night").
 _HABITUAL_BEFORE = frozenset(_word_set("is are be being gets get usually always"))
+# A change verb after these says what keeps happening, not that something changed: "the hall
+# sensor keeps dropping out", "the speaker often drops off the wifi".
+_HABIT_BEFORE = frozenset(
+    _word_set("keeps keep keeps kept often sometimes usually always regularly occasionally tends")
+)
+# A verb in the present ("drops", "lowers") with one of these in its clause says what happens
+# whenever something else does: "drops off the wifi when the microwave is on", "lowers the
+# flow temperature as the outside warms". "The meeting moves to Thursday" has none: a change.
+_WHENEVER = frozenset(_word_set("when whenever if as every each while once"))
+# "three degrees lower", "a bit higher", "every degree lower saves": a comparison.
+_COMPARATIVE_BEFORE = frozenset(
+    _word_set("degree degrees bit much far slightly little lot percent times any no even")
+)
 _CHANGE_PARTICLE_REACH = 6  # words between the verb and its particle at most
 #: Verbs of the change of a holder: the thing stays, its holder is someone else.
 _SWITCHED = frozenset(_word_set("to over up down on off"))
@@ -695,6 +708,8 @@ def _changes_in(norm: str) -> tuple[_Change, ...]:
     ends = [i for i, w in enumerate(raw) if w.endswith((",", ";", ".", ":"))]
     found: list[_Change] = []
     for at, stem in enumerate(stems):
+        if _habitual(words, at, ends):
+            continue
         particles = _CHANGE_PARTICLES.get(stem)
         if words[at] == "switched" and (not at or words[at - 1] not in _HABITUAL_BEFORE):
             particles = _SWITCHED
@@ -741,6 +756,24 @@ def _changes_in(norm: str) -> tuple[_Change, ...]:
         ended = _STATE_ADVERB.fullmatch(match.group(0))
         found.append(_Change(match.group(0), "ending" if ended else "adverb"))
     return tuple(found)
+
+
+def _habitual(words: list[str], at: int, ends: list[int]) -> bool:
+    """The word at ``at`` says what keeps happening or compares, not a change (_HABIT_BEFORE,
+    _WHENEVER, _COMPARATIVE_BEFORE)."""
+    if at and words[at - 1] in _HABIT_BEFORE:
+        return True
+    after = words[at + 1] if at + 1 < len(words) else ""
+    before = words[at - 1] if at else ""
+    if after == "than" or before in _COMPARATIVE_BEFORE or before[:1].isdigit():
+        return True  # "reads three degrees lower than it is": a comparison, not a change
+    word = words[at]
+    present = word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3
+    if not present:
+        return False
+    start = max((i + 1 for i in ends if i < at), default=0)
+    stop = next((i + 1 for i in ends if i >= at), len(words))
+    return any(w in _WHENEVER for w in words[start:stop])
 
 
 # --- Parsed statements -----------------------------------------------------------------------
@@ -865,7 +898,10 @@ def _subject_and_anchor(norm: str) -> tuple[frozenset[str] | None, str, bool, st
     never tells two statements apart.
     """
     words = [w.strip(".'-") for w in _WORD.findall(norm)]
-    words = [w[:-2] if w.endswith("'s") else w for w in words if w]
+    words = [w for w in words if w]
+    # "the car charger's tariff": a possessive names the subject, it is never its verb
+    possessive = {i for i, w in enumerate(words) if w.endswith("'s") and len(w) > 4}
+    words = [w[:-2] if w.endswith("'s") else w for w in words]
     if not words or words[0] in _IMPERATIVE_OPENERS:
         return None, "", False, ""
     for index, word in enumerate(words):
@@ -873,7 +909,8 @@ def _subject_and_anchor(norm: str) -> tuple[frozenset[str] | None, str, bool, st
         # The next word that is not an adverb: "the robot vacuum no longer cleans".
         following = next((w for w in words[index + 1 :] if w not in _SUBJECT_ADVERBS), "")
         is_verb = word in _AUXILIARIES or (
-            _stem(word) in _VERBS
+            index not in possessive
+            and _stem(word) in _VERBS
             and previous not in _NOT_VERB_AFTER
             and following not in _AUXILIARIES  # "the rate limit is": a noun
             and not (following.endswith("s") and _stem(following) in _VERBS)  # "deploy runs"
@@ -1118,7 +1155,12 @@ def _changed(old: _Parsed, new: _Parsed) -> tuple[Verdict, str] | None:
     value = old.words - subject - {old.anchor}
     same_subject = new.subject is not None and _same_subject(old, new)
     # "the conference moved" is of what "zoe is going to lisbon for a conference" holds
-    its_thing = bool(new.subject and not new.named and new.subject <= value)
+    # and "anna's visit moved" of what "sarah's sister anna is visiting on the 20th" holds
+    its_thing = bool(
+        new.subject
+        and not new.named
+        and (new.subject <= value or (new.subject <= value | subject and new.subject & value))
+    )
     # What the old one asserted and the new one leaves behind (not what both deny).
     asserted = value - _left_behind(old) - _denied(old)
     gone = frozenset(word for word in asserted & _left_behind(new) if len(word) > 2)
@@ -1139,9 +1181,12 @@ def _changed(old: _Parsed, new: _Parsed) -> tuple[Verdict, str] | None:
     holds_it = any(subject <= change.moved | change.to for change in cues)
     if (its_thing or holds_it) and _number_change(old, new, any_overlap=True):
         return "contradiction", f"{_number_change(old, new, any_overlap=True)}: '{cues[0].cue}'"
-    if its_thing and not (same_subject or moved_it or of_its_value):
+    # what it held changed, said of it in the clause that names it ("the router reboots
+    # itself on Sundays; devices dropping off then are expected" changed nothing of the router)
+    said_of_it = [change for change in cues if change.cue in _CLAUSE_SPLIT.split(new.norm)[0]]
+    if its_thing and said_of_it and not (same_subject or moved_it or of_its_value):
         # what it held changed, but not surely what it said of it: a person says
-        return "conflict", f"may have changed: '{cues[0].cue}'"
+        return "conflict", f"may have changed: '{said_of_it[0].cue}'"
     if not (same_subject or moved_it or of_its_value):
         held = [
             change

@@ -255,3 +255,61 @@ def test_every_comparison_is_repeatable_and_within_its_documented_range():
         assert first.verdict in VERDICTS
         assert 0.0 <= first.similarity <= 1.0
         assert first.reason
+
+
+# What only looks like a change --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # what keeps happening, whenever something else does
+        (
+            "Grandad calls the landing lamp the lighthouse.",
+            "The landing lamp drops off the network when the smoke alarm is tested.",
+        ),
+        (
+            "The kitchen thermostat controls the underfloor heating.",
+            "The underfloor heating lowers its flow temperature as the kitchen warms up.",
+        ),
+        (
+            "The back door camera records to the NAS under the stairs.",
+            "The back door camera keeps dropping off for a few seconds at dawn.",
+        ),
+        # a comparison
+        (
+            "The greenhouse heater is set to 12 degrees all winter.",
+            "The greenhouse heater's dial reads two degrees lower than the air really is.",
+        ),
+        # a change in a later clause, of something else
+        (
+            "The mesh satellite for the garden office sits on the kitchen windowsill.",
+            "The kitchen windowsill gets full sun in the afternoon; the basil plants were moved.",
+        ),
+    ],
+)
+def test_what_keeps_happening_or_compares_is_not_a_change_of_what_was_said(old, new):
+    judged = compare(old, new)
+
+    assert judged.verdict not in ("contradiction", "conflict"), judged.reason
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # a possessive names the subject: "charger's" is not the verb "charge"
+        (
+            "The electric van charger is on the off-peak rate from 00:00 to 07:00.",
+            "The electric van charger's off-peak rate now runs from 01:00 to 06:00.",
+        ),
+        # what the subject was doing, moved
+        (
+            "Dad's brother Raj is staying over on the 12th for two nights in the study.",
+            "Raj's stay moved to the 19th.",
+        ),
+    ],
+)
+def test_a_change_of_what_a_subject_holds_or_does_replaces_it(old, new):
+    judged = compare(old, new)
+
+    assert judged.verdict == "contradiction", judged.reason
