@@ -13,6 +13,7 @@ from django.db import transaction
 from django.test import Client
 from django.urls import reverse
 
+from brain.testing import run_async
 from brain.tests import privacy_world
 from brain.tests.leak_sweep import QUESTIONS, answer_text, asked_ids, described, leaks, walk
 from review.tests.test_timeline_push import home_assistant  # noqa: F401 - a fixture
@@ -82,7 +83,6 @@ def test_the_admin_shows_staff_who_are_not_superusers_nothing_they_may_not_read(
 
 
 def _run_tools(server, calls) -> list[str]:
-    import anyio
 
     answers = []
 
@@ -94,17 +94,15 @@ def _run_tools(server, calls) -> list[str]:
             except Exception as error:
                 answers.append(f"{name} refused: {error}")
 
-    anyio.run(every)
+    run_async(every)
     return answers
 
 
 def _tool_calls(server, ids) -> list[tuple[str, dict]]:
     """Each tool with arguments that would bring the canaries back: the question for text,
     every id for an id, and the schema's own defaults for the rest."""
-    import anyio
-
     calls = []
-    tools = anyio.run(server.list_tools)
+    tools = run_async(server.list_tools)
     for tool in tools:
         schema = tool.input_schema or {}
         required = schema.get("required", [])

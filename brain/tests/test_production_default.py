@@ -81,7 +81,7 @@ def test_make_run_without_settings_serves_production_pages_and_knows_its_worker_
     first_answer = time.monotonic()
 
     with pytest.raises(urllib.error.HTTPError) as missing:
-        make_run.get("/pages/")
+        make_run.get("/no-such-page/")
 
     body = missing.value.read().decode()
     assert missing.value.code == 404

@@ -382,7 +382,9 @@ def test_the_gate_reads_the_plain_queries_neighbours_and_judges_the_labelled_pai
             and (fast[pk] is None or abs(fast[pk] - plain[pk]) < 1e-6)
             for pk in fast
         )
-        judged = gate.judge(home, pair.new, outcome=None, embedding=vector, speaker=pair.new_by)
+        judged = gate.judge(
+            home, pair.new, outcome=None, embedding=vector, speaker=pair.new_by, reader=SYSTEM
+        )
         verdicts.add(judged.verdict)
         with_plain = _judged_over(home, pair, vector, plain)
         # Two targets as close as each other are as good: the plain queries' order was the
@@ -430,7 +432,9 @@ def _judged_over(memory, pair, vector, plain):
     facts = Fact.objects.in_bulk(list(plain))
     near = {facts[pk]: closeness for pk, closeness in plain.items()}
     with mock.patch.object(gate, "neighbours", lambda *args, **kwargs: near):
-        judged = gate.judge(memory, pair.new, outcome=None, embedding=vector, speaker=pair.new_by)
+        judged = gate.judge(
+            memory, pair.new, outcome=None, embedding=vector, speaker=pair.new_by, reader=SYSTEM
+        )
     return judged.verdict, plain[judged.target.pk] if judged.target else None
 
 
