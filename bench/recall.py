@@ -28,8 +28,9 @@ answer. The ask bar answers when its first line is an answering fact, and says i
 know (a question with no answer) when no line passes the relevance floor.
 
 Splits: every third question of each set (by its place in the file) is held out; the ranking's
-weights (``knowledge.retrieval``: WORDS_WEIGHT, MEANING_WEIGHT, COSINE_SPANS, RELEVANCE_FLOOR,
-SUBJECT_BOOST) were chosen on the others (``fit``), and the section shows the figures that
+weights (``knowledge.retrieval``: WORDS_WEIGHT, MEANING_WEIGHT, COSINE_SPANS, NAME_WEIGHT,
+NAME_WORDS_WEIGHT, RELEVANCE_FLOOR, ANSWER_FLOOR, REPLY_SHARE, SUBJECT_BOOST) were chosen on the
+others (``fit``), and the section shows the figures that
 chose them: the chosen weights beside each neighbour, one at a time, on the dev questions.
 
 Study: ``household.yaml`` also labels ten topics (three about nothing the household holds) with
@@ -48,6 +49,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
+import os
 import statistics
 import time
 from collections.abc import Iterator, Sequence
@@ -485,7 +487,7 @@ def ranked_again(results: Sequence[Asked]) -> list[Asked]:
     embedder = get_embedder()
     for result in results:
         rows, asked = result.pool
-        asked.vector = retrieval._meaning(embedder, asked.embedding, asked.names)
+        asked.vector = retrieval._meaning(embedder, asked.embedding, asked)
         ranking = retrieval._ranking(rows, asked, [])
         lines = [line for line in ranking.lines if line.pk not in ranking.near_identical]
         first = next((line.pk for line in lines if line.relevance >= retrieval.ANSWER_FLOOR), None)
@@ -516,6 +518,7 @@ NEIGHBOURS = {
     "COSINE_LOW": (0.2, 0.3),
     "COSINE_HIGH": (0.75, 0.85),
     "NAME_WEIGHT": (0.0, 0.3, 0.7),
+    "NAME_WORDS_WEIGHT": (0.0, 0.5),
     "RELEVANCE_FLOOR": (0.1, 0.3),
     "ANSWER_FLOOR": (0.6, 0.7),
     "REPLY_SHARE": (0.0, 0.7),
@@ -541,6 +544,7 @@ def current() -> dict:
         "COSINE_LOW": low,
         "COSINE_HIGH": high,
         "NAME_WEIGHT": retrieval.NAME_WEIGHT,
+        "NAME_WORDS_WEIGHT": retrieval.NAME_WORDS_WEIGHT,
         "RELEVANCE_FLOOR": retrieval.RELEVANCE_FLOOR,
         "ANSWER_FLOOR": retrieval.ANSWER_FLOOR,
         "REPLY_SHARE": retrieval.REPLY_SHARE,
@@ -556,6 +560,7 @@ def _with(choice: dict) -> dict:
         "MEANING_WEIGHT": choice["MEANING_WEIGHT"],
         "COSINE_SPANS": spans,
         "NAME_WEIGHT": choice["NAME_WEIGHT"],
+        "NAME_WORDS_WEIGHT": choice.get("NAME_WORDS_WEIGHT", retrieval.NAME_WORDS_WEIGHT),
         "RELEVANCE_FLOOR": choice["RELEVANCE_FLOOR"],
         "ANSWER_FLOOR": choice["ANSWER_FLOOR"],
         "REPLY_SHARE": choice.get("REPLY_SHARE", retrieval.REPLY_SHARE),
@@ -805,10 +810,18 @@ def _targets(run_: Run) -> list[str]:
     for label, scores in (("every set", with_pages), ("the conversations", conversation)):
         best = max(scores.recall10["bm25"], scores.recall10["dense"])
         got = scores.recall10["block"]
+        why = ""
+        if got < best + TARGET_MARGIN and best + TARGET_MARGIN > 1:
+            why = (
+                f" (a recall@10 above 1 would be needed: in the household's, the team's and the "
+                f"coding agent's small memories, their questions written from their facts, "
+                f"both baselines find nearly every answer; the block beats them by "
+                f"{got - best:+.3f})"
+            )
         found.append(
             f"- {label}: the block's recall@10 at least the best baseline's + {TARGET_MARGIN} "
             f"— {got:.3f} against {best:.3f} + {TARGET_MARGIN}, "
-            f"{_yes(got >= best + TARGET_MARGIN)}."
+            f"{_yes(got >= best + TARGET_MARGIN)}{why}."
         )
     gap = with_pages.recall10["block"] - without.recall10["block"]
     found.append(
@@ -820,9 +833,19 @@ def _targets(run_: Run) -> list[str]:
         f"- the ask bar's first line answers at least {ANSWERS_TARGET:.0%} of the questions "
         f"with an answer — {with_pages.answers:.3f}, {_yes(with_pages.answers >= ANSWERS_TARGET)}."
     )
+    none = with_pages.unanswerable
+    knew = round(with_pages.abstains * none)
+    short = max(0, math.ceil(ABSTAINS_TARGET * none - 1e-9) - knew)
+    why = (
+        f" ({knew} of {none}, {short} short; the questions with no answer were written to share "
+        "a name or words with what the memory holds: which football team Ollie supports, what "
+        "Daniel earns as a junior baker)"
+        if short
+        else ""
+    )
     found.append(
         f"- it says it does not know for at least {ABSTAINS_TARGET:.0%} of the questions with "
-        f"none — {with_pages.abstains:.3f}, {_yes(with_pages.abstains >= ABSTAINS_TARGET)}."
+        f"none — {with_pages.abstains:.3f}, {_yes(with_pages.abstains >= ABSTAINS_TARGET)}{why}."
     )
     return found
 
@@ -914,7 +937,15 @@ def main(argv: Sequence[str] | None = None) -> None:
                 f"{_f(scores.abstains)}"
             )
         return
-    text = section(measured)
+    from brain.management.commands.bench import machine
+
+    heading, _, body = section(measured).partition("\n\n")
+    stamp = (
+        f"Measured {timezone.now():%Y-%m-%d %H:%M} UTC on its own, with `python manage.py shell "
+        f'-c "from bench.recall import main; main()"`, on: {machine()}; load average (1 min) '
+        f"{os.getloadavg()[0]:.1f}.\n"
+    )
+    text = f"{heading}\n\n{stamp}\n{body}"
     print(text)
     if args.misses:
         print(misses(measured, args.misses))
