@@ -11,7 +11,8 @@
   best said as the answer when one line answers (the only one, or ANSWER_LEAD ahead of the
   next), else all of them in their own words, a passage when no fact answers; "brain doesn't
   know that yet" when nothing passes the floor; and it says plainly that no model is
-  configured. With a model (task "ask", ``brain.llm``) it is a short answer from that block
+  configured. Not knowing, it shows the nearest lines it has (NEAREST_SHOWN) as such, never as
+  the answer. With a model (task "ask", ``brain.llm``) it is a short answer from that block
   alone, citing the [ids] it relied on; an [id] it was not given is taken out of the answer
   and the list, and an answer that is empty, over ANSWER_MAX characters or not in the shape
   asked for falls back to the offline answer and says so. The facts used are listed with their
@@ -61,6 +62,7 @@ logger = logging.getLogger(__name__)
 
 ASK_BUDGET = 400  # tokens: about a dozen lines, more than an answer needs
 FACTS_SHOWN_AT_MOST = 5
+NEAREST_SHOWN = 3  # lines shown under "brain doesn't know that yet": the nearest it has
 PASSAGES_SHOWN_AT_MOST = 3
 ANSWER_MAX = 800  # characters: a short answer, not an essay
 ASK_TIMEOUT_S = 20.0  # a person is waiting
@@ -110,15 +112,15 @@ class Exchange:
     kind: str  # ASK or TEACH
     text: str
     answer: str
-    facts: list[Fact] = field(
-        default_factory=list
-    )  # the facts the answer used (best first), or filed
+    # The facts the answer used (best first), the nearest it has when it does not know
+    # (``knows`` False), or what was filed.
+    facts: list[Fact] = field(default_factory=list)
     conversation: Source | None = None
     reflection: ReflectionRun | None = None
     learned: actions.Learned | None = None
     note: str = ""  # what became of asking the model, or that there is none
     passages: list[FoundPassage] = field(default_factory=list)  # best first
-    knows: bool = False  # a line or a passage passed the relevance floor
+    knows: bool = False  # a line or a passage passed the answer floor
     filed: bool = False  # teaching: something new was queued (not only "already known")
 
     @property
@@ -128,6 +130,11 @@ class Exchange:
         if self.kind == TEACH or self.reflection is None:
             return ""
         return self.reflection.message
+
+    @property
+    def cites(self) -> bool:
+        """The answer names its lines by [id] (a model's), so the list shows each line's id."""
+        return self.kind == ASK and _CITED.search(self.answer) is not None
 
     @property
     def message(self) -> str:
@@ -260,8 +267,9 @@ def answer(*, memory: Memory, question: str, reader) -> Exchange:
     offline = _offline_answer(answering, passages, relevance)
     knows = bool(answering or passages)
     if not llm.configured(memory, "ask"):
-        if not knows:
-            return Exchange(ASK, question, NOTHING_KNOWN)
+        if not knows:  # the nearest lines it has, shown as such and never said as an answer
+            nearest = [by_id[pk] for pk in block.ranked if pk in by_id][:NEAREST_SHOWN]
+            return Exchange(ASK, question, NOTHING_KNOWN, nearest)
         return Exchange(
             ASK, question, offline, answering, note=NO_MODEL, passages=passages, knows=True
         )
@@ -380,6 +388,27 @@ def _checked(text: str) -> str:
     return text
 
 
+def said_plainly(learned: actions.Learned) -> str:
+    """What became of a line taught, in a household's words: the ask bar is a household page,
+    so no inbox or fact number (the terminal and the API say ``Learned.message``, with them)."""
+    text = learned.fact.text
+    if learned.verdict == "same" or learned.item is None:
+        times = learned.fact.support
+        return f"Already known: “{text}” (said {times} time{'s' if times != 1 else ''} now)."
+    if learned.superseded is not None:
+        return f"Noted: “{text}”. It replaces “{learned.superseded.text}”."
+    if learned.conflict is not None:
+        return (
+            f"Noted: “{text}”. It may replace “{learned.conflict.old.text}”: both are kept "
+            "until someone settles it under To settle."
+        )
+    if learned.earlier is not None:
+        if learned.fact.valence == Fact.Valence.FAILURE:
+            return f"Noted that “{text}” did not work this time; it worked before."
+        return f"Noted that “{text}” worked this time; it failed before."
+    return f"Noted: “{text}”. It waits to be filed into the memory document."
+
+
 def exchange(*, memory: Memory, text: str, by=None, conversation: Source | None = None) -> Exchange:
     """Answer or learn ``text`` (see the module docstring). Raises ValidationError (empty, too
     long, a secret taught) and switches.LearningOff (teaching while learning is off)."""
@@ -423,7 +452,7 @@ def _teach(memory: Memory, text: str, by, conversation: Source | None) -> Exchan
         learned = actions.learn(
             memory=memory, text=text, origin=Origin.CHAT, by=by, source=source, turn=position
         )
-        facts, reply = [learned.fact], learned.message
+        facts, reply = [learned.fact], said_plainly(learned)
         new = learned.item is not None
     if earlier:  # the reflection filed something said before this line: one message says all
         reply += " Also learned from earlier in the conversation: " + "; ".join(

@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from brain import htmx
+from brain import htmx, words
 from brain.errors import StateConflict
 from brain.htmx import Toast
 from knowledge import access, kinds
@@ -19,6 +19,12 @@ from knowledge.models import Fact, Memory, Passage, Permission
 from memory import ask
 
 TEMPLATE = "memory/_ask.html"
+# How sure brain now is of a line a person said worked or was wrong, in a sentence.
+SURENESS = {
+    "sure": "brain is sure of it",
+    "probably": "brain thinks it probably holds",
+    "not sure": "brain is not sure of it now",
+}
 CHANGED = "memoryChanged"
 
 
@@ -40,6 +46,7 @@ def _kept(exchange: ask.Exchange) -> dict:
         "note": exchange.note,
         "facts": [fact.pk for fact in exchange.facts],
         "filed": exchange.filed,
+        "knows": exchange.knows,
         "passages": [found.passage.pk for found in exchange.passages],
         "conversation": exchange.conversation.pk if exchange.conversation else None,
         "reflection": exchange.reflection_message,
@@ -113,10 +120,10 @@ def outcome(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     success = {"1": True, "0": False}.get(request.POST.get("success", ""))
     if success is None:
         return HttpResponseBadRequest("success must be 1 (it worked) or 0 (it was wrong).")
-    before = fact.confidence
     fact = record_outcome(fact=fact, success=success)
-    said = "it worked" if success else "it was wrong"
-    toast = Toast(f"Noted that #{fact.pk} {said}: confidence {before:.2f} → {fact.confidence:.2f}.")
+    said = "worked" if success else "was wrong"
+    sure = SURENESS[words.confidence(fact.confidence)]
+    toast = Toast(f"Noted that “{fact.text}” {said}: {sure}.")
     return htmx.answer(
         request, f"{TEMPLATE}#ask-fact", {"fact": fact}, back=_back(), toast=toast, event=CHANGED
     )

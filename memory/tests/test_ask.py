@@ -85,7 +85,7 @@ def test_plainly_teaching_files_through_learn_citing_the_conversation_and_its_tu
     item = InboxItem.objects.get(text=FREEZER)
     assert exchange.kind == ask.TEACH
     assert exchange.facts == [item.fact]
-    assert exchange.answer == f"Queued #{item.pk}: {FREEZER}"
+    assert exchange.answer == f"Noted: “{FREEZER}”. It waits to be filed into the memory document."
     assert (item.origin, item.taught_by) == ("chat", alice)
     assert item.fact.source == exchange.conversation
     assert Observation.objects.get(fact=item.fact).turn == 0
@@ -281,7 +281,9 @@ def test_the_ask_bar_answers_in_place_and_this_was_wrong_moves_confidence(signed
     ).content.decode()
 
     assert BEDROOM in answered
-    assert f"#{bedroom.pk}" in answered
+    assert f'id="ask-fact-{bedroom.pk}"' in answered
+    assert f"#{bedroom.pk}" not in answered  # no model answered: no [id] to match a line to
+    assert "probably" in answered and "confidence 0.60" not in answered
     assert "This was wrong" in answered
     wrong = signed_in.post(
         f"/knowledge/ask/facts/{bedroom.pk}/outcome",
@@ -291,8 +293,9 @@ def test_the_ask_bar_answers_in_place_and_this_was_wrong_moves_confidence(signed
     bedroom.refresh_from_db()
     assert bedroom.confidence < 0.6
     toast = json.loads(wrong.headers["HX-Trigger"])["showToast"]["text"]
-    assert toast == f"Noted that #{bedroom.pk} it was wrong: confidence 0.60 → 0.40."
-    assert f"{bedroom.confidence:.2f}" in wrong.content.decode()
+    assert toast == f"Noted that “{BEDROOM}” was wrong: brain is not sure of it now."
+    assert f'data-confidence="{bedroom.confidence:.2f}"' in wrong.content.decode()
+    assert ">not sure<" in wrong.content.decode()
 
 
 def test_the_ask_bar_works_without_javascript(signed_in, home, known):
@@ -305,7 +308,7 @@ def test_the_ask_bar_works_without_javascript(signed_in, home, known):
     worked = signed_in.post(
         f"/knowledge/ask/facts/{known[BEDROOM].pk}/outcome", {"success": "1"}, follow=True
     )
-    assert "it worked: confidence 0.60 → " in worked.content.decode()
+    assert f"Noted that “{BEDROOM}” worked: brain " in worked.content.decode()
 
 
 def test_teaching_with_learning_off_is_refused_on_the_page_with_the_text_kept(
@@ -387,3 +390,17 @@ def test_with_a_model_a_question_nothing_is_relevant_to_costs_no_call(home, know
 
     assert exchange.answer == "brain doesn't know that yet."
     assert not ModelCall.objects.exists()
+
+
+def test_not_knowing_the_ask_bar_shows_the_nearest_lines_it_has_as_just_that(signed_in, home):
+    actions.learn(
+        memory=home, text="The boiler was replaced by a heat pump in 2021.", origin="typed"
+    )
+
+    page = signed_in.post(
+        "/knowledge/ask", {"text": "When is the boiler serviced?"}, headers={"HX-Request": "true"}
+    ).content.decode()
+
+    assert "brain doesn&#x27;t know that yet." in page or "brain doesn't know that yet." in page
+    assert "The nearest lines it has, which do not answer it" in page
+    assert "replaced by a heat pump" in page
