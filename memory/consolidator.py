@@ -355,8 +355,8 @@ def _compose(
     excess = document.size_bytes(answer.document) - memory.max_bytes
     if excess > 0:
         raise OverCap(
-            f"The new document was still {excess:,} bytes over memory_max_kb="
-            f"{memory.memory_max_kb} after one retry; nothing was written and the queue is "
+            f"The new document was still {excess:,} bytes over its limit of "
+            f"{memory.memory_max_kb} KB after one retry; nothing was written and the queue is "
             "unchanged."
         )
     return answer

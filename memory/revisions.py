@@ -161,9 +161,9 @@ def check_fits(memory: Memory, text: str) -> None:
     size = document.size_bytes(text)
     if size > memory.max_bytes:
         raise ValidationError(
-            f"The document is {size:,} bytes, {size - memory.max_bytes:,} over "
-            f"memory_max_kb={memory.memory_max_kb} ({memory.max_bytes:,} bytes). Nothing was "
-            "saved: shorten it, or raise memory_max_kb."
+            f"The document is {size:,} bytes, {size - memory.max_bytes:,} over its limit of "
+            f"{memory.memory_max_kb} KB ({memory.max_bytes:,} bytes). Nothing was saved: "
+            "shorten it, or raise the limit on the Settings page."
         )
 
 

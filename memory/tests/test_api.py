@@ -185,7 +185,7 @@ def test_a_document_over_the_cap_is_a_400_naming_memory_max_kb_and_nothing_is_sa
     response = _put_document(api, text, base_generation=0)
 
     assert response.status_code == 400
-    assert "over memory_max_kb=1 (1,024 bytes). Nothing was saved" in response.json()["detail"]
+    assert "over its limit of 1 KB (1,024 bytes). Nothing was saved" in response.json()["detail"]
     assert not DocumentRevision.objects.exists()
     assert not Change.objects.exists()
 

@@ -103,7 +103,7 @@ def test_an_edit_over_the_cap_is_refused_naming_memory_max_kb_and_nothing_is_sav
     home.memory_max_kb = 1
     home.save(update_fields=["memory_max_kb"])
 
-    with pytest.raises(ValidationError, match=r"over memory_max_kb=1 \(1,024 bytes\)"):
+    with pytest.raises(ValidationError, match=r"over its limit of 1 KB \(1,024 bytes\)"):
         revisions.save_user_edit(memory=home, text="- x\n" * 400, base_generation=0)
 
     assert not DocumentRevision.objects.filter(memory=home).exists()

@@ -291,7 +291,7 @@ def test_edit_over_the_cap_is_refused_naming_the_limit_and_keeps_your_text(home,
         brain("edit")
 
     message = str(refused.value)
-    assert "over memory_max_kb=1 (1,024 bytes). Nothing was saved" in message
+    assert "over its limit of 1 KB (1,024 bytes). Nothing was saved" in message
     kept = Path(re.search(r"Your text is kept in (\S+\.md)\.$", message).group(1))
     assert kept.read_text() == document.TEMPLATE + long_line + "\n"
     assert _document(home) == document.TEMPLATE

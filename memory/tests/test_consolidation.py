@@ -134,7 +134,7 @@ def test_an_answer_over_the_cap_is_retried_once_with_the_measured_excess(home, s
     )
 
 
-def test_an_answer_still_over_the_cap_fails_naming_memory_max_kb_and_keeps_the_queue(
+def test_an_answer_still_over_the_cap_fails_naming_the_limit_and_keeps_the_queue(
     home, scripted
 ):
     home.memory_max_kb = 1
@@ -146,7 +146,7 @@ def test_an_answer_still_over_the_cap_fails_naming_memory_max_kb_and_keeps_the_q
     run = _pass(home)
 
     assert run.state == "failed"
-    assert "memory_max_kb=1" in run.reason
+    assert "over its limit of 1 KB after one retry" in run.reason
     assert InboxItem.objects.pending().count() == 1
     assert not DocumentRevision.objects.filter(memory=home).exists()
 

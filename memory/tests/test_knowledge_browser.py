@@ -77,7 +77,7 @@ def test_a_save_over_the_size_cap_is_refused_and_keeps_the_text(knowledge, home)
     document.locator("textarea[name=text]").fill(long_text)
     document.get_by_role("button", name="Save").click()
 
-    expect(document.locator(".banner.error")).to_contain_text("memory_max_kb=1")
+    expect(document.locator(".banner.error")).to_contain_text("over its limit of 1 KB")
     expect(document.locator("textarea[name=text]")).to_have_value(long_text)
     expect(document.locator(".prose")).to_have_count(0)
 

@@ -247,7 +247,7 @@ def test_a_document_over_the_target_cap_imports_nothing_at_all(taught_home, othe
     )
     before = _snapshot(other)
 
-    with pytest.raises(ValidationError, match="over memory_max_kb=1 "):
+    with pytest.raises(ValidationError, match="over its limit of 1 KB "):
         portable.import_memory(other, portable.parse(json.dumps(data)))
 
     # The change log section is loaded before the document: it was rolled back with it.
