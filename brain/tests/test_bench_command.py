@@ -70,7 +70,7 @@ def test_only_some_benchmarks_replace_their_own_sections_and_keep_every_other(se
     output = tmp_path / "BENCHMARKS.md"
     output.write_text(
         "# Benchmarks\n\n## Before\n\nKept.\n\n## Fine\n\nIt measured 3 ms.\n\n"
-        "## After\n\nKept too.\n"
+        f"## After\n\nKept too.\n\n## {__name__}.measures_again\n\nFailed in this run: no.\n"
     )
 
     call_command("bench", output=str(output), only=["measures"], stdout=io.StringIO())
@@ -82,6 +82,7 @@ def test_only_some_benchmarks_replace_their_own_sections_and_keep_every_other(se
     assert "Kept." in written and "Kept too." in written and "A first figure." in written
     assert written.count("on its own, with `make bench ONLY=") == 2
     assert "could not be loaded" not in written
+    assert "Failed in this run" not in written  # the last run's failure, measured since
 
 
 def test_only_a_word_no_benchmark_holds_is_refused_naming_them(settings, tmp_path):

@@ -107,6 +107,10 @@ class Command(BaseCommand):
                 f'`make bench ONLY="{path}"`, on: {machine()}.\n'
             )
             text = Path(output).read_text() if Path(output).exists() else "# Benchmarks\n"
+            if path not in failed:  # an earlier run's failure of it is no longer news
+                text = "".join(
+                    s for s in _sections_kept(text) if s.partition("\n")[0] != f"## {path}"
+                )
             Path(output).write_text(replaced(text, sections[0], stamp))
         self.stdout.write(f"wrote {output} in {time.monotonic() - started:.0f} s")
         if failed:
@@ -140,6 +144,13 @@ def replaced(text: str, new: str, stamp: str) -> str:
         else:
             text = text.rstrip("\n") + "\n\n" + section
     return text
+
+
+def _sections_kept(text: str) -> list[str]:
+    """``text`` cut into its head and its sections, which join back into it."""
+    first = _HEADING.search(text)
+    head = text[: first.start()] if first else text
+    return [head, *_sections(text)]
 
 
 def _sections(text: str) -> list[str]:
