@@ -137,7 +137,7 @@ def replaced(text: str, new: str, stamp: str) -> str:
     (the 1M figures) is left where it is."""
     for section in _sections(new):
         heading, _, body = section.partition("\n")
-        section = f"{heading}\n\n{stamp}{body.lstrip(chr(10))}".rstrip("\n") + "\n"
+        section = f"{heading}\n\n{stamp}\n{body.lstrip(chr(10))}".rstrip("\n") + "\n"
         old = next((s for s in _sections(text) if s.partition("\n")[0] == heading), None)
         if old is not None:
             text = text.replace(old, section + ("\n" if old.endswith("\n\n") else ""), 1)
