@@ -90,3 +90,21 @@ def test_only_a_word_no_benchmark_holds_is_refused_naming_them(settings, tmp_pat
 
     with pytest.raises(CommandError, match="measures_fine"):
         call_command("bench", output=str(tmp_path / "B.md"), only=["gait"], stdout=io.StringIO())
+
+
+def carries_kept_over() -> str:
+    return "## Again\n\nMeasured now.\n\n## Kept\n\n1M: measured on its own, 50 min.\n"
+
+
+def test_only_a_section_carried_over_whole_keeps_its_own_date(settings, tmp_path):
+    settings.BRAIN_BENCHMARKS = [f"{__name__}.carries_kept_over"]
+    output = tmp_path / "BENCHMARKS.md"
+    output.write_text(
+        "# Benchmarks\n\n## Again\n\nOld.\n\n## Kept\n\n1M: measured on its own, 50 min.\n"
+    )
+
+    call_command("bench", output=str(output), only=["carries"], stdout=io.StringIO())
+
+    written = output.read_text()
+    assert written.count("on its own, with `make bench ONLY=") == 1
+    assert "Measured now." in written and "Old." not in written

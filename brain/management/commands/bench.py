@@ -139,6 +139,8 @@ def replaced(text: str, new: str, stamp: str) -> str:
         heading, _, body = section.partition("\n")
         section = f"{heading}\n\n{stamp}\n{body.lstrip(chr(10))}".rstrip("\n") + "\n"
         old = next((s for s in _sections(text) if s.partition("\n")[0] == heading), None)
+        if old is not None and old.strip() == f"{heading}\n\n{body.lstrip(chr(10))}".strip():
+            continue  # carried over whole from an earlier run (the 1M figures): not measured now
         if old is not None:
             text = text.replace(old, section + ("\n" if old.endswith("\n\n") else ""), 1)
         else:
