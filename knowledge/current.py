@@ -1,5 +1,6 @@
-"""One current memory per request: ``request.memory``, set by ``CurrentMemoryMiddleware`` and
-used by every view (through ``access.requires``), link, form and poll.
+"""One current memory per request: ``memory_of(request)``, used by every view (through
+``access.requires``), link, form and poll; ``CurrentMemoryMiddleware`` keeps a page's explicit
+choice in the session.
 
 Where it comes from, first match wins:
 
@@ -16,7 +17,8 @@ Where it comes from, first match wins:
 5. The default memory.
 
 A slug that names no memory is a 404 (a session whose memory was deleted falls back quietly).
-Resolving costs one query and happens only when something reads ``request.memory``.
+Resolving costs one query, once per request, and happens only when something asks
+``memory_of``.
 """
 
 from __future__ import annotations
@@ -88,7 +90,6 @@ def resolve(request: HttpRequest) -> Memory:
 class _CurrentMemoryRequest(HttpRequest):
     """A request as this module leaves it, for the type checker: attributes set at run time."""
 
-    memory: SimpleLazyObject[Memory]  # resolved on first use
     _current_memory: Memory
 
 
@@ -102,13 +103,12 @@ def memory_of(request: HttpRequest) -> Memory:
 
 
 class CurrentMemoryMiddleware:
-    """Sets ``request.memory`` (lazily) and remembers a page's explicit choice in the session."""
+    """Remembers a page's explicit choice (``?memory=`` on a page's address) in the session."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
-    def __call__(self, request: _CurrentMemoryRequest):
-        request.memory = SimpleLazyObject(lambda: memory_of(request))
+    def __call__(self, request: HttpRequest):
         slug = request.GET.get(FIELD, "").strip()
         if (
             _a_slug(slug)

@@ -243,11 +243,6 @@ def _ask(source: Source, doubts: list[Decision]) -> None:
     item.passages.add(*[d.passage for d in doubts])
 
 
-def label_new(source: Source, new: Sequence[Passage]) -> bool:
-    """Label ``new`` passages of ``source`` (see the module docstring); True when brain asked."""
-    return apply(source, decide(source, new))
-
-
 def relabel(*, memory=None, source: Source | None = None) -> int:
     """Look again at every passage of ``source`` (or of every source of ``memory``) with its
     source's labels and the labels' meanings as they are now — after a new label or a changed

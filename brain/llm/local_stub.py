@@ -71,10 +71,6 @@ def local_hang(seconds: float = 30.0, **overrides: Any) -> LocalReply:
     return LocalReply(text="{}", hang_s=seconds, **overrides)
 
 
-def local_vectors(vectors: list[list[float]], **overrides: Any) -> LocalReply:
-    return LocalReply(vectors=vectors, **overrides)
-
-
 def vector_for(text: str, dimensions: int = DIMENSIONS) -> list[float]:
     """A unit vector that depends only on ``text``: the same text, the same vector."""
     seed = hashlib.sha256(text.encode()).digest()
