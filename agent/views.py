@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from agent import actions
+from agent.forms import CoreForm
 from brain import htmx
 from brain.htmx import Toast
 from knowledge import access
@@ -27,14 +28,15 @@ def _memory_query(request: HttpRequest) -> str:
 @require_POST
 @access.requires(Permission.CURATE)
 def save_core(request: HttpRequest, memory: Memory) -> HttpResponse:
-    text = request.POST.get("text", "")
+    form = CoreForm(request.POST)
+    form.is_valid()  # nothing in it can be wrong: set_core says what is
+    text = form.cleaned_data["text"]
     query = _memory_query(request)
     context = {"memory": memory, "memory_query": query}
     back = reverse("settings:page") + (f"?{query}" if query else "") + "#core"
     try:
         saved = actions.set_core(memory=memory, text=text, by=request.user)
     except ValidationError as error:
-        problem = " ".join(error.messages)
-        typed = {**context, "core_error": problem, "core_text": text}
-        return htmx.answer(request, PARTIAL, typed, back=back, said=Toast(problem, "error"))
+        typed = {**context, "core_text": text}
+        return htmx.refused(request, PARTIAL, typed, error, back=back, error="core_error")
     return htmx.answer(request, PARTIAL, context, back=back, toast=Toast(saved.message))

@@ -11,6 +11,12 @@ Every action is a plain form (``action=`` as well as ``hx-post``), so each answe
 - ``again``: the form was filled in wrong, or needs a question answered first. It comes back as
   it was typed, status 200: the partial for htmx, the whole page without JavaScript.
 
+- ``refused``: the form was refused, by its own checks (a ``forms.Form``'s errors), by a
+  ``ValidationError`` or by the state of things (a ``brain.errors.StateConflict``): the partial
+  with the words in the form's own error slot, said in place (no toast over it) for htmx; without
+  JavaScript a redirect back with the same words as an error message. ``reason`` is those words
+  wherever a page shows a refusal its own way (a toast, the form again).
+
 htmx swaps nothing on a 4xx or 5xx, so refusals that are errors (a 400, a 403, a 503) raise
 their toast from the middleware instead (``brain.inputs``, ``brain.middleware``).
 """
@@ -20,10 +26,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django import forms
 from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django_htmx.http import trigger_client_event
+
+from brain.errors import StateConflict
 
 LEVELS = {
     "success": messages.SUCCESS,
@@ -31,6 +41,11 @@ LEVELS = {
     "warning": messages.WARNING,
     "error": messages.ERROR,
 }
+
+
+# What a page refuses a form with: ``except REFUSALS as refusal`` then ``refused`` or ``reason``.
+REFUSALS = (ValidationError, StateConflict)
+type Refusal = ValidationError | StateConflict | forms.BaseForm
 
 
 @dataclass(frozen=True)
@@ -108,3 +123,30 @@ def again(
         _tell(request, toast)
         return render(request, template.partition("#")[0], {**page(), **context})
     return partial(request, template, context, toast=toast)
+
+
+def reason(refusal: Refusal) -> str:
+    """The words a person reads for a refusal, in one line: a conflict's message, every message
+    of a ``ValidationError``, or a form's errors (its fields' in order, then its own)."""
+    if isinstance(refusal, StateConflict):
+        return refusal.message
+    if isinstance(refusal, ValidationError):
+        return " ".join(refusal.messages)
+    return " ".join(str(message) for errors in refusal.errors.values() for message in errors)
+
+
+def refused(
+    request: HttpRequest,
+    template: str,
+    context: dict,
+    refusal: Refusal,
+    *,
+    back: str,
+    error: str = "error",
+) -> HttpResponse:
+    """``answer`` for a refused form: the partial with ``reason(refusal)`` under
+    ``context[error]`` (the form's own error slot, so no toast over it) for htmx; without
+    JavaScript a redirect to ``back`` with the words as an error message."""
+    words = reason(refusal)
+    said = Toast(words, "error")
+    return answer(request, template, {**context, error: words}, back=back, said=said)
