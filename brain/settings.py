@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "memory",
     "review",
     "agent",
+    "surfaces",
 ]
 
 MIDDLEWARE = [
@@ -98,7 +99,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "brain.context_processors.navigation",
+                "surfaces.navigation.navigation",
                 "knowledge.access.context",
                 "knowledge.current.context",
                 "knowledge.visibility.context",
@@ -306,18 +307,6 @@ BRAIN_DEFAULT_PERMISSION = env_str("BRAIN_DEFAULT_PERMISSION", "teach")
 # seconds it stops and writes nothing. Each model call gets the time that is left.
 BRAIN_CONSOLIDATION_DEADLINE_S = env_int("BRAIN_CONSOLIDATION_DEADLINE_S", 480, minimum=5)
 
-# The tabs in the page header: (label, URL name, staff only, badge function or None
-# [, "operator"]): the household's tabs, then the operator's (offered to those who administer
-# the memory; the admin site to staff).
-BRAIN_NAVIGATION = [
-    ("House", "home", False, None),
-    ("Knowledge", "memory:knowledge", False, None),
-    ("Findings", "review:findings", False, "review.counts.badge"),
-    ("Sources", "knowledge:sources", False, None),
-    ("Pages", "knowledge:pages", False, None),
-    ("Settings", "settings:page", False, None, "operator"),
-    ("Admin", "admin:index", True, None, "operator"),
-]
 # Verbs of `brain memory` that a higher app keeps (guesses live in review): modules with VERBS,
 # add_parsers(verbs) and run(command, verb, **options).
 BRAIN_MEMORY_VERBS = ["review.cli"]

@@ -6,9 +6,10 @@ The rules:
   made inside a function counts like one at the top: hiding an import in a function is how a
   cycle survives unnoticed. A module that must start its own Celery task sends it by name
   (``brain.celery.send_on_commit``), so it never imports the tasks module that imports it.
-- Layers: ``knowledge`` ← ``memory`` ← ``review`` ← ``agent``. A module of an app never imports
-  a module of an app above it; a higher app's behaviour reaches a lower one through URL names in
-  templates and wiring in settings.
+- Layers: ``knowledge`` ← ``memory`` ← ``review`` ← ``agent`` ← ``surfaces``. A module of an app
+  never imports a module of an app above it; a higher app's behaviour reaches a lower one through
+  URL names in templates, or through ``surfaces``, the top layer, which assembles what a person
+  or a program uses (navigation, the terminal, the MCP server, the export) from the apps below.
 - ``brain`` is the platform: it imports no app. Apps are wired into it by name (``include(
   "memory.urls")``, the dotted paths in settings), never by import.
 - The top-level ``bench`` package measures everything: it may import any module, and none
@@ -28,7 +29,7 @@ from pathlib import Path
 from brain.celery import app as celery_app
 
 ROOT = Path(__file__).resolve().parents[2]
-APPS = ("knowledge", "memory", "review", "agent")  # lowest first
+APPS = ("knowledge", "memory", "review", "agent", "surfaces")  # lowest first
 PACKAGES = ("brain", *APPS, "bench")
 SKIPPED_FOLDERS = {"tests", "migrations", "__pycache__"}
 
