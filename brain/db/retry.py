@@ -20,6 +20,9 @@ Rules:
 - Pauses grow from ``FIRST_PAUSE_S`` (50 ms) by doubling to at most ``MAX_PAUSE_S`` (1 s), with
   full jitter (a random share of the pause), so the two sides of a race do not meet again at
   the same moment.
+
+tenacity runs the attempts; this module says which errors, how many attempts and which pauses,
+and that an inner unit never retries.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import random
 import time
 from collections.abc import Callable
 
+import tenacity
 from django.db import DatabaseError, connection
 
 logger = logging.getLogger(__name__)
@@ -67,32 +71,48 @@ def pause_before(attempt: int) -> float:
     return random.uniform(0, ceiling)
 
 
+def _lost_a_race(error: BaseException) -> bool:
+    return isinstance(error, DatabaseError) and is_retryable(error)
+
+
+def _pause(state: tenacity.RetryCallState) -> float:
+    return pause_before(state.attempt_number + 1)
+
+
+def _sleep(seconds: float) -> None:
+    time.sleep(seconds)  # looked up at each pause, so a test can stand in for time.sleep
+
+
+def _log_attempt(state: tenacity.RetryCallState) -> None:
+    error = state.outcome.exception() if state.outcome else None
+    logger.info(
+        "%s lost a lock race (%s); attempt %d of %d",
+        getattr(state.fn, "__qualname__", state.fn),
+        str(error).split("\n", 1)[0],
+        state.attempt_number + 1,
+        ATTEMPTS,
+    )
+
+
 def retry_transaction[**P, R](func: Callable[P, R]) -> Callable[P, R]:
     """Run ``func`` again (up to ATTEMPTS in all) when its transaction lost a lock race.
 
     Re-raises the last error when every attempt lost, and at once when called inside an outer
     atomic block. Any other error is raised as it is.
     """
+    attempts = tenacity.retry(
+        retry=tenacity.retry_if_exception(_lost_a_race),
+        stop=tenacity.stop_after_attempt(ATTEMPTS),
+        wait=_pause,
+        sleep=_sleep,
+        before_sleep=_log_attempt,
+        reraise=True,
+    )(func)
 
     @functools.wraps(func)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         if connection.in_atomic_block:
             return func(*args, **kwargs)
-        attempt = 1
-        while True:
-            try:
-                return func(*args, **kwargs)
-            except DatabaseError as error:
-                if not is_retryable(error) or attempt >= ATTEMPTS:
-                    raise
-                attempt += 1
-                logger.info(
-                    "%s lost a lock race (%s); attempt %d of %d",
-                    func.__qualname__,
-                    str(error).split("\n", 1)[0],
-                    attempt,
-                    ATTEMPTS,
-                )
-                time.sleep(pause_before(attempt))
+        return attempts(*args, **kwargs)
 
     return run
