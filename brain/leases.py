@@ -11,12 +11,20 @@ UPDATE so two processes never both win:
   pid is dead on this very host, which a restarted worker sees at once instead of waiting out
   the lease) becomes this process's — only if it is still held by the claim that was seen, so
   of two processes taking over one, one wins.
-- ``renew``: the holder pushes its lease on while it works.
-- ``finish``: a running row is settled once; a sweep or a late writer never overwrites an
-  outcome already given.
+- ``renew``: the holder pushes its lease on while it works; only the holder: a process whose
+  run was taken over (its lease ran out while it was still working) is told so and stops.
+- ``finish``: the holder settles its running row, once; a sweep or a late writer never
+  overwrites an outcome already given, and a process whose run was taken over never settles
+  it under the process that holds it now.
+- ``settle_lost``: a running row whose process is gone is settled by whoever notices (the
+  next request, a sweep) — only if it is still held by the claim that was seen, so a run taken
+  over in the meantime is left to its new process.
 - ``to_send_again``: what beat's sweep starts again — runs nobody claimed within
   ``unclaimed_after`` (their message was lost) and claimed runs whose lease ran out (their
   worker died without the message coming back).
+
+Each of ``claim``, ``take_over``, ``renew``, ``finish`` and ``settle_lost`` says whether it
+won: a caller that lost leaves the row alone.
 """
 
 from __future__ import annotations
@@ -88,18 +96,35 @@ def take_over(run: Any, *, lease: timedelta) -> bool:
     return taken == 1
 
 
-def renew(run: Any, *, lease: timedelta) -> None:
-    type(run)._default_manager.filter(pk=run.pk, state=RUNNING).update(
-        lease_expires_at=timezone.now() + lease
-    )
+def _held(run: Any) -> models.QuerySet:
+    """``run``, while it is running and this process holds it."""
+    return type(run)._default_manager.filter(pk=run.pk, state=RUNNING, executor=executor())
 
 
-def finish(run: Any, state: str, reason: str = "", **fields) -> bool:
-    """Settle ``run`` unless something else already did (a sweep, a deleted row)."""
+def renew(run: Any, *, lease: timedelta) -> bool:
+    """Push the lease on ``run`` to ``lease`` from now, if this process still holds it. False:
+    it was settled or taken over, and the caller stops working on it."""
+    return _held(run).update(lease_expires_at=timezone.now() + lease) == 1
+
+
+def finish(run: Any, state: str, **fields) -> bool:
+    """Settle ``run`` as ``state`` (``fields``, such as ``reason``, set with it) if this process
+    still holds it. False: something else settled it (a sweep, a deleted row) or took it
+    over, and the outcome is not this process's to give."""
+    return _held(run).update(state=state, finished_at=timezone.now(), **fields) == 1
+
+
+def settle_lost(run: Any, state: str, **fields) -> bool:
+    """Settle ``run``, seen running, as ``state`` when its process is gone (``is_lost``) and
+    nobody has claimed or taken it over since it was seen."""
+    if not is_lost(run):
+        return False
     settled = (
         type(run)
-        ._default_manager.filter(pk=run.pk, state=RUNNING)
-        .update(state=state, reason=reason, finished_at=timezone.now(), **fields)
+        ._default_manager.filter(
+            pk=run.pk, state=RUNNING, claimed_at=run.claimed_at, executor=run.executor
+        )
+        .update(state=state, finished_at=timezone.now(), **fields)
     )
     return settled == 1
 

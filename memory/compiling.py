@@ -599,7 +599,7 @@ def _pages(memory: Memory, named: list[list[str]]) -> list[Subject]:
 
 
 def _finish(run: CompileRun, state: str, reason: str = "") -> None:
-    leases.finish(run, state, reason, notes=run.notes[:MAX_NOTES])
+    leases.finish(run, state, reason=reason, notes=run.notes[:MAX_NOTES])
 
 
 def sweep() -> None:
@@ -735,7 +735,8 @@ def _compile(run: CompileRun) -> None:
         run.notes = [*run.notes, *notes][:MAX_NOTES]
         run.compiler = compiler or run.compiler
         run.save(update_fields=["statements", "notes", "compiler"])
-        _file_chunk(run, chunk, read)
+        if not _file_chunk(run, chunk, read):
+            return
     run.extracted = True
     run.save(update_fields=["extracted"])
     if run.facts_filed or run.facts_known:
@@ -766,9 +767,10 @@ def _stopped(run: CompileRun, chunk: list[Passage], why: str) -> str:
     )
 
 
-def _file_chunk(run: CompileRun, chunk: list[Passage], read: list[Statement]) -> None:
+def _file_chunk(run: CompileRun, chunk: list[Passage], read: list[Statement]) -> bool:
     """File what was read of ``chunk``'s passages, one passage at a time, and ask in Review
-    about those placed on no page."""
+    about those placed on no page. False: the run was taken over on the way, and the rest of
+    the chunk is left to the process that holds it now."""
     source = run.source
     mine = {passage.pk for passage in chunk}
     statements = [s for s in read if s.cites[0] in mine]
@@ -777,6 +779,7 @@ def _file_chunk(run: CompileRun, chunk: list[Passage], read: list[Statement]) ->
     ).in_bulk({pk for s in statements for pk in s.cites})
     unplaced: list[Passage] = []
     placed: list[Passage] = []
+    held = True
     for passage in chunk:
         landed = [
             _file(run, source, statement, cited, source.added_by)
@@ -788,10 +791,13 @@ def _file_chunk(run: CompileRun, chunk: list[Passage], read: list[Statement]) ->
             unplaced.append(passage)
         elif filed:
             placed.append(passage)
-        _done(run, passage)
+        held = _done(run, passage)
+        if not held:
+            break
     _settle_unplaced(source, placed, unplaced)
     run.unplaced += len(unplaced)
     CompileRun.objects.filter(pk=run.pk).update(unplaced=run.unplaced)
+    return held
 
 
 def _nothing_reason(run: CompileRun) -> str:
@@ -801,23 +807,21 @@ def _nothing_reason(run: CompileRun) -> str:
     return "no statement to file: the passages say nothing brain keeps."
 
 
-def _renew(run: CompileRun) -> None:
-    leases.renew(run, lease=requests.LEASE)
-
-
-def _done(run: CompileRun, passage: Passage) -> None:
-    """``passage`` is compiled: marked, counted, and the lease renewed."""
-    now = timezone.now()
+def _done(run: CompileRun, passage: Passage) -> bool:
+    """``passage`` is compiled: marked, and, while this process holds the run, counted with the
+    lease renewed. False: the run was taken over (or settled), and this process stops."""
     with transaction.atomic():
-        Passage.objects.filter(pk=passage.pk).update(compiled_at=now)
+        Passage.objects.filter(pk=passage.pk).update(compiled_at=timezone.now())
+        if not leases.renew(run, lease=requests.LEASE):
+            return False
         run.passages_done += 1
         CompileRun.objects.filter(pk=run.pk).update(
             passages_done=run.passages_done,
             facts_filed=run.facts_filed,
             facts_known=run.facts_known,
             notes=run.notes[:MAX_NOTES],
-            lease_expires_at=now + requests.LEASE,
         )
+    return True
 
 
 def _file(

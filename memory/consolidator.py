@@ -607,7 +607,7 @@ def _retry_later(run: ConsolidationRun, reason: str) -> None:
 
 def _finish(run: ConsolidationRun, state: str, reason: str, **counts) -> None:
     """Settle the run unless something else already did (a sweep, a deleted row)."""
-    leases.finish(run, state, reason, **counts)
+    leases.finish(run, state, reason=reason, **counts)
 
 
 def _timeout_reason(error: BaseException | None = None) -> str:
@@ -664,27 +664,18 @@ def _lost_race_reason(error: BaseException) -> str:
 
 def settle_lost_runs(*, memory: Memory | None = None) -> list[ConsolidationRun]:
     """Mark failed every running pass whose worker is gone; the queue it read stays pending."""
-    now = timezone.now()
     running = ConsolidationRun.objects.running().select_related("memory")
     if memory is not None:
         running = running.filter(memory=memory)
     lost = []
     for run in running:
-        if not leases.is_lost(run, now=now):
-            continue
         why = (
             "no worker picked it up"
             if not run.claimed_at
             else "the worker running it stopped before it finished"
         )
-        settled = ConsolidationRun.objects.filter(
-            pk=run.pk, state=ConsolidationRun.State.RUNNING
-        ).update(
-            state=ConsolidationRun.State.FAILED,
-            finished_at=now,
-            reason=f"The pass was lost: {why}. Nothing was written and the queue is unchanged.",
-        )
-        if settled:
+        reason = f"The pass was lost: {why}. Nothing was written and the queue is unchanged."
+        if leases.settle_lost(run, ConsolidationRun.State.FAILED, reason=reason):
             lost.append(run)
     return lost
 

@@ -664,7 +664,7 @@ def execute(run_id: int) -> None:
 
 
 def _finish(run: ReflectionRun, state: str, reason: str = "", **fields) -> None:
-    leases.finish(run, state, reason, **fields)
+    leases.finish(run, state, reason=reason, **fields)
 
 
 def _reflect(run: ReflectionRun) -> None:
