@@ -884,8 +884,11 @@ def section(run_: Run) -> str:
         "The ranking's weights (`knowledge/retrieval.py`) were chosen on two thirds of the "
         f"questions (every {HELD_OUT_EVERY}rd of each set held out), for the sum of the "
         "block's recall@10 and MRR, the first line's answers and the questions it knows it "
-        "cannot answer; the chosen ones beside each neighbour, one at a time (the dev "
-        "questions, with and without pages):\n",
+        "cannot answer, among the weights whose first line answers at least 70% of the "
+        "questions with an answer (a neighbour above it on the sum answers fewer); within "
+        "0.005 of the chosen sum a neighbour is a tie, and the value first chosen was kept. "
+        "The chosen ones beside each neighbour, one at a time (the dev questions, with and "
+        "without pages):\n",
         *_weights_table(run_),
         "",
         *_split_table(run_),
