@@ -101,8 +101,9 @@ def _hash_embedder(settings):
 
 @pytest.fixture
 def llm_stub(settings):
-    """The real Anthropic SDK pointed at a stand-in Messages API on loopback (brain/llm/stub.py)."""
-    from brain.llm.stub import MessagesStub
+    """The real Anthropic SDK pointed at a stand-in Messages API on loopback
+    (brain/tests/stubs/messages.py)."""
+    from brain.tests.stubs.messages import MessagesStub
 
     with MessagesStub() as server:
         server.configure(settings)
@@ -111,8 +112,9 @@ def llm_stub(settings):
 
 @pytest.fixture
 def ollama_stub():
-    """A local model with Ollama's API on loopback, for brain/worker/ (brain/llm/local_stub.py)."""
-    from brain.llm.local_stub import OllamaStub
+    """A local model with Ollama's API on loopback, for brain/worker/
+    (brain/tests/stubs/local_model.py)."""
+    from brain.tests.stubs.local_model import OllamaStub
 
     with OllamaStub() as server:
         yield server
@@ -120,8 +122,9 @@ def ollama_stub():
 
 @pytest.fixture
 def openai_stub():
-    """A local model with the OpenAI-compatible API on loopback (brain/llm/local_stub.py)."""
-    from brain.llm.local_stub import OpenAIStub
+    """A local model with the OpenAI-compatible API on loopback
+    (brain/tests/stubs/local_model.py)."""
+    from brain.tests.stubs.local_model import OpenAIStub
 
     with OpenAIStub() as server:
         yield server

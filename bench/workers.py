@@ -6,7 +6,7 @@ What is timed is what a job waits for when its memory's calls go to a worker:
 gateway writes the waiting call and waits for its answer; a real `brain worker` process,
 long-polling a running server (gunicorn with brain/gunicorn_conf.py and ``DJANGO_DEBUG=0``,
 the production path of `make run`), takes it, asks an Ollama-shaped stub model on loopback
-(``brain.llm.local_stub``) and posts the answer; the gateway wakes and returns it. The
+(``brain.tests.stubs.local_model``) and posts the answer; the gateway wakes and returns it. The
 baseline, in the same run and interleaved call by call, is the same stub asked directly with
 the worker's own client (``brain.worker.local.OllamaAPI``): the model call with nothing in
 between. Each round asks directly, pauses ``PAUSE_S`` so the worker is back in its long poll,
@@ -37,9 +37,9 @@ from django.db import connection
 from django.utils import timezone
 
 from brain import llm, run, workers
-from brain.llm.local_stub import OllamaStub, local_json
 from brain.models import ModelCall, WaitingCall, WorkerToken
 from brain.testing import database_url
+from brain.tests.stubs.local_model import OllamaStub, local_json
 from brain.worker.local import OllamaAPI
 
 CALLS = int(os.environ.get("BRAIN_BENCH_WORKER_CALLS", "200"))
@@ -232,9 +232,9 @@ def _markdown(figures: dict, load_before: float) -> str:
             "worker — the gateway writes the waiting call and waits; a real `brain worker` "
             "process long-polling gunicorn on loopback (`DJANGO_DEBUG=0`, "
             "brain/gunicorn_conf.py) takes it, asks an Ollama-shaped stub model "
-            "(`brain/llm/local_stub.py`, answering at once) and posts the answer; the gateway "
-            "wakes on PostgreSQL's NOTIFY and returns it, its `ModelCall` row written. Directly "
-            "(the baseline): the worker's own client asks the same stub. "
+            "(`brain/tests/stubs/local_model.py`, answering at once) and posts the answer; the "
+            "gateway wakes on PostgreSQL's NOTIFY and returns it, its `ModelCall` row written. "
+            "Directly (the baseline): the worker's own client asks the same stub. "
             f"{calls} rounds after {WARM_UP} warm-up calls, each: one call directly, a pause of "
             f"{PAUSE_S * 1000:.0f} ms, one call through the worker (waiting in its long poll, as "
             "a job's call usually finds it), and one more at once (back to back: the worker is "

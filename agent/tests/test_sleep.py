@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from agent import actions, tasks
-from brain.llm.stub import stub_error, stub_json, stub_text
+from brain.tests.stubs.messages import stub_error, stub_json, stub_text
 from knowledge import actions as knowledge_actions
 from knowledge import provenance, retrieval
 from knowledge.models import Episode, Fact, Memory

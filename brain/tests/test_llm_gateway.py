@@ -11,14 +11,14 @@ import pytest
 from django.conf import settings as django_settings
 
 from brain import llm
-from brain.llm.stub import (
+from brain.models import ModelCall
+from brain.tests.stubs.messages import (
     stub_error,
     stub_hang,
     stub_json,
     stub_overloaded,
     stub_text,
 )
-from brain.models import ModelCall
 
 
 class Verdict(pydantic.BaseModel):

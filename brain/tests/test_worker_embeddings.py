@@ -20,9 +20,9 @@ import pytest
 from django.urls import reverse
 
 from brain import workers
-from brain.llm.local_stub import LocalReply, OllamaStub, vector_for
 from brain.models import ModelCall, WaitingCall, Worker
 from brain.testing import wait_until
+from brain.tests.stubs.local_model import LocalReply, OllamaStub, vector_for
 from brain.tests.test_worker_program import WorkerProcess
 from knowledge import embedding, reembedding, retrieval
 from knowledge.models import Fact, Memory

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from brain.llm.local_stub import (
+from brain.tests.stubs.local_model import (
     LocalReply,
     OllamaStub,
     OpenAIStub,
@@ -38,7 +38,7 @@ from brain.llm.local_stub import (
     local_text,
     vector_for,
 )
-from brain.llm.stub import MessagesStub
+from brain.tests.stubs.messages import MessagesStub
 from brain.worker import local
 from brain.worker.__main__ import MIN_PYTHON, cleartext_warning
 

@@ -24,9 +24,9 @@ import pytest
 from django.utils import timezone
 
 from brain import workers
-from brain.llm.local_stub import LocalReply, local_hang, local_json, local_text
 from brain.models import WaitingCall, Worker
 from brain.testing import wait_until
+from brain.tests.stubs.local_model import LocalReply, local_hang, local_json, local_text
 from brain.tests.test_worker_program import WorkerProcess
 
 

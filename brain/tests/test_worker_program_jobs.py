@@ -15,9 +15,9 @@ import pytest
 from django.db import connection
 
 from brain import llm, workers
-from brain.llm.local_stub import LocalReply, local_json, local_text, vector_for
 from brain.models import ModelCall, WaitingCall, Worker
 from brain.testing import wait_until
+from brain.tests.stubs.local_model import LocalReply, local_json, local_text, vector_for
 from brain.tests.test_worker_program import WorkerProcess
 from knowledge.models import Fact, Memory, Subject
 from memory import actions, consolidator, conversations, reflection, study

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from brain.llm.stub import stub_error, stub_json, stub_text
+from brain.tests.stubs.messages import stub_error, stub_json, stub_text
 from knowledge import passages
 from knowledge.models import CompileRun, Fact, Source, Subject
 from knowledge.tests.examples import MEETING_NOTES

@@ -2,8 +2,8 @@
 
 import pytest
 
-from brain.llm.stub import stub_json, stub_overloaded
 from brain.models import ModelCall
+from brain.tests.stubs.messages import stub_json, stub_overloaded
 from knowledge.models import Fact
 from memory.actions import learn
 

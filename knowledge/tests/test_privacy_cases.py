@@ -344,7 +344,7 @@ def test_a_labelling_rule_needs_a_condition(world):
 def test_an_insight_run_tells_the_model_only_what_every_member_of_the_household_reads(
     world, llm_stub
 ):
-    from brain.llm.stub import stub_json
+    from brain.tests.stubs.messages import stub_json
     from review import insight
     from review.models import HouseEvent
 
@@ -366,7 +366,7 @@ def test_an_insight_run_tells_the_model_only_what_every_member_of_the_household_
 
 
 def _conclude_from(llm_stub, fact, words):
-    from brain.llm.stub import stub_json
+    from brain.tests.stubs.messages import stub_json
 
     llm_stub.script(
         stub_json({"conclusions": [{"statement": words, "because": [fact.pk]}], "gaps": []})

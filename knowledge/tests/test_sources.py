@@ -12,7 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.urls import reverse
 
-from brain.llm.stub import stub_json
+from brain.tests.stubs.messages import stub_json
 from knowledge import labeller, labelling, passages, sources, visibility
 from knowledge.models import (
     Fact,
@@ -272,7 +272,7 @@ def test_with_a_model_the_labeller_places_passages_as_it_answers(team, llm_stub)
 
 
 def test_with_a_model_that_fails_the_labeller_labels_offline(team, llm_stub):
-    from brain.llm.stub import stub_overloaded
+    from brain.tests.stubs.messages import stub_overloaded
 
     memory, _, _ = team
     llm_stub.script(stub_overloaded())

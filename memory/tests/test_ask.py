@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from brain.llm.stub import stub_error, stub_json, stub_text
 from brain.models import ModelCall
+from brain.tests.stubs.messages import stub_error, stub_json, stub_text
 from knowledge.models import Fact, Memory, Observation, Source
 from memory import actions, ask, reflection
 from memory.models import InboxItem, ReflectionRun

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from brain.llm.stub import stub_hang, stub_json, stub_overloaded, stub_text
 from brain.models import ModelCall
+from brain.tests.stubs.messages import stub_hang, stub_json, stub_overloaded, stub_text
 from memory.composers import get_composer
 from memory.composers.base import (
     VOICE_MAX_BYTES,

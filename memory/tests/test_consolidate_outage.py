@@ -11,8 +11,8 @@ import pytest
 from django.conf import settings as django_settings
 from django.db import connection
 
-from brain.llm.stub import TEST_API_KEY, stub_error, stub_overloaded
 from brain.testing import database_url
+from brain.tests.stubs.messages import TEST_API_KEY, stub_error, stub_overloaded
 from knowledge.models import Memory
 from memory import actions
 from memory.models import ConsolidationRun, DocumentRevision, InboxItem, Origin

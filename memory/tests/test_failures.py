@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from brain.llm.stub import stub_json
+from brain.tests.stubs.messages import stub_json
 from knowledge import retrieval
 from knowledge.models import Fact
 from knowledge.read_layer import SYSTEM

@@ -16,7 +16,7 @@ from django.db import connection
 from django.utils import timezone
 
 from brain import testing
-from brain.llm.stub import TEST_API_KEY, MessagesStub, stub_json
+from brain.tests.stubs.messages import TEST_API_KEY, MessagesStub, stub_json
 from memory import actions, consolidator
 from memory.composers.base import ComposerError, Composition
 from memory.models import ConsolidationRun, DocumentRevision, InboxItem, Origin

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from brain.llm.stub import stub_error, stub_hang, stub_json, stub_text
 from brain.models import ModelCall
+from brain.tests.stubs.messages import stub_error, stub_hang, stub_json, stub_text
 from knowledge import retrieval
 from knowledge.models import Fact
 from memory import conversations, reflection

@@ -11,8 +11,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from brain.llm.stub import stub_error, stub_hang, stub_json, stub_text
 from brain.models import ModelCall
+from brain.tests.stubs.messages import stub_error, stub_hang, stub_json, stub_text
 from knowledge.actions import record_outcome
 from knowledge.models import Conflict, Fact, Memory, Observation, Source, Subject
 from knowledge.read_layer import SYSTEM

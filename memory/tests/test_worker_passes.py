@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from brain import testing
-from brain.llm.stub import TEST_API_KEY, MessagesStub, stub_json
+from brain.tests.stubs.messages import TEST_API_KEY, MessagesStub, stub_json
 from knowledge.models import Memory
 from memory import actions, consolidator
 from memory.models import Change, ConsolidationRun, DocumentRevision, InboxItem, Origin

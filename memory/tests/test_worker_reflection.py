@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from brain import testing
-from brain.llm.stub import TEST_API_KEY, MessagesStub, stub_json
+from brain.tests.stubs.messages import TEST_API_KEY, MessagesStub, stub_json
 from knowledge.models import Fact, Memory, Observation
 from memory import reflection
 from memory.models import InboxItem, ReflectionRun

@@ -6,8 +6,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from brain.llm.stub import stub_json, stub_overloaded
 from brain.models import ModelCall
+from brain.tests.stubs.messages import stub_json, stub_overloaded
 from knowledge.models import Fact, Memory, Subject
 from memory import actions as memory_actions
 from review import deep_review, tasks

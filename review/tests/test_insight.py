@@ -11,8 +11,8 @@ from django.conf import settings as django_settings
 from django.utils import timezone
 
 from brain.celery import app
-from brain.llm.stub import stub_error, stub_json, stub_text
 from brain.models import ModelCall
+from brain.tests.stubs.messages import stub_error, stub_json, stub_text
 from knowledge.models import Fact, Memory, Source, Subject
 from memory import actions as memory_actions
 from memory.models import InboxItem

@@ -2,7 +2,8 @@
 
 ``OllamaStub``: ``GET /api/tags``, ``POST /api/chat``, ``POST /api/embed``. ``OpenAIStub``:
 ``GET /v1/models``, ``POST /v1/chat/completions``, ``POST /v1/embeddings``. They are to the
-worker program (brain/worker/) what ``MessagesStub`` (brain/llm/stub.py) is to the gateway::
+worker program (brain/worker/) what ``MessagesStub`` (``messages.py`` beside it) is to the
+gateway::
 
     def test_...(ollama_stub):               # fixtures in conftest.py
         ollama_stub.script(local_json({"decision": "keep"}), local_hang(30))
@@ -28,7 +29,7 @@ from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from brain.llm.loopback import Answer, LoopbackStub, StubRequest
+from brain.tests.stubs.loopback import Answer, LoopbackStub, StubRequest
 
 DIMENSIONS = 384  # brain's embedder's; a test of the wrong shape passes another number
 

@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from brain.llm.loopback import Answer, LoopbackStub, StubRequest
+from brain.tests.stubs.loopback import Answer, LoopbackStub, StubRequest
 
 __all__ = ["MessagesStub", "StubReply", "StubRequest"]
 

@@ -1,11 +1,18 @@
 """What every stand-in for an outside HTTP service has in common (the Messages API in
-``stub.py``, a local model in ``local_stub.py``): a server on 127.0.0.1 at an ephemeral port in
-a background thread, every request kept, one request per connection, and ``close()`` waking any
-reply still hanging so a timeout test does not wait for its hang to run out.
+``messages.py``, a local model in ``local_model.py``): a server on 127.0.0.1 at an ephemeral
+port in a background thread, every request kept, one request per connection, and ``close()``
+waking any reply still hanging so a timeout test does not wait for its hang to run out.
 
 A stub subclasses ``LoopbackStub`` and answers in ``answer(request)`` with a status and a body
 (a dict sent as JSON, a str sent as text/html), or ``None`` to drop the connection unanswered
 (closing while a reply hangs). Test support only: nothing in the running app imports this.
+
+Why not pytest-httpserver: it would give the server thread, the request log and ordered
+replies, which are the standard library's ``ThreadingHTTPServer`` and a few lines here. What the
+stubs need beyond those — a reply that hangs until the stub closes, a connection dropped
+unanswered, ``close()`` joining every request thread so nothing outlives its test, the two API
+shapes and their scripts — would be this same code in its handlers, with werkzeug and the plugin
+added to the dev requirements.
 """
 
 from __future__ import annotations
