@@ -4,19 +4,18 @@ and comes back to the tab, which shows the last exchange (kept in the session)."
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from brain import htmx, words
-from brain.errors import StateConflict
 from brain.htmx import Toast
 from knowledge import access, kinds
 from knowledge.actions import record_outcome
 from knowledge.models import Fact, Memory, Passage, Permission
 from memory import ask
+from memory.forms import OutcomeForm, TextForm
 
 TEMPLATE = "memory/_ask.html"
 # How sure brain now is of a line a person said worked or was wrong, in a sentence.
@@ -76,7 +75,9 @@ def ask_context(request: HttpRequest, memory: Memory, **typed) -> dict:
 @require_POST
 @access.requires(Permission.READ)
 def ask_or_teach(request: HttpRequest, memory: Memory) -> HttpResponse:
-    text = request.POST.get("text", "")
+    form = TextForm(request.POST)
+    form.is_valid()  # any words: ask.exchange says what it refuses
+    text = form.cleaned_data["text"]
     if not kinds.asks(text):
         access.require(request.user, memory, Permission.TEACH)
     conversation = ask.conversation_of(
@@ -88,10 +89,8 @@ def ask_or_teach(request: HttpRequest, memory: Memory) -> HttpResponse:
         exchange = ask.exchange(
             memory=memory, text=text, by=request.user, conversation=conversation
         )
-    except (ValidationError, StateConflict) as refused:
-        words = (
-            refused.message if isinstance(refused, StateConflict) else " ".join(refused.messages)
-        )
+    except htmx.REFUSALS as refused:
+        words = htmx.reason(refused)
         if getattr(request, "htmx", False):  # the bar again, as typed, with why
             typed = ask_context(request, memory, ask_error=words, ask_text=text)
             return htmx.partial(request, f"{TEMPLATE}#ask", typed)
@@ -117,9 +116,10 @@ def ask_or_teach(request: HttpRequest, memory: Memory) -> HttpResponse:
 def outcome(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """ "This worked" / "this was wrong" on a fact the answer used: its outcome recorded."""
     fact = get_object_or_404(Fact.objects.for_memory(memory).readable_by(request.user), pk=pk)
-    success = {"1": True, "0": False}.get(request.POST.get("success", ""))
-    if success is None:
+    form = OutcomeForm(request.POST)
+    if not form.is_valid():  # no button on the page sends anything else
         return HttpResponseBadRequest("success must be 1 (it worked) or 0 (it was wrong).")
+    success = form.cleaned_data["success"]
     fact = record_outcome(fact=fact, success=success)
     said = "worked" if success else "was wrong"
     sure = SURENESS[words.confidence(fact.confidence)]

@@ -12,49 +12,41 @@ else the page or Review.
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
-from django.utils.dateparse import parse_date
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from brain.errors import StateConflict
+from brain import htmx
+from brain.forms import BackForm
 from brain.htmx import LEVELS, Toast, answer
 from knowledge import access, review
 from knowledge.models import Conflict, Fact, Memory, Permission, Subject
 from memory import actions, curation, fact_edits
 from memory.actions import Settled
+from memory.forms import EditFactForm, MergePagesForm, SettleForm, SplitPageForm
 
 CONFLICT = "knowledge/_conflict.html"
 
 
-def _next(request: HttpRequest, default: str) -> str:
-    back = request.POST.get("next", "")
-    return back if back.startswith("/") and not back.startswith("//") else default
-
-
 def settle_as_posted(request: HttpRequest, conflict: Conflict) -> tuple[Settled | None, Toast]:
-    """Settle ``conflict`` as a form posted it (``keep``; ``since``, a day, for dated; ``text``
-    for merged), and the toast that says how it went: every form that settles one (the page,
-    Review, the Knowledge tab) reads it this way."""
-    since = request.POST.get("since", "").strip()
+    """Settle ``conflict`` as a form posted it (``SettleForm``: ``keep``; ``since``, a day, for
+    dated; ``text`` for merged), and the toast that says how it went: every form that settles
+    one (the page, Review, the Knowledge tab) reads it this way."""
+    form = SettleForm(request.POST)
+    if not form.is_valid():
+        return None, Toast(htmx.reason(form), "error")
     try:
-        day = parse_date(since) if since else None
-        if since and day is None:
-            raise ValidationError(f"“{since}” is not a day: write it as 2026-03-01.")
         settled = actions.settle_conflict(
             conflict=conflict,
-            keep=request.POST.get("keep", ""),
-            text=request.POST.get("text"),
-            since=day,
+            keep=form.cleaned_data["keep"],
+            text=form.cleaned_data["text"],
+            since=form.cleaned_data["since"],
             by=request.user,
         )
-    except ValidationError as why:
-        return None, Toast(" ".join(why.messages), "error")
-    except StateConflict as why:
-        return None, Toast(why.message, "error")
+    except htmx.REFUSALS as why:
+        return None, Toast(htmx.reason(why), "error")
     return settled, Toast(settled.message)
 
 
@@ -70,18 +62,19 @@ def resolve_conflict(request: HttpRequest, pk: int, memory: Memory) -> HttpRespo
         Conflict.objects.for_memory(memory).readable_by(request.user), pk=pk
     )
     settled, toast = settle_as_posted(request, conflict)
+    back = BackForm(request.POST).back(reverse("knowledge:review"))
     conflict = Conflict.objects.readable_by(request.user).select_related("old", "new").get(pk=pk)
     review.with_sides([conflict])
     context = {
         "conflict": conflict,
         "settled_message": settled.message if settled else "",
-        "next": _next(request, reverse("knowledge:review")),
+        "next": back,
     }
     return answer(
         request,
         CONFLICT,
         context,
-        back=_next(request, reverse("knowledge:review")),
+        back=back,
         toast=toast,
         event="conflictSettled" if settled else None,
     )
@@ -104,18 +97,15 @@ def merge_pages(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """Merge the page ``merged`` (an id) into this one."""
     keep = get_object_or_404(Subject.objects.readable_by(request.user), pk=pk, memory=memory)
     here = reverse("knowledge:page", args=[keep.pk])
-    merged = request.POST.get("merged", "")
-    other = (
-        Subject.objects.readable_by(request.user).for_memory(memory).filter(pk=int(merged)).first()
-        if merged.isdigit()
-        else None
+    form = MergePagesForm(
+        request.POST, Subject.objects.readable_by(request.user).for_memory(memory)
     )
-    if other is None:
-        return _back_to(request, here, Toast("Choose the page to merge into this one.", "error"))
+    if not form.is_valid():
+        return _back_to(request, here, Toast(htmx.reason(form), "error"))
     try:
-        done = curation.merge_pages(keep=keep, merged=other, by=request.user)
-    except StateConflict as why:
-        return _back_to(request, here, Toast(why.message, "error"))
+        done = curation.merge_pages(keep=keep, merged=form.cleaned_data["merged"], by=request.user)
+    except htmx.REFUSALS as why:
+        return _back_to(request, here, Toast(htmx.reason(why), "error"))
     return _back_to(request, here, Toast(done.message))
 
 
@@ -125,17 +115,12 @@ def split_page(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """Move the chosen ``facts`` off this page onto a new page (``name``, ``kind``)."""
     page = get_object_or_404(Subject.objects.readable_by(request.user), pk=pk, memory=memory)
     here = reverse("knowledge:page", args=[page.pk])
-    chosen = [int(f) for f in request.POST.getlist("facts") if f.isdigit()]
+    form = SplitPageForm(request.POST)
+    form.is_valid()  # any ids and words: split_page says what it refuses
     try:
-        done = curation.split_page(
-            page=page,
-            facts=chosen,
-            name=request.POST.get("name", ""),
-            kind=request.POST.get("kind", ""),
-            by=request.user,
-        )
-    except ValidationError as why:
-        return _back_to(request, here, Toast(" ".join(why.messages), "error"))
+        done = curation.split_page(page=page, **form.cleaned_data, by=request.user)
+    except htmx.REFUSALS as why:
+        return _back_to(request, here, Toast(htmx.reason(why), "error"))
     return _back_to(request, reverse("knowledge:page", args=[done.page.pk]), Toast(done.message))
 
 
@@ -149,11 +134,11 @@ def edit_fact(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     fact = get_object_or_404(
         Fact.objects.for_memory(memory).readable_by(request.user).without_vectors(), pk=pk
     )
-    back = _next(request, reverse("knowledge:pages"))
+    form = EditFactForm(request.POST)
+    form.is_valid()  # any words: edit_fact says what it refuses
+    back = form.back(reverse("knowledge:pages"))
     try:
-        edited = fact_edits.edit_fact(fact=fact, text=request.POST.get("text", ""), by=request.user)
-    except ValidationError as why:
-        return _back_to(request, back, Toast(" ".join(why.messages), "error"))
-    except StateConflict as why:
-        return _back_to(request, back, Toast(why.message, "error"))
+        edited = fact_edits.edit_fact(fact=fact, text=form.cleaned_data["text"], by=request.user)
+    except htmx.REFUSALS as why:
+        return _back_to(request, back, Toast(htmx.reason(why), "error"))
     return _back_to(request, back, Toast(edited.message))

@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -25,13 +24,13 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
 from brain import htmx
-from brain.errors import StateConflict
 from brain.htmx import Toast
 from brain.words import plural
 from knowledge import access
 from knowledge.compiling import COMPILED_KINDS
 from knowledge.models import Fact, Memory, Permission, Source
 from memory import counts, study
+from memory.forms import TopicForm
 from memory.models import StudySession
 
 TEMPLATE = "memory/_study.html"
@@ -179,16 +178,14 @@ def first_setup(request: HttpRequest, memory: Memory) -> HttpResponse:
 @access.requires(Permission.TEACH)
 def start_study(request: HttpRequest, memory: Memory) -> HttpResponse:
     back = reverse("memory:knowledge")
+    form = TopicForm(request.POST)
+    form.is_valid()  # any words: study.start says what it refuses
     try:
-        started = study.start(memory=memory, topic=request.POST.get("topic", ""), by=request.user)
-    except (ValidationError, StateConflict) as refused:
-        words = (
-            refused.message if isinstance(refused, StateConflict) else " ".join(refused.messages)
-        )
+        started = study.start(memory=memory, topic=form.cleaned_data["topic"], by=request.user)
+    except htmx.REFUSALS as refused:
         context = study_context(memory, request.user, request)
-        return htmx.answer(
-            request, f"{TEMPLATE}#study", context, back=back, toast=Toast(words, "error")
-        )
+        toast = Toast(htmx.reason(refused), "error")
+        return htmx.answer(request, f"{TEMPLATE}#study", context, back=back, toast=toast)
     if started.started:
         request.session[STARTED_HERE] = [*_started_here(request), started.session.pk][-20:]
     level = "info" if started.started else "warning"

@@ -14,6 +14,7 @@ from brain.htmx import Toast
 from knowledge import access
 from knowledge.models import MEMORY_MAX_KB_RANGE, Memory, Permission
 from memory import switches
+from memory.forms import DocumentSizeForm, SwitchesForm
 
 TEMPLATE = "memory/_switches.html"
 SETTINGS = "settings:page"
@@ -27,10 +28,12 @@ def _back(anchor: str) -> str:
 @require_POST
 @access.requires(Permission.ADMINISTER)
 def set_switches(request: HttpRequest, memory: Memory) -> HttpResponse:
+    form = SwitchesForm(request.POST)
+    form.is_valid()  # a box not ticked is off
     switched = switches.set_switches(
         memory=memory,
-        learning=request.POST.get("learning") == "on",
-        memory_injection=request.POST.get("memory_injection") == "on",
+        learning=form.cleaned_data["learning"],
+        memory_injection=form.cleaned_data["memory_injection"],
         by=request.user,
     )
     return htmx.answer(
@@ -47,23 +50,15 @@ def set_switches(request: HttpRequest, memory: Memory) -> HttpResponse:
 @access.requires(Permission.ADMINISTER)
 def set_document_size(request: HttpRequest, memory: Memory) -> HttpResponse:
     """How much the memory document may hold (memory_max_kb), within MEMORY_MAX_KB_RANGE."""
-    typed = request.POST.get("memory_max_kb", "").strip()
-    low, high = MEMORY_MAX_KB_RANGE
+    form = DocumentSizeForm(request.POST)
     context = {"memory": memory, "size_range": MEMORY_MAX_KB_RANGE}
-    try:
-        size = int(typed)
-        if not low <= size <= high:
-            raise ValueError
-    except ValueError:
-        problem = f"The document's size is a whole number of KB from {low} to {high}."
-        typed_back = {**context, "size_error": problem, "size_typed": typed}
-        return htmx.answer(
-            request,
-            f"{TEMPLATE}#document-size",
-            typed_back,
-            back=_back("#document-size"),
-            said=Toast(problem, "error"),
+    if not form.is_valid():
+        typed = {**context, "size_typed": form.typed()}
+        back = _back("#document-size")
+        return htmx.refused(
+            request, f"{TEMPLATE}#document-size", typed, form, back=back, error="size_error"
         )
+    size = form.cleaned_data["memory_max_kb"]
     changed = size != memory.memory_max_kb
     if changed:
         memory.memory_max_kb = size

@@ -36,6 +36,7 @@ from memory import (
     study_views,
     worker_views,
 )
+from memory.forms import DocumentForm, TextForm
 from memory.models import Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
 from memory.rendering import render_markdown
 
@@ -322,18 +323,16 @@ def document_editor(request: HttpRequest, memory: Memory) -> HttpResponse:
 @require_POST
 @access.requires(Permission.CURATE)
 def save_document(request: HttpRequest, memory: Memory) -> HttpResponse:
-    text = request.POST.get("text", "")
-    try:
-        base = int(request.POST.get("base_generation", ""))
-    except ValueError:
-        base = -1
+    form = DocumentForm(request.POST)
+    form.is_valid()  # any words; a generation not a number has moved on (-1)
+    text, base = form.cleaned_data["text"], form.cleaned_data["base_generation"]
     context = {**_document_context(memory), "editing": True, "draft": text, "base_generation": base}
     try:
         changes = revisions.save_user_edit(
             memory=memory, text=text, base_generation=base, by=request.user
         )
     except ValidationError as error:
-        context["edit_error"] = " ".join(error.messages)
+        context["edit_error"] = htmx.reason(error)
         return htmx.again(
             request, f"{PAGE}#document", context, page=lambda: _full_context(request, memory)
         )
@@ -376,13 +375,18 @@ def _full_context(request: HttpRequest, memory: Memory) -> dict:
 @require_POST
 @access.requires(Permission.TEACH)
 def teach(request: HttpRequest, memory: Memory) -> HttpResponse:
-    text = request.POST.get("text", "")
+    form = TextForm(request.POST)
+    form.is_valid()  # any words: learn says what it refuses
+    text = form.cleaned_data["text"]
     try:
         learned = actions.learn(memory=memory, text=text, origin=Origin.TYPED, by=request.user)
     except (ValidationError, UnknownSubject) as error:
-        message = " ".join(error.messages) if isinstance(error, ValidationError) else str(error)
-        typed = {"teach_error": message, "teach_text": text, "memory": memory}
-        return _answer(request, "teach", typed, said=Toast(message, "error"))
+        refusal = error if isinstance(error, ValidationError) else ValidationError(str(error))
+        typed = {"teach_text": text, "memory": memory}
+        back = reverse("memory:knowledge")
+        return htmx.refused(
+            request, f"{PAGE}#teach", typed, refusal, back=back, error="teach_error"
+        )
     if learned.item is None:  # already known: nothing to file
         said = (
             f"brain already knew that: {quoted(learned.fact.text)} has now been said "
@@ -561,10 +565,8 @@ def changes(request: HttpRequest, memory: Memory) -> HttpResponse:
 def undo(request: HttpRequest, number: int, memory: Memory) -> HttpResponse:
     try:
         change = revisions.undo_change(memory=memory, number=number, by=request.user)
-    except ValidationError as why:
-        event, toast = None, Toast(" ".join(why.messages), "error")
-    except revisions.CannotUndo as why:
-        event, toast = None, Toast(why.message, "error")
+    except htmx.REFUSALS as why:  # a ValidationError, or CannotUndo
+        event, toast = None, Toast(htmx.reason(why), "error")
     else:
         event, toast = CHANGED, Toast(f"Undone: {change.summary.removeprefix('Undid ')}")
     return _answer(request, "changes", _changes_context(memory), event=event, toast=toast)

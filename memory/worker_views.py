@@ -26,6 +26,7 @@ from brain.llm import routing
 from brain.models import ModelRoute, WaitingCall, Worker, WorkerToken
 from knowledge import access
 from knowledge.models import Memory, Permission
+from memory.forms import RoutesForm
 
 TEMPLATE = "memory/_workers.html"
 SHOWN_AT_MOST = 20
@@ -109,25 +110,15 @@ def waiting_words(run) -> str:
 @require_POST
 @access.requires(Permission.ADMINISTER)
 def set_routes(request: HttpRequest, memory: Memory) -> HttpResponse:
-    wanted = {
-        row["task"]: (
-            request.POST.get(f"provider:{row['task']}", row["provider"]),
-            request.POST.get(f"model:{row['task']}", row["model"]),
-        )
-        for row in _routes(memory)
-    }
+    form = RoutesForm(request.POST, _routes(memory))
+    form.is_valid()  # any words: set_routes says what it refuses
     back = reverse("settings:page") + "#model-routes"
     try:
-        result = workers.set_routes(memory=memory, routes=wanted)
+        result = workers.set_routes(memory=memory, routes=form.wanted())
     except ValidationError as error:
-        message = " ".join(error.messages)
-        return htmx.answer(
-            request,
-            f"{TEMPLATE}#model-routes",
-            {**routes_context(memory), "routes_error": message},
-            back=back,
-            said=Toast(message, "error"),
-        )
+        context = routes_context(memory)
+        partial = f"{TEMPLATE}#model-routes"
+        return htmx.refused(request, partial, context, error, back=back, error="routes_error")
     return htmx.answer(
         request,
         f"{TEMPLATE}#model-routes",
