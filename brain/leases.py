@@ -1,11 +1,14 @@
 """A job's run row is its lease: the one way every background job here (a consolidation pass,
-a reflection, a compile) knows who runs it and when nobody does any more.
+a reflection, a compile, a study session, an insight run) knows who runs it and when nobody
+does any more.
 
 The row has ``state`` (``"running"`` until settled) and ``reason`` of its own, and the lease's
 fields from ``Lease``: ``started_at``, ``claimed_at``, ``executor`` (``host:pid`` of the process
 that claimed it), ``lease_expires_at`` and ``finished_at``. The rules, each a conditional
 UPDATE so two processes never both win:
 
+- ``start``: a new running row, its lease counted from now for a worker to claim it; none when
+  the database refuses a second one (a partial unique index allows one running at a time).
 - ``claim``: a running row nobody has claimed becomes this process's, for ``lease``.
 - ``take_over``: a running row whose process is gone (``is_lost``: its lease ran out, or its
   pid is dead on this very host, which a restarted worker sees at once instead of waiting out
@@ -23,8 +26,8 @@ UPDATE so two processes never both win:
   ``unclaimed_after`` (their message was lost) and claimed runs whose lease ran out (their
   worker died without the message coming back).
 
-Each of ``claim``, ``take_over``, ``renew``, ``finish`` and ``settle_lost`` says whether it
-won: a caller that lost leaves the row alone.
+Each of ``start``, ``claim``, ``take_over``, ``renew``, ``finish`` and ``settle_lost`` says
+whether it won: a caller that lost leaves the row alone.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import socket
 from datetime import timedelta
 from typing import Any
 
-from django.db import models
+from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
 from brain.embedded import pid_alive
@@ -60,15 +63,31 @@ def executor() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def start(model: type[models.Model], *, lease: timedelta, **fields) -> Any:
+    """A new running row of ``model`` with ``fields``, or None when the database refused it
+    because another is running (its partial unique index); the caller decides what then."""
+    try:
+        with transaction.atomic():
+            return model._default_manager.create(lease_expires_at=timezone.now() + lease, **fields)
+    except IntegrityError:
+        return None
+
+
+def _hold(rows: models.QuerySet, run: Any, lease: timedelta, fields: dict) -> bool:
+    """Make ``run`` this process's if it is still among ``rows``: the claim is written on the
+    row and, once won, on ``run`` too."""
+    now = timezone.now()
+    held = {"claimed_at": now, "executor": executor(), "lease_expires_at": now + lease, **fields}
+    if rows.filter(pk=run.pk, state=RUNNING).update(**held) != 1:
+        return False
+    for name, value in held.items():
+        setattr(run, name, value)
+    return True
+
+
 def claim(run: Any, *, lease: timedelta, **fields) -> bool:
     """Claim ``run`` (running, unclaimed) for this process; ``fields`` are set with it."""
-    now = timezone.now()
-    claimed = (
-        type(run)
-        ._default_manager.filter(pk=run.pk, state=RUNNING, claimed_at__isnull=True)
-        .update(claimed_at=now, executor=executor(), lease_expires_at=now + lease, **fields)
-    )
-    return claimed == 1
+    return _hold(type(run)._default_manager.filter(claimed_at__isnull=True), run, lease, fields)
 
 
 def is_lost(run: Any, *, now=None) -> bool:
@@ -85,15 +104,8 @@ def take_over(run: Any, *, lease: timedelta) -> bool:
     what the other started."""
     if run.claimed_at is None or not is_lost(run):
         return False
-    now = timezone.now()
-    taken = (
-        type(run)
-        ._default_manager.filter(
-            pk=run.pk, state=RUNNING, claimed_at=run.claimed_at, executor=run.executor
-        )
-        .update(claimed_at=now, executor=executor(), lease_expires_at=now + lease)
-    )
-    return taken == 1
+    seen = type(run)._default_manager.filter(claimed_at=run.claimed_at, executor=run.executor)
+    return _hold(seen, run, lease, {})
 
 
 def _held(run: Any) -> models.QuerySet:

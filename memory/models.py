@@ -464,13 +464,13 @@ class StudySessionQuerySet(ReadQuerySet):
         return self.filter(memory=memory)
 
 
-class StudySession(models.Model):
+class StudySession(leases.Lease):
     """One study session on one subject (memory/study.py): asked for, claimed by a worker, and
     settled with its report kept.
 
-    The row is the lease, as a consolidation pass's is: at most one studies a memory at a time
-    (a partial unique index), claimed by a conditional UPDATE, and a session whose lease ran out
-    (its worker died) is settled as lost by the next request.
+    The row is the lease (``brain/leases.py``), as a consolidation pass's is: at most one
+    studies a memory at a time (a partial unique index), claimed by a conditional UPDATE, and a
+    session whose worker is gone is settled as lost by the next request.
     """
 
     class State(models.TextChoices):
@@ -508,10 +508,6 @@ class StudySession(models.Model):
     filed = models.PositiveIntegerField(default=0)
     report = models.TextField(blank=True)
     lines = models.JSONField(default=list, blank=True)
-    started_at = models.DateTimeField(default=timezone.now)
-    claimed_at = models.DateTimeField(null=True, blank=True)
-    lease_expires_at = models.DateTimeField()
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     objects = StudySessionQuerySet.as_manager()
 

@@ -27,8 +27,9 @@ question, or names a passing state is dropped, and the rest go through ``memory.
 concluded it, nobody said it. A failed, malformed or late answer files nothing; the report
 says why.
 
-The session row is the lease: one at a time per memory, claimed by a conditional UPDATE, its
-``step`` saying what it is doing for the banner that counts the time. Learning off
+The session row is the lease (``brain/leases.py``): one at a time per memory, claimed by a
+conditional UPDATE, settled only by the process holding it, its ``step`` saying what it is
+doing for the banner that counts the time. Learning off
 (``memory.switches``) refuses to start one and stops one that has not filed yet. Safe to run
 twice.
 """
@@ -43,12 +44,11 @@ from itertools import combinations
 
 import pydantic
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
 from django.db.models import Max, Q
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from brain import inputs, llm
+from brain import inputs, leases, llm
 from brain.celery import send_on_commit
 from brain.errors import StateConflict
 from knowledge import retrieval, statements
@@ -142,14 +142,15 @@ def _subject_named(memory: Memory, topic: str, reader) -> Subject | None:
 
 
 def _settle_lost(memory: Memory) -> None:
-    now = timezone.now()
-    StudySession.objects.running().filter(memory=memory, lease_expires_at__lt=now).update(
-        state=StudySession.State.FAILED,
-        finished_at=now,
-        step="",
-        report="The session was lost (its worker stopped before it finished); nothing more "
-        "was filed. Ask for it again.",
-    )
+    running = StudySession.objects.as_system("settling a study whose worker is gone")
+    for session in running.running().filter(memory=memory):
+        leases.settle_lost(
+            session,
+            StudySession.State.FAILED,
+            step="",
+            report="The session was lost (its worker stopped before it finished); nothing "
+            "more was filed. Ask for it again.",
+        )
 
 
 def start(*, memory: Memory, topic: str = "", by=None, send: bool = True) -> Started:
@@ -174,18 +175,17 @@ def start(*, memory: Memory, topic: str = "", by=None, send: bool = True) -> Sta
     running = sessions.running().filter(memory=memory).first()
     if running is not None:
         return Started(running, started=False)
-    try:
-        with transaction.atomic():
-            session = StudySession.objects.create(
-                memory=memory,
-                topic=topic,
-                subject=subject,
-                chosen=chosen,
-                requested_by=by,
-                step="Waiting for a worker",
-                lease_expires_at=timezone.now() + LEASE,
-            )
-    except IntegrityError:  # another request won the partial unique index
+    session = leases.start(
+        StudySession,
+        lease=LEASE,
+        memory=memory,
+        topic=topic,
+        subject=subject,
+        chosen=chosen,
+        requested_by=by,
+        step="Waiting for a worker",
+    )
+    if session is None:  # another request won the partial unique index
         return Started(sessions.running().get(memory=memory), started=False)
     if send:
         send_on_commit("memory.tasks.study", session.pk)
@@ -485,17 +485,14 @@ def study(session: StudySession, *, now: datetime | None = None) -> Findings:
 def execute(session_id: int) -> StudySession | None:
     """The task's body: claim the session, study, keep the report. Safe to run twice: a
     session already claimed, settled or gone is left alone."""
-    now = timezone.now()
-    claimed = StudySession.objects.filter(
-        pk=session_id, state=StudySession.State.RUNNING, claimed_at__isnull=True
-    ).update(claimed_at=now, lease_expires_at=now + LEASE, step="Starting")
-    if claimed != 1:
-        return None
     session = (
-        StudySession.objects.as_system("the session a worker claimed")
+        StudySession.objects.as_system("the session a worker claims")
         .select_related("memory", "subject")
-        .get(pk=session_id)
+        .filter(pk=session_id, state=StudySession.State.RUNNING)
+        .first()
     )
+    if session is None or not leases.claim(session, lease=LEASE, step="Starting"):
+        return None
     if not switches.learning_on(session.memory):
         return _finish(session, StudySession.State.FAILED, "learning is switched off.")
     try:
@@ -510,21 +507,18 @@ def execute(session_id: int) -> StudySession | None:
     return _finish(session, StudySession.State.DONE, found.text)
 
 
+# What a settled session keeps of what it found, beside its report.
+_COUNTED = ("facts_read", "stale", "thin", "contradictions", "filed", "lines")
+
+
 def _finish(session: StudySession, state: str, report: str) -> StudySession:
-    session.state, session.report, session.step = state, report, ""
-    session.finished_at = timezone.now()
-    session.save(
-        update_fields=[
-            "state",
-            "report",
-            "step",
-            "finished_at",
-            "facts_read",
-            "stale",
-            "thin",
-            "contradictions",
-            "filed",
-            "lines",
-        ]
-    )
+    """Settle ``session`` with its report, if this process still holds it; the session as it
+    now is either way."""
+    settled = {
+        "report": report,
+        "step": "",
+        **{name: getattr(session, name) for name in _COUNTED},
+    }
+    leases.finish(session, state, **settled)
+    session.refresh_from_db(fields=["state", "finished_at", *settled])
     return session

@@ -24,8 +24,9 @@ only while a slot is free: with three open the pattern waits unworded and is fou
 the next run. The model is asked at most once a run, and only when there are events it has not
 seen or a pattern to word. When it fails, the offline wording stands.
 
-Learning off (``memory.switches``) skips the run. The run row is the lease (one running per
-memory), claimed by a conditional UPDATE; safe to run twice.
+Learning off (``memory.switches``) skips the run. The run row is the lease (``brain/leases.py``:
+one running per memory), claimed by a conditional UPDATE and settled only by the process
+holding it; safe to run twice.
 """
 
 from __future__ import annotations
@@ -39,10 +40,9 @@ from datetime import date, datetime, timedelta
 
 import pydantic
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from brain import llm
+from brain import leases, llm
 from brain.celery import send_on_commit
 from knowledge import statements, visibility
 from knowledge.models import Fact, Memory, Source, Subject
@@ -482,13 +482,13 @@ def _source(memory: Memory, run: InsightRun | None) -> Source:
 
 
 def _settle_lost(memory: Memory) -> None:
-    now = timezone.now()
-    InsightRun.objects.running().filter(memory=memory, lease_expires_at__lt=now).update(
-        state=InsightRun.State.FAILED,
-        finished_at=now,
-        report="The run was lost (its worker stopped before it finished); the next one looks "
-        "again.",
-    )
+    for run in InsightRun.objects.running().filter(memory=memory):
+        leases.settle_lost(
+            run,
+            InsightRun.State.FAILED,
+            report="The run was lost (its worker stopped before it finished); the next one "
+            "looks again.",
+        )
 
 
 def start(memory: Memory, *, send: bool = True) -> InsightRun | None:
@@ -497,10 +497,8 @@ def start(memory: Memory, *, send: bool = True) -> InsightRun | None:
     if not switches.learning_on(memory):
         return None
     _settle_lost(memory)
-    try:
-        with transaction.atomic():
-            run = InsightRun.objects.create(memory=memory, lease_expires_at=timezone.now() + LEASE)
-    except IntegrityError:  # one is running: it is enough
+    run = leases.start(InsightRun, lease=LEASE, memory=memory)
+    if run is None:  # one is running: it is enough
         return None
     if send:
         send_on_commit("review.tasks.insight", run.pk)
@@ -510,13 +508,9 @@ def start(memory: Memory, *, send: bool = True) -> InsightRun | None:
 def execute(run_id: int) -> InsightRun | None:
     """The task's body: claim the run, look, and keep the report. Safe to run twice: a run
     already claimed, settled or gone is left alone."""
-    now = timezone.now()
-    claimed = InsightRun.objects.filter(
-        pk=run_id, state=InsightRun.State.RUNNING, claimed_at__isnull=True
-    ).update(claimed_at=now, lease_expires_at=now + LEASE)
-    if claimed != 1:
+    run = InsightRun.objects.running().select_related("memory").filter(pk=run_id).first()
+    if run is None or not leases.claim(run, lease=LEASE):
         return None
-    run = InsightRun.objects.select_related("memory").get(pk=run_id)
     if not switches.learning_on(run.memory):
         return _finish(
             run, InsightRun.State.SKIPPED, "Learning is switched off: nothing looked at."
@@ -533,11 +527,16 @@ def execute(run_id: int) -> InsightRun | None:
     return _finish(run, InsightRun.State.DONE, report.text)
 
 
+# What a settled run keeps of what it read, beside its report.
+_READ = ("read_to_event", "events_read", "lines")
+
+
 def _finish(run: InsightRun, state: str, report: str) -> InsightRun:
-    run.state, run.report, run.finished_at = state, report, timezone.now()
-    run.save(
-        update_fields=["state", "report", "finished_at", "read_to_event", "events_read", "lines"]
-    )
+    """Settle ``run`` with its report, if this process still holds it; the run as it now is
+    either way."""
+    settled = {"report": report, **{name: getattr(run, name) for name in _READ}}
+    leases.finish(run, state, **settled)
+    run.refresh_from_db(fields=["state", "finished_at", *settled])
     return run
 
 

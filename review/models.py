@@ -11,6 +11,7 @@ from django.db.models.fields.json import KT
 from django.utils import timezone
 from pgvector.django import VectorField
 
+from brain import leases
 from knowledge import read_rule
 from knowledge.models import Fact, Memory, Subject
 from knowledge.read_layer import ReadQuerySet
@@ -422,11 +423,12 @@ class InsightRunQuerySet(models.QuerySet):
         return self.filter(state=InsightRun.State.RUNNING)
 
 
-class InsightRun(models.Model):
+class InsightRun(leases.Lease):
     """One insight run over a memory's recent house events and facts (``review/insight.py``).
 
-    The row is the lease: at most one runs per memory (a partial unique index), claimed by a
-    conditional UPDATE, and a run whose lease ran out is settled as lost by the next start.
+    The row is the lease (``brain/leases.py``): at most one runs per memory (a partial unique
+    index), claimed by a conditional UPDATE, and a run whose worker is gone is settled as lost
+    by the next start.
     """
 
     class State(models.TextChoices):
@@ -437,10 +439,6 @@ class InsightRun(models.Model):
 
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="insight_runs")
     state = models.CharField(max_length=8, choices=State.choices, default=State.RUNNING)
-    started_at = models.DateTimeField(default=timezone.now)
-    claimed_at = models.DateTimeField(null=True, blank=True)
-    lease_expires_at = models.DateTimeField()
-    finished_at = models.DateTimeField(null=True, blank=True)
     events_read = models.PositiveIntegerField(default=0)
     read_to_event = models.BigIntegerField(
         null=True, blank=True, help_text="The newest house event it read (by id)."
