@@ -5,7 +5,9 @@ named as the argument, and its errors are shown as they come.
 
     pip install -r requirements.txt 2>&1 | python -m brain.install_progress .venv/pip.log
 
-Standard library only: it runs in the new venv before anything is installed into it.
+Standard library only: it runs in the new venv before anything is installed into it, so no
+progress library could be used here; pip's own progress bar counts the bytes of one download,
+not which package of the many it is on.
 """
 
 from __future__ import annotations

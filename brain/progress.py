@@ -12,6 +12,12 @@ through :class:`Progress`, so a person reads the same "312/1,000 facts" everywhe
 
 The counts are of real units of work the caller names ("facts", "entities", "sections"), never
 a percentage of time guessed in advance.
+
+Why not tqdm: it redraws with ``\r`` on any stream, so a log or a pipe gets one long line of
+overwritten counts rather than a dozen lines, and it writes to a file, not through a management
+command's ``OutputWrapper`` (whose ``write`` ends every call with a newline unless told not to,
+which breaks a redraw in place). Both would be code around it of about the size of this module,
+and one more runtime dependency.
 """
 
 from __future__ import annotations

@@ -18,6 +18,18 @@
   listens on is not.
 - Every refusal is one line naming the problem and the fix, with a non-zero exit; a second
   `make run` while one runs says so and touches nothing.
+
+Why a supervisor of our own (``Supervisor``, about 200 lines) and not a kept process manager.
+honcho (a Procfile runner) gives the labelled, interleaved output and the stop on Ctrl-C, but
+stops everything when one process exits: a worker killed by the kernel's OOM killer would take
+the web down with it instead of being started again. supervisord starts a process again with a
+growing pause, but is a daemon of its own with a configuration file and a control socket to
+write for each run; a program that keeps failing goes FATAL while the rest run on, where `make
+run` should stop and say which; and supervisord killed outright leaves its programs running,
+where here each child gets a parent-death signal and none is left holding the port. Neither
+knows the rest of this module — the checks, the embedded PostgreSQL and Valkey started before
+the programs and stopped after them, migrations and the admin account — so it would be this
+module still, driving a second program.
 """
 
 from __future__ import annotations
