@@ -29,19 +29,14 @@ from review import check_names, counts, deep_review
 from review import findings as review_findings
 from review import guesses as review_guesses
 from review import timeline as review_timeline
+from review.forms import UNTIL, AnswerGuessForm, MarkFixedForm, NotAProblemForm
 from review.house import overview
-from review.models import MAX_REASON, DeepReview, Event, Finding, Guess, Rule, Severity
+from review.models import DeepReview, Event, Finding, Guess, Rule, Severity
 
 PAGE = "review/findings.html"
 CHANGED = "findingsChanged"
 EVENTS_PER_PAGE = 50
 WIDE = (Rule.Scope.ROOM, Rule.Scope.EVERYWHERE)
-UNTIL = [
-    ("good", "for good"),
-    ("month", "for a month"),
-    ("season", "for a season"),
-    ("date", "until a date"),
-]
 UNDO_FOR = timedelta(days=1)  # a rule this new offers Undo; an older one, Let brain raise it again
 NOT_SENT_BY_THIS_PAGE = "That request wasn't one this page sends. Reload the page and try again."
 
@@ -206,10 +201,6 @@ def _bad_request(request: HttpRequest, message: str = NOT_SENT_BY_THIS_PAGE) -> 
     return htmx.raise_toast(response, Toast(message, "error")) if request.htmx else response
 
 
-def _message(error: ValidationError) -> str:
-    return " ".join(error.messages)
-
-
 # The page ------------------------------------------------------------------------------------
 
 
@@ -252,15 +243,11 @@ def timeline(request: HttpRequest, memory: Memory) -> HttpResponse:
 @access.requires(Permission.CURATE)
 def not_a_problem(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     finding = _finding(memory, pk)
-    form = {
-        "reason": request.POST.get("reason", "").strip()[:MAX_REASON],
-        "scope": request.POST.get("scope", Rule.Scope.SENSOR),
-        "until": request.POST.get("until", "good"),
-        "until_date": request.POST.get("until_date", "")[:10],
-    }
-    if form["scope"] not in Rule.Scope.values or form["until"] not in dict(UNTIL):
+    posted = NotAProblemForm(request.POST)
+    if not posted.is_valid():
         return _bad_request(request)
-    confirmed = request.POST.get("confirmed") == "yes"
+    confirmed = posted.cleaned_data.pop("confirmed")
+    form = posted.cleaned_data  # the card's fields as typed, to show them again
     try:
         until = _until(form["until"], form["until_date"])
         if form["scope"] in WIDE and not confirmed and not finding.protected:
@@ -277,7 +264,7 @@ def not_a_problem(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse
             confirmed=confirmed or finding.protected,
         )
     except ValidationError as error:
-        form["error"] = _message(error)
+        form["error"] = htmx.reason(error)
         return _again(request, memory, finding_forms={finding.pk: form})
     except review_findings.Refused as refused:
         return _refused(request, memory, finding, refused, form)
@@ -313,9 +300,10 @@ SETTLED_NOTES = {
 def mark_fixed(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """I've already fixed it, Got it, and Done on a to-do: quiet only while it stays fixed."""
     finding = _finding(memory, pk)
-    how = request.POST.get("how", "")
-    if how not in Finding.Settled.values:
+    form = MarkFixedForm(request.POST)
+    if not form.is_valid():
         return _bad_request(request)
+    how = form.cleaned_data["how"]
     try:
         review_findings.mark_fixed(finding=finding, how=how, by=request.user)
     except review_findings.Refused as refused:
@@ -331,10 +319,10 @@ def mark_fixed(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
 def answer_guess(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """✓ Yes or ✕ No; two people answering at once: the second is told who won."""
     guess = _guess(memory, pk)
-    answer = request.POST.get("answer", "")
-    reason = request.POST.get("reason", "").strip()[:MAX_REASON]
-    if answer not in ("yes", "no"):
+    form = AnswerGuessForm(request.POST)
+    if not form.is_valid():
         return _bad_request(request)
+    answer, reason = form.cleaned_data["answer"], form.cleaned_data["reason"]
     try:
         answered = review_guesses.answer_guess(
             guess=guess, answer=answer, by=request.user, reason=reason
@@ -342,8 +330,9 @@ def answer_guess(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     except review_guesses.Refused as refused:
         return _done(request, memory, Toast(refused.message, "error"))
     except ValidationError as error:  # a reason that can't be kept, such as a secret
-        form = {"reason": reason, "error": _message(error)}
-        return _again(request, memory, Toast(form["error"], "error"), guess_forms={guess.pk: form})
+        typed = {"reason": reason, "error": htmx.reason(error)}
+        toast = Toast(typed["error"], "error")
+        return _again(request, memory, toast, guess_forms={guess.pk: typed})
     return _done(request, memory, Toast(f"“{guess.text}”: {answered.message}"))
 
 
