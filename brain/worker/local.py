@@ -16,8 +16,9 @@ the broken JSON it leads to.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from brain.worker import transport
@@ -49,10 +50,17 @@ class ModelAnswer:
         }
 
 
-class LocalModel(Protocol):
-    api: str  # "ollama" or "openai"
-    endpoint: str
-    model: str
+class LocalModel:
+    """A chat and an embedding call in one API's shape: a subclass names its paths and says
+    what a chat request adds to the common body and where the answer's parts are."""
+
+    api = ""  # "ollama" or "openai"
+    chat_path = ""
+    embed_path = ""
+
+    def __init__(self, *, endpoint: str, model: str) -> None:
+        self.endpoint = endpoint.rstrip("/")
+        self.model = model
 
     def chat(
         self,
@@ -62,17 +70,27 @@ class LocalModel(Protocol):
         max_tokens: int,
         schema: dict[str, Any] | None,
         timeout: float,
-    ) -> ModelAnswer: ...
+    ) -> ModelAnswer:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": _messages(system, prompt),
+            "stream": False,
+            **self._chat_options(max_tokens, schema),
+        }
+        return self._chat_answer(self._post(self.chat_path, body, timeout=timeout))
 
-    def embed(self, *, texts: list[str], timeout: float) -> ModelAnswer: ...
+    def embed(self, *, texts: list[str], timeout: float) -> ModelAnswer:
+        data = self._post(self.embed_path, {"model": self.model, "input": texts}, timeout=timeout)
+        return ModelAnswer(vectors=_vectors(self._embeddings(data), len(texts)))
 
+    def _chat_options(self, max_tokens: int, schema: dict[str, Any] | None) -> dict[str, Any]:
+        raise NotImplementedError
 
-class _HTTPModel:
-    api = ""
+    def _chat_answer(self, data: Any) -> ModelAnswer:
+        raise NotImplementedError
 
-    def __init__(self, *, endpoint: str, model: str) -> None:
-        self.endpoint = endpoint.rstrip("/")
-        self.model = model
+    def _embeddings(self, data: Any) -> Any:
+        raise NotImplementedError
 
     def _post(self, path: str, body: dict[str, Any], *, timeout: float) -> Any:
         try:
@@ -90,79 +108,45 @@ class _HTTPModel:
         return response.data
 
 
-class OllamaAPI(_HTTPModel):
+class OllamaAPI(LocalModel):
     api = "ollama"
+    chat_path = "/api/chat"
+    embed_path = "/api/embed"
 
-    def chat(
-        self,
-        *,
-        system: str,
-        prompt: str,
-        max_tokens: int,
-        schema: dict[str, Any] | None,
-        timeout: float,
-    ) -> ModelAnswer:
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": _messages(system, prompt),
-            "stream": False,
-            "options": {"num_predict": max_tokens},
-        }
+    def _chat_options(self, max_tokens: int, schema: dict[str, Any] | None) -> dict[str, Any]:
+        options: dict[str, Any] = {"options": {"num_predict": max_tokens}}
         if schema is not None:
-            body["format"] = schema
-        data = self._post("/api/chat", body, timeout=timeout)
-        try:
-            text = data["message"]["content"]
-        except (KeyError, TypeError) as error:
-            raise ModelFailed(
-                f"no message.content in the local model's answer ({error!r})"
-            ) from error
-        if not isinstance(text, str):
-            raise ModelFailed("message.content in the local model's answer is not text")
+            options["format"] = schema
+        return options
+
+    def _chat_answer(self, data: Any) -> ModelAnswer:
         return ModelAnswer(
-            text=text,
+            text=_text(lambda: data["message"]["content"], "message.content"),
             input_tokens=_count(data.get("prompt_eval_count")),
             output_tokens=_count(data.get("eval_count")),
             cut_off=data.get("done_reason") == "length",
         )
 
-    def embed(self, *, texts: list[str], timeout: float) -> ModelAnswer:
-        data = self._post("/api/embed", {"model": self.model, "input": texts}, timeout=timeout)
-        return ModelAnswer(vectors=_vectors(data.get("embeddings"), len(texts)))
+    def _embeddings(self, data: Any) -> Any:
+        return data.get("embeddings")
 
 
-class OpenAIAPI(_HTTPModel):
+class OpenAIAPI(LocalModel):
     api = "openai"
+    chat_path = "/v1/chat/completions"
+    embed_path = "/v1/embeddings"
 
-    def chat(
-        self,
-        *,
-        system: str,
-        prompt: str,
-        max_tokens: int,
-        schema: dict[str, Any] | None,
-        timeout: float,
-    ) -> ModelAnswer:
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": _messages(system, prompt),
-            "max_tokens": max_tokens,
-            "stream": False,
-        }
+    def _chat_options(self, max_tokens: int, schema: dict[str, Any] | None) -> dict[str, Any]:
+        options: dict[str, Any] = {"max_tokens": max_tokens}
         if schema is not None:
-            body["response_format"] = {
+            options["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": "answer", "schema": schema},
             }
-        data = self._post("/v1/chat/completions", body, timeout=timeout)
-        try:
-            text = data["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError) as error:
-            raise ModelFailed(
-                f"no choices[0].message.content in the local model's answer ({error!r})"
-            ) from error
-        if not isinstance(text, str):
-            raise ModelFailed("choices[0].message.content in the local model's answer is not text")
+        return options
+
+    def _chat_answer(self, data: Any) -> ModelAnswer:
+        text = _text(lambda: data["choices"][0]["message"]["content"], "choices[0].message.content")
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         return ModelAnswer(
             text=text,
@@ -171,23 +155,21 @@ class OpenAIAPI(_HTTPModel):
             cut_off=data["choices"][0].get("finish_reason") == "length",
         )
 
-    def embed(self, *, texts: list[str], timeout: float) -> ModelAnswer:
-        data = self._post("/v1/embeddings", {"model": self.model, "input": texts}, timeout=timeout)
+    def _embeddings(self, data: Any) -> Any:
         items = data.get("data")
         if not isinstance(items, list):
             raise ModelFailed("no data list in the local model's embeddings answer")
         try:
             ordered = sorted(items, key=lambda item: int(item.get("index", 0)))
-            vectors = [item["embedding"] for item in ordered]
+            return [item["embedding"] for item in ordered]
         except (AttributeError, KeyError, TypeError, ValueError) as error:
             raise ModelFailed(f"an embedding without its vector ({error!r})") from error
-        return ModelAnswer(vectors=_vectors(vectors, len(texts)))
 
 
-APIS: dict[str, type[_HTTPModel]] = {"ollama": OllamaAPI, "openai": OpenAIAPI}
+APIS: dict[str, type[LocalModel]] = {"ollama": OllamaAPI, "openai": OpenAIAPI}
 
 
-def connect(*, endpoint: str, model: str, api: str | None) -> OllamaAPI | OpenAIAPI:
+def connect(*, endpoint: str, model: str, api: str | None) -> LocalModel:
     """The local model at ``endpoint``: in ``api``'s shape, or the one ``detect`` finds.
 
     An endpoint given with its ``/v1`` (as OpenAI-compatible servers often print it) is the
@@ -199,7 +181,7 @@ def connect(*, endpoint: str, model: str, api: str | None) -> OllamaAPI | OpenAI
         endpoint = urlunsplit(parts._replace(path=parts.path[: -len("/v1")]))
         api = api or "openai"
     chosen = api or detect(endpoint)
-    return APIS[chosen](endpoint=endpoint, model=model)  # type: ignore[return-value]
+    return APIS[chosen](endpoint=endpoint, model=model)
 
 
 def detect(endpoint: str) -> str:
@@ -238,6 +220,17 @@ def listed_models(endpoint: str, api: str) -> list[str] | None:
 def _messages(system: str, prompt: str) -> list[dict[str, str]]:
     messages = [{"role": "system", "content": system}] if system else []
     return [*messages, {"role": "user", "content": prompt}]
+
+
+def _text(read: Callable[[], Any], where: str) -> str:
+    """The answer's text, read by ``read`` at ``where``; ModelFailed when it is not there."""
+    try:
+        text = read()
+    except (KeyError, IndexError, TypeError) as error:
+        raise ModelFailed(f"no {where} in the local model's answer ({error!r})") from error
+    if not isinstance(text, str):
+        raise ModelFailed(f"{where} in the local model's answer is not text")
+    return text
 
 
 def _count(value: Any) -> int | None:
