@@ -416,25 +416,23 @@ class MemoryAdmin(MemoryScopedAdmin):
         return request.user.is_active and request.user.is_superuser
 
 
-@admin.register(Membership)
-class MembershipAdmin(MemoryScopedAdmin):
-    """Every grant in one list: administer in a memory is needed to add, change or remove one."""
+class SchemaAdmin(MemoryScopedAdmin):
+    """Rows that decide who may do or read what, or what a memory keeps: administer in their
+    memory adds, changes and removes them (a grant decides what its person may do, a label who
+    reads every passage it is on)."""
 
     change_needs = Permission.ADMINISTER
-    list_display = ["user", "memory", "permission"]
-    list_filter = ["permission"]
-    list_select_related = ["user", "memory"]
-    search_fields = ["user__username", "memory__name"]
-    fields = ["memory", "user", "permission"]
-    editable = ("permission",)
+
+    def has_add_permission(self, request) -> bool:
+        return self.has_administer_permission(request)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return self.has_change_permission(request, obj)
 
     def get_readonly_fields(self, request, obj=None):
-        if obj is None:  # a new grant: everything is chosen here
-            return []
+        if obj is None:  # a new row: everything is chosen here
+            return [name for name in self.readonly_fields]
         return super().get_readonly_fields(request, obj)
-
-    def get_autocomplete_fields(self, request):
-        return ["user"] if request.user.is_superuser else []
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         if db_field.name == "memory":
@@ -443,11 +441,20 @@ class MembershipAdmin(MemoryScopedAdmin):
                 kwargs["queryset"] = Memory.objects.filter(pk__in=ids)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
-    def has_add_permission(self, request) -> bool:
-        return self.has_administer_permission(request)
 
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return self.has_change_permission(request, obj)
+@admin.register(Membership)
+class MembershipAdmin(SchemaAdmin):
+    """Every grant in one list: administer in a memory is needed to add, change or remove one."""
+
+    list_display = ["user", "memory", "permission"]
+    list_filter = ["permission"]
+    list_select_related = ["user", "memory"]
+    search_fields = ["user__username", "memory__name"]
+    fields = ["memory", "user", "permission"]
+    editable = ("permission",)
+
+    def get_autocomplete_fields(self, request):
+        return ["user"] if request.user.is_superuser else []
 
 
 # Where things were learned, and every time something was said ----------------------------------
@@ -534,31 +541,6 @@ class FactSubjectInline(ReadOnlyInline):
 
 
 # Who reads what: labels, roles, passages, and the schema (knowledge/visibility.py) ------------
-
-
-class SchemaAdmin(MemoryScopedAdmin):
-    """Rows that decide who reads what or what a memory keeps: administer in their memory adds,
-    changes and removes them (a label decides who reads every passage it is on)."""
-
-    change_needs = Permission.ADMINISTER
-
-    def has_add_permission(self, request) -> bool:
-        return self.has_administer_permission(request)
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return self.has_change_permission(request, obj)
-
-    def get_readonly_fields(self, request, obj=None):
-        if obj is None:  # a new row: everything is chosen here
-            return [name for name in self.readonly_fields]
-        return super().get_readonly_fields(request, obj)
-
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        if db_field.name == "memory":
-            ids = memories_where(request, Permission.ADMINISTER)
-            if ids is not None:
-                kwargs["queryset"] = Memory.objects.filter(pk__in=ids)
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
 @admin.register(Label)
