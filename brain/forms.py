@@ -11,6 +11,19 @@ def as_typed(**options) -> forms.CharField:
     return forms.CharField(required=False, strip=False, **options)
 
 
+class Many(forms.Field):
+    """Every value posted under one name (ticked boxes, a multiple select), as typed; none is
+    an empty list."""
+
+    widget = forms.MultipleHiddenInput
+
+    def __init__(self, **options):
+        super().__init__(required=False, **options)
+
+    def to_python(self, value) -> list[str]:
+        return list(value or [])
+
+
 class BackForm(forms.Form):
     """A form that says where back is (``next``): a path on this site, else the view's own."""
 

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from brain.htmx import Toast, answer
 from knowledge import access, labeller, labelling, review
+from knowledge.forms import PassageLabelsForm
 from knowledge.models import Label, Memory, Permission, ReviewItem
 
 ITEMS_PER_PAGE = 25
@@ -66,10 +67,11 @@ def label_item(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
         toast = Toast("Someone settled this already.", "error")
     else:
         labels = {label.name: label for label in Label.objects.filter(memory=memory)}
-        for passage in item.passages.as_system("the passages of an item its reader reads"):
-            chosen = [
-                labels[n] for n in request.POST.getlist(f"labels-{passage.pk}") if n in labels
-            ]
+        passages = list(item.passages.as_system("the passages of an item its reader reads"))
+        form = PassageLabelsForm(request.POST, passages)
+        form.is_valid()  # names of no label choose nothing
+        for passage in passages:
+            chosen = [labels[n] for n in form.chosen(passage) if n in labels]
             labelling.label_passages([passage], chosen)
         labeller.settle(item, by=request.user)
         toast = Toast("Labelled; the facts citing those passages follow their labels now.")

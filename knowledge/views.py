@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_GET, require_POST
 
+from brain import htmx
 from brain.errors import StateConflict
 from brain.htmx import Toast, answer, partial
 from brain.inputs import allows_body
@@ -24,6 +25,7 @@ from knowledge import (
     visibility,
 )
 from knowledge import sources as adding
+from knowledge.forms import LabelsForm, ReadAsForm, SourceForm
 from knowledge.models import (
     Citation,
     Conflict,
@@ -165,21 +167,21 @@ def _add_source_form(memory: Memory, **typed) -> dict:
 @access.requires(Permission.TEACH)
 def add_source(request: HttpRequest, memory: Memory) -> HttpResponse:
     """The Sources tab's form: a note or a file, kept whole and cut into labelled passages."""
-    chosen = request.POST.getlist("labels")
-    file = request.FILES.get("file")
-    text = request.POST.get("text", "")
+    form = SourceForm(request.POST, request.FILES)
+    form.is_valid()  # any words: add_source says what it refuses
+    chosen, file, text = (form.cleaned_data[name] for name in ("labels", "file", "text"))
+    title = form.cleaned_data["title"]
     try:
         added = adding.add_source(
             memory=memory,
             by=request.user,
             text=None if file else text,
             upload=adding.Upload(file.name, file.read()) if file else None,
-            title=request.POST.get("title", ""),
+            title=title,
             labels=chosen,
         )
     except ValidationError as error:
-        typed = {"error": " ".join(error.messages), "text": text, "chosen": chosen}
-        typed["title"] = request.POST.get("title", "")
+        typed = {"error": htmx.reason(error), "text": text, "chosen": chosen, "title": title}
         context = {"add_source": _add_source_form(memory, **typed)}
         return render(request, "knowledge/add_source.html", context)
     back = reverse("knowledge:source", args=[added.source.pk])
@@ -215,7 +217,9 @@ def label_passage(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse
     """An administrator sets a passage's labels (settling the labeller's doubt about it): every
     fact citing it follows at once."""
     passage = get_object_or_404(Passage.objects.readable_by(request.user), pk=pk, memory=memory)
-    chosen = Label.objects.filter(memory=memory, name__in=request.POST.getlist("labels"))
+    form = LabelsForm(request.POST)
+    form.is_valid()  # names of no label choose nothing
+    chosen = Label.objects.filter(memory=memory, name__in=form.cleaned_data["labels"])
     done = labelling.label_passages([passage], list(chosen))
     back = reverse("knowledge:source", args=[passage.source_id]) + f"#passage-{passage.ordinal}"
     return answer(request, "knowledge/add_source.html", {}, back=back, toast=Toast(done.message))
@@ -357,11 +361,12 @@ def read_as(request: HttpRequest, memory: Memory) -> HttpResponse:
     """Read as a role or a person (``role``: a role's id; ``person``: a username), or stop
     (neither): every page then shows exactly what they read, under a banner saying whose view
     it is."""
-    role = request.POST.get("role", "")
-    person = request.POST.get("person", "").strip()
-    if role.isdigit() and Role.objects.filter(pk=int(role), memory=memory).exists():
-        request.session[visibility.READ_AS] = {"memory": memory.pk, "role": int(role)}
-        said = f"You are reading {memory.name} as the role {Role.objects.get(pk=role).name}."
+    form = ReadAsForm(request.POST, Role.objects.filter(memory=memory))
+    form.is_valid()  # a role not of this memory is none; no person is nobody
+    role, person = form.cleaned_data["role"], form.cleaned_data["person"]
+    if role is not None:
+        request.session[visibility.READ_AS] = {"memory": memory.pk, "role": role.pk}
+        said = f"You are reading {memory.name} as the role {role.name}."
     elif person:
         found = get_user_model().objects.filter(username=person).first()
         if found is None:
@@ -377,7 +382,5 @@ def read_as(request: HttpRequest, memory: Memory) -> HttpResponse:
     else:
         request.session.pop(visibility.READ_AS, None)
         said = "You are reading as yourself again."
-    back = request.POST.get("next", "")
-    if not back.startswith("/") or back.startswith("//"):
-        back = reverse("knowledge:pages")
+    back = form.back(reverse("knowledge:pages"))
     return answer(request, "knowledge/pages.html", {}, back=back, toast=Toast(said))

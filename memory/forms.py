@@ -8,7 +8,7 @@ from __future__ import annotations
 from django import forms
 from django.utils.dateparse import parse_date
 
-from brain.forms import BackForm, as_typed
+from brain.forms import BackForm, Many, as_typed
 from knowledge.models import MEMORY_MAX_KB_RANGE, Subject
 
 
@@ -141,12 +141,12 @@ class MergePagesForm(forms.Form):
 class SplitPageForm(forms.Form):
     """The ``facts`` (ids) to move off a page onto a new one, its ``name`` and ``kind``."""
 
-    facts = forms.Field(required=False, widget=forms.MultipleHiddenInput)
+    facts = Many()
     name = as_typed()
     kind = as_typed()
 
     def clean_facts(self) -> list[int]:
-        return [int(fact) for fact in self.cleaned_data["facts"] or [] if fact.isdecimal()]
+        return [int(fact) for fact in self.cleaned_data["facts"] if fact.isdecimal()]
 
 
 class EditFactForm(BackForm):
