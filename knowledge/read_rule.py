@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import connection, models
 from django.db.models import Expression, F
@@ -227,16 +228,27 @@ def administered_by(user) -> list[int]:
     return list(scope_of(user).administered)
 
 
-def readable_facts(facts: models.QuerySet, user) -> models.QuerySet:
-    """``facts`` narrowed to those ``user`` (a person, None, or a ``Reader``) may read."""
+def _before_the_rule(rows: models.QuerySet, user) -> tuple[models.QuerySet, Any, bool]:
+    """What holds of ``user``'s reading before any label is looked at: ``rows`` within the
+    memory Read as is bound to, and the reader whose rule applies (whom an administrator reads
+    as). Settled (True) with all those rows for one who reads everything, none for one who reads
+    nothing; otherwise the label rule decides."""
     bound = bound_to(user)
     if bound is not None:
-        facts = facts.filter(memory_id=bound)
+        rows = rows.filter(memory_id=bound)
     user = as_read(user)
     if reads_everything(user):
-        return facts
+        return rows, user, True
     if reads_nothing(user):
-        return facts.none()
+        return rows.none(), user, True
+    return rows, user, False
+
+
+def readable_facts(facts: models.QuerySet, user) -> models.QuerySet:
+    """``facts`` narrowed to those ``user`` (a person, None, or a ``Reader``) may read."""
+    facts, user, settled = _before_the_rule(facts, user)
+    if settled:
+        return facts
     rule = _Rule(
         F("memory_id"),
         F("label_sets"),
@@ -282,13 +294,8 @@ class _Cites(Expression):
 def readable_passages(passages: models.QuerySet, user) -> models.QuerySet:
     """``passages`` narrowed to those ``user`` may read (one of their roles grants one of its
     labels)."""
-    bound = bound_to(user)
-    if bound is not None:
-        passages = passages.filter(memory_id=bound)
-    user = as_read(user)
-    if reads_everything(user):
+    passages, user, settled = _before_the_rule(passages, user)
+    if settled:
         return passages
-    if reads_nothing(user):
-        return passages.none()
     scope = scope_of(user)
     return passages.filter(_Rule(F("memory_id"), F("label_set_id"), scope))
