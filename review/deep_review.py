@@ -21,6 +21,12 @@ same door — asked only while a guess slot is free, and never holding a transac
 the call. When the model fails, the offline heuristics' proposals stand alone.
 
 Safe to run twice: a second run finds its guesses pending and its findings already seen.
+
+A Deep review in the background (the Knowledge tab's button, weekly on beat) is an insight run
+of kind ``deep_review`` (``DeepReview``), and its row is the lease (``brain/leases.py``): one
+running per memory, claimed by a conditional UPDATE (or taken over when its worker is gone),
+settled only by the process holding it, and settled as lost by the next start when its worker
+is gone.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Q
 from django.utils import timezone
 
-from brain import llm
+from brain import leases, llm
 from brain.celery import send_on_commit
 from knowledge import statements, visibility
 from knowledge.models import Fact, Memory, Subject
@@ -53,6 +59,13 @@ BATTERY_LOW_AT = 20  # percent
 BATTERY_CHECK = "battery_low"
 NEW_GUESSES_PER_RUN = OPEN_GUESSES_AT_MOST
 MODEL_TIMEOUT_S = 60.0
+# A review makes one model call at most (MODEL_TIMEOUT_S): one not settled in this long has lost
+# its worker.
+LEASE = timedelta(minutes=15)
+LOST = (
+    "The review was lost (its worker stopped before it finished); a new one can be started "
+    "from the Knowledge tab."
+)
 MODEL_FACTS_AT_MOST = 200  # the newest live facts the model is shown
 
 NOT_EVIDENCE = (Fact.Kind.JUDGEMENT, Fact.Kind.CORRECTION)  # brain's own arithmetic; answers
@@ -212,40 +225,36 @@ def run(memory: Memory, *, now: datetime | None = None) -> Report:
 
 
 def start(*, memory: Memory, by=None) -> DeepReview:
-    """Start a Deep review in the background, unless one is already running for this memory."""
-    running = DeepReview.objects.filter(memory=memory, state=DeepReview.State.RUNNING).first()
+    """Start a Deep review in the background, unless one is already running for this memory
+    (that one is returned); one whose worker is gone is settled as lost first."""
+    for lost in DeepReview.objects.running().filter(memory=memory):
+        leases.settle_lost(lost, DeepReview.State.FAILED, report=LOST)
+    running = DeepReview.objects.running().filter(memory=memory).first()
     if running is not None:
         return running
-    review = DeepReview.objects.create(memory=memory, requested_by=by)
+    review = leases.start(DeepReview, lease=LEASE, memory=memory, requested_by=by)
+    if review is None:  # another request won the partial unique index
+        return DeepReview.objects.running().get(memory=memory)
     send_on_commit("review.tasks.deep_review", review.pk)
     return review
 
 
 def run_for_id(review_id: int) -> Report | None:
-    """The task's body: runs the review and keeps its report. Safe to run twice: a review
-    already settled, or gone, is left alone."""
-    claimed = (
-        DeepReview.objects.filter(
-            pk=review_id, state=DeepReview.State.RUNNING, finished_at__isnull=True
-        )
-        .select_related("memory")
-        .first()
-    )
-    if claimed is None:
+    """The task's body: claim the review, run it and keep its report. Safe to run twice: a
+    review already settled, held by a living process, or gone is left alone; one whose worker
+    is gone is taken over."""
+    review = DeepReview.objects.running().select_related("memory").filter(pk=review_id).first()
+    if review is None:
+        return None
+    if not leases.claim(review, lease=LEASE) and not leases.take_over(review, lease=LEASE):
         return None
     try:
-        report = run(claimed.memory)
+        report = run(review.memory)
     except Exception as error:
         logger.exception("deep review %s failed", review_id)
-        DeepReview.objects.filter(pk=review_id).update(
-            state=DeepReview.State.FAILED,
-            finished_at=timezone.now(),
-            report=f"Deep review failed: {error}",
-        )
+        leases.finish(review, DeepReview.State.FAILED, report=f"Deep review failed: {error}")
         return None
-    DeepReview.objects.filter(pk=review_id).update(
-        state=DeepReview.State.DONE, finished_at=timezone.now(), report=report.text
-    )
+    leases.finish(review, DeepReview.State.DONE, report=report.text)
     logger.info("%s", report.text)
     return report
 

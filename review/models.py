@@ -341,27 +341,6 @@ class Judgement(models.Model):
         return f"{self.check_id}: {self.marked_not_a_problem} of {self.raised}"
 
 
-class DeepReview(models.Model):
-    """One Deep review run: started from the Knowledge tab, settled with its report in words."""
-
-    class State(models.TextChoices):
-        RUNNING = "running"
-        DONE = "done"
-        FAILED = "failed"
-
-    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="deep_reviews")
-    state = models.CharField(max_length=8, choices=State.choices, default=State.RUNNING)
-    report = models.TextField(blank=True)
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    started_at = models.DateTimeField(default=timezone.now)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    def __str__(self) -> str:
-        return f"Deep review #{self.pk} ({self.state})"
-
-
 class HouseEventQuerySet(models.QuerySet):
     def for_memory(self, memory: Memory) -> HouseEventQuerySet:
         return self.filter(memory=memory)
@@ -423,12 +402,30 @@ class InsightRunQuerySet(models.QuerySet):
         return self.filter(state=InsightRun.State.RUNNING)
 
 
-class InsightRun(leases.Lease):
-    """One insight run over a memory's recent house events and facts (``review/insight.py``).
+class _RunsOfOneKind(models.Manager.from_queryset(InsightRunQuerySet)):  # type: ignore[misc]
+    """The insight runs of one ``kind``: every read is narrowed to it, every row made is of it."""
 
-    The row is the lease (``brain/leases.py``): at most one runs per memory (a partial unique
-    index), claimed by a conditional UPDATE, and a run whose worker is gone is settled as lost
-    by the next start.
+    kind = "insight"
+
+    def get_queryset(self) -> InsightRunQuerySet:
+        return super().get_queryset().filter(kind=self.kind)
+
+    def create(self, **fields) -> InsightRun:
+        return super().create(**{**fields, "kind": self.kind})
+
+
+class _DeepReviews(_RunsOfOneKind):
+    kind = "deep_review"
+
+
+class InsightRun(leases.Lease):
+    """One insight run over a memory's recent house events and facts (``review/insight.py``),
+    or, of kind ``deep_review``, one Deep review (``DeepReview``, ``review/deep_review.py``).
+
+    The row is the lease (``brain/leases.py``): at most one of each kind runs per memory (a
+    partial unique index), claimed by a conditional UPDATE, and a run whose worker is gone is
+    settled as lost by the next start. ``InsightRun.objects`` reads and makes insight runs
+    only, ``DeepReview.objects`` Deep reviews only.
     """
 
     class State(models.TextChoices):
@@ -437,8 +434,16 @@ class InsightRun(leases.Lease):
         SKIPPED = "skipped"
         FAILED = "failed"
 
+    class Kind(models.TextChoices):
+        INSIGHT = "insight", "insight run"
+        DEEP_REVIEW = "deep_review", "Deep review"
+
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="insight_runs")
+    kind = models.CharField(max_length=11, choices=Kind.choices, default=Kind.INSIGHT)
     state = models.CharField(max_length=8, choices=State.choices, default=State.RUNNING)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     events_read = models.PositiveIntegerField(default=0)
     read_to_event = models.BigIntegerField(
         null=True, blank=True, help_text="The newest house event it read (by id)."
@@ -446,17 +451,30 @@ class InsightRun(leases.Lease):
     report = models.TextField(blank=True)
     lines = models.JSONField(default=list, blank=True)
 
-    objects = InsightRunQuerySet.as_manager()
+    objects = _RunsOfOneKind()
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["memory"],
+                fields=["memory", "kind"],
                 condition=models.Q(state="running"),
-                name="one_running_insight_run_per_memory",
+                name="one_running_insight_run_of_a_kind_per_memory",
             ),
         ]
         indexes = [models.Index(fields=["memory", "-started_at"], name="insight_run_newest")]
 
     def __str__(self) -> str:
         return f"Insight run #{self.pk} ({self.state})"
+
+
+class DeepReview(InsightRun):
+    """One Deep review: started from the Knowledge tab or weekly on beat, settled with its report
+    in words. An insight run of kind ``deep_review``, with its row and lease."""
+
+    objects = _DeepReviews()
+
+    class Meta:
+        proxy = True
+
+    def __str__(self) -> str:
+        return f"Deep review #{self.pk} ({self.state})"

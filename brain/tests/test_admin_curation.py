@@ -117,7 +117,9 @@ def content(home, admin_user, alice) -> SimpleNamespace:
     Judgement.objects.create(
         memory=home, check_id="left_on", subject=lamp, raised=3, marked_not_a_problem=3
     )
-    DeepReview.objects.create(memory=home, report="All quiet.")
+    DeepReview.objects.create(
+        memory=home, report="All quiet.", lease_expires_at=timezone.now() + timedelta(minutes=5)
+    )
     ModelCall.objects.create(
         task="consolidate", provider="stub", model="m", input_bytes=1, state="ok", timeout_s=1
     )
