@@ -35,6 +35,7 @@ from django.http import HttpRequest, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 
+from brain import htmx
 from brain.errors import StateConflict
 from knowledge import access, labeller, labelling, visibility
 from knowledge.access import NotPermitted, Permission
@@ -276,9 +277,8 @@ class MemoryScopedAdmin(admin.ModelAdmin):
         except (ValidationError, StateConflict) as refusal:
             self._refused(request, refusal)
 
-    def _refused(self, request, refusal: Exception) -> None:
-        words = " ".join(refusal.messages) if isinstance(refusal, ValidationError) else refusal
-        self.message_user(request, str(words), messages.ERROR)
+    def _refused(self, request, refusal: ValidationError | StateConflict) -> None:
+        self.message_user(request, htmx.reason(refusal), messages.ERROR)
 
 
 def readable(queryset, request):

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import ValidationError
 from django.db.models import Prefetch
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.text import Truncator
 
-from brain.errors import StateConflict
+from brain import htmx
 from knowledge import actions as knowledge_actions
 from knowledge import reembedding
 from knowledge.access import Permission
@@ -170,9 +169,8 @@ class FactAdmin(MemoryScopedAdmin):
             request.fact_edit = fact_edits.edit_fact(
                 fact=obj, text=form.cleaned_data["text"], by=request.user
             )
-        except (ValidationError, StateConflict) as refusal:
-            words = " ".join(refusal.messages) if isinstance(refusal, ValidationError) else refusal
-            request.fact_edit = str(words)
+        except htmx.REFUSALS as refusal:
+            request.fact_edit = htmx.reason(refusal)
 
     def response_change(self, request, obj):
         edited = getattr(request, "fact_edit", None)
