@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from django import forms
 from django.contrib.messages.storage.cookie import CookieStorage
+from django.core.exceptions import ValidationError
 from django.test import RequestFactory
 from django_htmx.middleware import HtmxDetails
 
 from brain import htmx
+from brain.errors import StateConflict
 from brain.htmx import Toast
 
 PAGE = (
@@ -122,3 +125,30 @@ def test_a_form_filled_in_wrong_comes_back_as_typed_in_the_partial_or_the_whole_
 def test_a_toast_is_one_of_the_levels_a_page_can_show():
     with pytest.raises(ValueError, match="success, info, warning or error"):
         Toast("Kept.", "fatal")
+
+
+def test_a_refusal_is_said_in_the_same_words_whatever_refused_it():
+    class Size(forms.Form):
+        size = forms.IntegerField(error_messages={"invalid": "A size is a whole number."})
+
+    typed = Size({"size": "big"})
+    assert not typed.is_valid()
+    assert htmx.reason(typed) == "A size is a whole number."
+    assert htmx.reason(ValidationError(["Too long.", "Say less."])) == "Too long. Say less."
+    assert htmx.reason(StateConflict("Someone settled it first.")) == "Someone settled it first."
+
+
+def test_a_refused_form_shows_its_words_in_place_with_htmx_and_as_a_message_without():
+    refusal = ValidationError("That fact is too long.")
+
+    response = htmx.refused(
+        _post(with_htmx=True), "page.html#row", {"text": "A long fact"}, refusal, back="/page"
+    )
+    assert response.status_code == 200
+    assert response.content.decode() == '<p id="row">A long fact (That fact is too long.)</p>'
+    assert "HX-Trigger" not in response  # said in place: no toast over it
+
+    request = _post(with_htmx=False)
+    response = htmx.refused(request, "page.html#row", {}, refusal, back="/page")
+    assert (response.status_code, response["Location"]) == (302, "/page")
+    assert _said(request) == [("error", "That fact is too long.")]
