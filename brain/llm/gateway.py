@@ -209,7 +209,12 @@ def _send_within_deadline(
     timeout: float,
     output: type[pydantic.BaseModel] | None,
 ) -> Reply:
-    """Attempts until one answers, a non-transient error, the retry budget or the deadline."""
+    """Attempts until one answers, a non-transient error, the retry budget or the deadline.
+
+    A loop of ours, where lock-race retries are tenacity's (brain/db/retry.py): each pause is
+    the server's Retry-After when it sends one, and whether another attempt starts is decided
+    by the time that pause leaves before the caller's deadline, so tenacity's wait and stop
+    would both be functions of ours around the same lines."""
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
