@@ -27,7 +27,7 @@ app, because the layers that read them are there — the write gate compares a n
 the waiting episodes, explain cites the episodes a belief came from, and ``context()`` loads the
 core and shows procedures. These actions are here, above memory, because the sleep pass
 distils through ``memory.actions.learn``: the same gate as every other write, no back door.
-The memory app reaches the agent's MCP tools through ``settings.BRAIN_MCP_TOOLS``.
+`brain mcp` serves the agent's MCP tools beside the memory app's (``surfaces.mcp_server``).
 
 The sleep pass (``sleep``): the waiting episodes, oldest first, in batches of SLEEP_BATCH (50:
 one model prompt) and at most MAX_BATCHES a pass (the next pass takes the rest). Each batch is

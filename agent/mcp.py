@@ -1,6 +1,6 @@
 """The agent's own MCP tools on `brain mcp`: the backlog of episodes, distilling it itself, and
-procedures. Added by ``settings.BRAIN_MCP_TOOLS`` (the memory app serves them, and never imports
-this one); each goes through ``tool_errors`` and runs as a request (``serving.call``), calling
+procedures. ``surfaces.mcp_server`` adds them to `brain mcp` after the memory app's; each goes
+through ``tool_errors`` and runs as a request (``serving.call``), calling
 the same actions as the API and the terminal. Reading the backlog needs read, the rest teach.
 """
 

@@ -1,4 +1,4 @@
-"""The SessionStart hook as a whole process (registered in settings.BRAIN_BENCHMARKS), side by
+"""The SessionStart hook as a whole process (one of `make bench`'s BENCHMARKS), side by
 side with brainmem 0.3.0's `brainmem context` over the same facts.
 
 What is timed is what a person waits for before a session's first turn: from spawning the hook

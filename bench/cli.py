@@ -1,4 +1,4 @@
-"""The terminal's commands as whole processes (registered in settings.BRAIN_BENCHMARKS).
+"""The terminal's commands as whole processes (one of `make bench`'s BENCHMARKS).
 
 What is timed is what a person waits for at the terminal: from starting `bin/brain memory list`
 (or `memory add "…"`) to its exit, Python's start and Django's set-up included. The yardstick,

@@ -1,4 +1,4 @@
-"""Recall at scale (registered in settings.BRAIN_BENCHMARKS): a synthetic household of 10k and
+"""Recall at scale (one of `make bench`'s BENCHMARKS): a synthetic household of 10k and
 100k live facts in a memory of its own, in the database the app uses (1M with `make bench
 SIZES=1m`, on its own: loading and indexing 1M take longer than the whole default run may);
 context() timed against the plain path it replaced, an exact numpy scan of the same vectors and

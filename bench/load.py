@@ -1,4 +1,4 @@
-"""The production server under load (registered in settings.BRAIN_BENCHMARKS; not in CI).
+"""The production server under load (one of `make bench`'s BENCHMARKS; not in CI).
 
 `make run`'s production path — gunicorn with brain/gunicorn_conf.py and a Celery worker, started
 by brain/run.py's supervisor with DJANGO_DEBUG=0 — against the database and broker the app uses,

@@ -1,4 +1,4 @@
-"""Benchmarks of the memory document (registered in settings.BRAIN_BENCHMARKS)."""
+"""Benchmarks of the memory document (one of `make bench`'s BENCHMARKS)."""
 
 from __future__ import annotations
 
@@ -178,7 +178,7 @@ def import_rate() -> str:
     another, in the same run."""
     from bench import knowledge as knowledge_bench
     from knowledge.models import Fact, Memory
-    from memory import portable
+    from surfaces import portable
 
     slugs = ("bench-import-from", "bench-import", "bench-import-plain")
     for slug in slugs:

@@ -940,7 +940,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 f"{_f(scores.abstains)}"
             )
         return
-    from brain.management.commands.bench import machine
+    from bench.machine import machine
 
     heading, _, body = section(measured).partition("\n\n")
     stamp = (

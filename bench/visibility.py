@@ -1,4 +1,4 @@
-"""The read rules at scale (registered in settings.BRAIN_BENCHMARKS): reading what a person may
+"""The read rules at scale (one of `make bench`'s BENCHMARKS): reading what a person may
 read, against the same query with no rule, in the same run.
 
 A memory of its own holds FACTS facts, each citing CITED passages drawn from FACTS × 3

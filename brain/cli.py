@@ -117,7 +117,7 @@ class GroupCommand(BaseCommand):
 
 # brain --help -------------------------------------------------------------------------------
 
-OUR_APPS = ("knowledge", "memory", "review", "agent", "brain")
+OUR_APPS = ("knowledge", "memory", "review", "agent", "surfaces", "bench", "brain")
 WORKER_SUMMARY = "The worker program: serve a memory's model calls from a machine of your own."
 
 

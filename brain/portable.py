@@ -2,7 +2,7 @@
 app declares its part of the file with, and the uid rules sections share.
 
 A section is an object with ``key``, ``dump(memory)``, ``check(data)`` and
-``load(memory, data, options)``; ``settings.BRAIN_EXPORT_SECTIONS`` lists them in load order and
+``load(memory, data, options)``; ``surfaces.portable`` lists them in load order and
 ``memory.portable`` runs them. ``check`` sees only its own part of the file and raises
 :class:`ImportRejected` naming the first bad entry; ``load`` runs inside the import's one
 transaction, so anything it raises leaves nothing written. Nothing here knows any app's models.

@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "review",
     "agent",
     "surfaces",
+    "bench",  # `make bench` (bench/management/commands/bench.py)
 ]
 
 MIDDLEWARE = [
@@ -307,15 +308,6 @@ BRAIN_DEFAULT_PERMISSION = env_str("BRAIN_DEFAULT_PERMISSION", "teach")
 # seconds it stops and writes nothing. Each model call gets the time that is left.
 BRAIN_CONSOLIDATION_DEADLINE_S = env_int("BRAIN_CONSOLIDATION_DEADLINE_S", 480, minimum=5)
 
-# Verbs of `brain memory` that a higher app keeps (guesses live in review): modules with VERBS,
-# add_parsers(verbs) and run(command, verb, **options).
-BRAIN_MEMORY_VERBS = ["review.cli"]
-# Counts a lower app shows but a higher one keeps (the Knowledge tab's measurements).
-BRAIN_REVIEW_COUNTS = {
-    "open_guesses": "review.counts.open_guesses",
-    "rules": "review.counts.rules",
-}
-
 # --- LLM gateway (brain/llm) -----------------------------------------------------------------
 # Every model call goes through brain.llm.complete. With no key, brain runs on its offline
 # heuristics. Callers pass their own timeout (the time left in their deadline); retries of a
@@ -334,62 +326,6 @@ BRAIN_WORKER_LEASE_S = env_int("BRAIN_WORKER_LEASE_S", 60, minimum=1, maximum=60
 BRAIN_GATE_JUDGE = env_str("BRAIN_GATE_JUDGE", "offline")
 if BRAIN_GATE_JUDGE not in ("offline", "anthropic"):
     raise ImproperlyConfigured(f"BRAIN_GATE_JUDGE={BRAIN_GATE_JUDGE!r}: use offline or anthropic.")
-
-# What `brain memory export` writes and `import` reads, in load order. Apps append theirs.
-# knowledge's come first: subjects before facts (a fact names its subjects), facts and episodes
-# before observations and conflicts (which name them), and all before the memory app's (an inbox
-# entry links to its fact by uid; importing the document makes the facts follow it, so they must
-# be there); the timeline last, after the findings and facts its events name.
-BRAIN_EXPORT_SECTIONS = [
-    "knowledge.portable.subjects_section",
-    "knowledge.portable.labels_section",
-    "knowledge.portable.facts_section",
-    "knowledge.portable.passages_section",
-    "knowledge.portable.episodes_section",
-    "knowledge.portable.observations_section",
-    "knowledge.portable.conflicts_section",
-    "knowledge.portable.procedures_section",
-    "knowledge.portable.core_section",
-    "knowledge.portable.grants_section",
-    "memory.portable.change_log_section",
-    "memory.portable.document_section",
-    "memory.portable.inbox_section",
-    "review.portable.findings_section",
-    "review.portable.rules_section",
-    "review.portable.guesses_section",
-    "review.portable.judgements_section",
-    "review.portable.events_section",
-]
-
-# What `make bench` runs: functions returning a markdown section for docs/BENCHMARKS.md.
-BRAIN_BENCHMARKS = [
-    "bench.memory.offline_composer",
-    # Labelled questions over small memories of their own: before the 100k household, whose
-    # rows every vector search would walk past.
-    "bench.recall.recall_quality",
-    # These four read one 100k household (bench.knowledge.shared_household); intake writes
-    # into it, so it comes last of them.
-    "bench.knowledge.recall_at_scale",
-    "bench.memory.knowledge_tab_at_scale",
-    "bench.agent.session_start_hook",
-    "bench.knowledge.intake_through_the_gate",
-    "bench.memory.import_rate",
-    "bench.memory.bulk_adds",
-    "bench.gate_quality.gate_quality",
-    # Conversations taught through learn, and through the API (bulk adds, posted, reflected).
-    "bench.conversations.conversations_through_learn",
-    "bench.conversations.conversations_through_the_api",
-    # A model call through a worker program against the same stub model asked directly.
-    "bench.workers.worker_round_trip",
-    # The read rules (labels and roles) at 100k facts (BRAIN_BENCH_RULE_FACTS).
-    "bench.visibility.read_rules",
-    # gunicorn and a worker under 50 writers and 5 readers (BRAIN_BENCH_LOAD_SECONDS, 120).
-    "bench.load.production_server_under_load",
-    # The terminal's commands as whole processes against a bare django.setup().
-    "bench.cli.terminal_commands",
-]
-# Run after the benchmarks, whatever happened to them: what they shared is deleted.
-BRAIN_BENCHMARK_CLEANUPS = ["bench.knowledge.release_shared"]
 
 # --- Embeddings (knowledge/embedding.py) -----------------------------------------------------
 # Which embedder turns facts into vectors: "minilm" (all-MiniLM-L6-v2, int8 ONNX, shipped in
@@ -442,8 +378,6 @@ CELERY_BEAT_SCHEDULE["knowledge-memory-indexes"] = {
 }
 
 # --- Agent memory (agent/) -----------------------------------------------------------------------
-# Tools that apps above memory add to `brain mcp`: functions (server, serving), in this order.
-BRAIN_MCP_TOOLS = ["agent.mcp.register"]
 # The sleep pass for every memory, hourly: distil the episodes agents recorded, then decay and
 # prune. A session's end asks for one at once (the SessionEnd hook); this one catches sessions
 # that ended without it, and keeps decay going in memories no agent is using any more.

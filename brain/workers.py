@@ -38,6 +38,7 @@ import hashlib
 import json
 import math
 import secrets
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,12 +46,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import pydantic
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
 from brain.errors import StateConflict
 from brain.llm import structured
@@ -522,14 +523,28 @@ def _line(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _loaded_model(name: str) -> type[pydantic.BaseModel] | None:
+    """The pydantic model named ``name`` (``module.QualName``, as the gateway stores it) if this
+    process has loaded its module, else None; nothing is imported. The web process loads every
+    module whose model calls ask for one (surfaces/worker_urls.py)."""
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        found: Any = sys.modules.get(".".join(parts[:cut]))
+        if found is None:
+            continue
+        for attribute in parts[cut:]:
+            found = getattr(found, attribute, None)
+        if isinstance(found, type) and issubclass(found, pydantic.BaseModel):
+            return found
+        return None
+    return None
+
+
 def _valid_text(call: WaitingCall, text: Any) -> str:
     if not isinstance(text, str):
         raise BadAnswer("A chat answer's text must be a string.", failed=False)
     if call.output_class:  # the gateway's own check, so both agree
-        try:
-            output = import_string(call.output_class)
-        except ImportError:
-            output = None
+        output = _loaded_model(call.output_class)
         if output is not None:
             try:
                 structured.parse(text, output, stop_reason=None)

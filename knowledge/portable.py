@@ -1,9 +1,9 @@
 """The facts store in the portable export: its subjects, every fact with its history, and the
 agent's memory (episodes, procedures, the core), and who may do what.
 
-Sections for ``settings.BRAIN_EXPORT_SECTIONS`` (declared with ``brain.portable.Section``: each
-column's checks come from the model; the memory app runs them), loaded in this order because
-each names rows of the ones before:
+Sections of the export (declared with ``brain.portable.Section``: each column's checks come
+from the model; ``memory.portable`` lists and runs them), loaded in this order because each
+names rows of the ones before:
 
 - ``subjects``: matched by entity id, then by kind and name. Import adds the ones this memory
   does not know and never changes or removes one it does: the house as this install knows it

@@ -7,9 +7,7 @@ answers both, whichever view raised them). Nothing is half-written.
 
 from __future__ import annotations
 
-from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
-from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view
@@ -22,7 +20,7 @@ from knowledge import access, gate
 from knowledge import api as knowledge_api
 from knowledge.models import Conflict, Memory, Permission
 from knowledge.subjects import UnknownSubject
-from memory import actions, consolidator, portable, revisions
+from memory import actions, consolidator, revisions
 from memory.models import (
     Change,
     Confidence,
@@ -266,18 +264,6 @@ def undo(request: Request, number: int, memory: Memory) -> Response:
     """Revert exactly change ``number``; the undo is itself logged."""
     change = revisions.undo_change(memory=memory, number=number, by=request.user)
     return Response(ChangeSerializer(change).data)
-
-
-@extend_schema(responses={200: dict})
-@api_view(["GET"])
-@access.requires(Permission.CURATE)
-def export(request: Request, memory: Memory) -> HttpResponse:
-    """Everything learned that the person may read, as the file `brain memory import` reads."""
-    stamp = timezone.localtime().strftime("%Y%m%d-%H%M")
-    text = portable.export_json(memory, reader=request.user)
-    response = HttpResponse(text, content_type="application/json")
-    response["Content-Disposition"] = f'attachment; filename="brain-{memory.slug}-{stamp}.json"'
-    return response
 
 
 # Conflicts to settle -------------------------------------------------------------------------

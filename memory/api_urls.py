@@ -22,5 +22,4 @@ urlpatterns = [
     path("pages/<int:pk>/merge", curation_api.merge_pages, name="merge-pages"),
     path("pages/<int:pk>/split", curation_api.split_page, name="split-page"),
     path("facts/<int:pk>/edit", curation_api.edit_fact, name="edit-fact"),
-    path("export", api.export, name="export"),
 ]

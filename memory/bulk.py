@@ -132,8 +132,11 @@ def add_many(
     judged: Counter[str] = Counter()
     with transaction.atomic():  # whole or not at all, the changes with the rest
         if plain:
+            data = _as_export(memory, plain, by, named, confidence)
             portable.import_memory(
-                memory, portable.checked(_as_export(memory, plain, by, named, confidence))
+                memory,
+                portable.checked(data, sections=portable.SECTIONS),
+                sections=portable.SECTIONS,
             )
         for text in changes:
             learned = actions.learn(

@@ -14,9 +14,9 @@ surrogate is refused naming the argument, or dropped from a search), and every e
 as a tool error whose text names the problem, never a traceback; the server keeps serving.
 
 ``memory_write`` records what the agent wrote as an episode too (the agent's log), in the same
-transaction as its fact, which cites it. Apps above this one add their tools through
-``settings.BRAIN_MCP_TOOLS``: functions ``(server, serving)`` that register tools under
-``tool_errors`` and run their bodies with ``serving.call``.
+transaction as its fact, which cites it. ``register(server, serving)`` adds this app's tools to
+the server ``surfaces.mcp_server`` builds; another app's ``register`` does the same, its tools
+under ``tool_errors`` and their bodies run with ``serving.call``.
 """
 
 from __future__ import annotations
@@ -27,11 +27,9 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypedDict
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import close_old_connections, transaction
-from django.utils.module_loading import import_string
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
@@ -156,7 +154,7 @@ class Serving:
 
     async def call[T](self, work: Callable[..., T], /, *args: Any) -> T:
         """Run ``work(self, *args)`` in the ORM's thread, as a request: the body of a tool
-        that an app registers through ``settings.BRAIN_MCP_TOOLS``."""
+        that an app registers beside this one's (``surfaces.mcp_server``)."""
         return await _orm(work, self, *args)
 
 
@@ -339,11 +337,8 @@ def status(serving: Serving) -> Status:
 # The server ------------------------------------------------------------------------------------
 
 
-def build_server(memory: Memory, user=None) -> MCPServer:
-    """An MCPServer named "brain" whose tools read and teach ``memory``. ``user``, when given,
-    is who the agent's writes are recorded under and whose read rules apply."""
-    serving = Serving(memory, user)
-    server = MCPServer("brain", instructions=INSTRUCTIONS)
+def register(server: MCPServer, serving: Serving) -> None:
+    """This app's tools on ``server``: search, context, write, outcome, explain, status."""
 
     @server.tool()
     @tool_errors
@@ -397,7 +392,3 @@ def build_server(memory: Memory, user=None) -> MCPServer:
     async def memory_status() -> Status:
         """How much is known: live facts, candidates waiting to be filed, the last learned."""
         return await _orm(status, serving)
-
-    for register in settings.BRAIN_MCP_TOOLS:
-        import_string(register)(server, serving)
-    return server

@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
 from knowledge.models import Fact, Memory
 from memory import counts
@@ -22,10 +21,20 @@ class Measurement:
     detail: str = ""
 
 
+# Counts a higher app keeps (open guesses, rules), by name: handed in at startup by the top
+# layer (surfaces/apps.py), which imports that app. Without them a memory has no open guesses
+# and its rules are the facts of kind rule.
+review_counts: dict[str, Callable[[Memory], int]] = {}
+
+
+def count_with(**counters: Callable[[Memory], int]) -> None:
+    """Count ``open_guesses`` and ``rules`` with these functions of a memory."""
+    review_counts.update(counters)
+
+
 def _review_count(name: str, memory: Memory) -> int | None:
-    """Counts kept by a higher app (guesses, rules), wired in settings.BRAIN_REVIEW_COUNTS."""
-    path = getattr(settings, "BRAIN_REVIEW_COUNTS", {}).get(name)
-    return import_string(path)(memory) if path else None
+    counter = review_counts.get(name)
+    return counter(memory) if counter else None
 
 
 def _when(moment) -> str:

@@ -5,12 +5,14 @@ uid), the document replaces only an effectively empty one unless asked, and impo
 file twice changes nothing the second time. The whole file is checked before anything is
 written; a bad file imports nothing.
 
-Each app contributes sections through ``settings.BRAIN_EXPORT_SECTIONS`` (dotted paths to
-objects with ``key``, ``dump(memory)``, ``check(data)`` and ``load(memory, data, options)``), so
-a lower app never needs to know what a higher one keeps. What sections share (ImportRejected,
-ImportOptions, ``Section``, which reads each column's checks from the model, and the uid rules)
-is ``brain.portable``, which every app may import; this module runs the sections and holds the
-memory app's own: the change log, the document and the inbox.
+Each app declares its sections (objects with ``key``, ``dump(memory)``, ``check(data)`` and
+``load(memory, data, options)``); a lower app never needs to know what a higher one keeps. What
+sections share (ImportRejected, ImportOptions, ``Section``, which reads each column's checks
+from the model, and the uid rules) is ``brain.portable``, which every app may import. This
+module runs the sections it is given and holds the memory app's own: the change log, the
+document and the inbox; ``SECTIONS`` lists the knowledge app's and this app's in load order
+(what a bulk add imports through), and ``surfaces.portable`` adds the higher apps' for the whole
+export.
 
 A file keeps importing after brain changes: a section a file does not carry is skipped, and a
 column it does not carry takes the model's default (``brain/tests/fixtures`` holds a file from
@@ -21,13 +23,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from django.conf import settings
 from django.core.validators import MaxLengthValidator
 from django.db import transaction
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
 from brain.db.retry import retry_transaction
 from brain.portable import (
@@ -45,6 +46,7 @@ from brain.portable import (
     require,
 )
 from knowledge import kinds, statements
+from knowledge import portable as knowledge_portable
 from knowledge.models import Fact, Memory
 from memory import actions, document, revisions
 from memory.composers.base import VOICE_MAX_BYTES
@@ -54,12 +56,11 @@ FORMAT = "brain-export"
 VERSION = 1
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
 
+# Sections in load order: each names rows of the ones before.
+type Sections = Sequence[Any]
 
-def sections() -> list:
-    return [import_string(path) for path in settings.BRAIN_EXPORT_SECTIONS]
 
-
-def export_memory(memory: Memory, *, reader) -> dict:
+def export_memory(memory: Memory, *, reader, sections: Sections) -> dict:
     """Everything in ``memory`` that ``reader`` may read (a person, a ``Reader``, or the read
     layer's ``SYSTEM``, which reads everything)."""
     data = {
@@ -75,16 +76,17 @@ def export_memory(memory: Memory, *, reader) -> dict:
         },
     }
     with exporting_for(reader):
-        for section in sections():
+        for section in sections:
             data[section.key] = section.dump(memory)
     return data
 
 
-def export_json(memory: Memory, *, reader) -> str:
-    return json.dumps(export_memory(memory, reader=reader), ensure_ascii=False, indent=2) + "\n"
+def export_json(memory: Memory, *, reader, sections: Sections) -> str:
+    data = export_memory(memory, reader=reader, sections=sections)
+    return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
 
 
-def parse(raw: bytes | str) -> dict:
+def parse(raw: bytes | str, *, sections: Sections) -> dict:
     if len(raw) > MAX_IMPORT_BYTES:
         raise ImportRejected(
             f"The file is {len(raw):,} bytes; an export is at most {MAX_IMPORT_BYTES:,}."
@@ -95,10 +97,10 @@ def parse(raw: bytes | str) -> dict:
         raise ImportRejected(
             f"This is not a brain export: it is not valid JSON ({error})."
         ) from None
-    return checked(data)
+    return checked(data, sections=sections)
 
 
-def checked(data) -> dict:
+def checked(data, *, sections: Sections) -> dict:
     """``data`` (an export as Python objects) once every section has checked it, or
     ImportRejected naming what is wrong."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
@@ -112,7 +114,7 @@ def checked(data) -> dict:
         raise ImportRejected(
             f"This export is version {data.get('version')!r}; this brain reads version {VERSION}."
         )
-    for section in sections():
+    for section in sections:
         if section.key in data:
             section.check(data[section.key])
     return data
@@ -123,6 +125,7 @@ def import_memory(
     memory: Memory,
     data: dict,
     *,
+    sections: Sections,
     replace_memory: bool = False,
     by=None,
     on_rows: Callable[[int], None] | None = None,
@@ -132,7 +135,7 @@ def import_memory(
     section's rows as it is loaded, for progress (``rows_in``)."""
     options = ImportOptions(replace_memory=replace_memory, by=by)
     with transaction.atomic():
-        for section in sections():
+        for section in sections:
             if section.key in data:
                 section.load(memory, data[section.key], options)
                 if on_rows:
@@ -174,9 +177,9 @@ def _talk_set_aside(memory: Memory, facts, report: list[str]) -> None:
         )
 
 
-def rows_in(data: dict) -> int:
+def rows_in(data: dict, *, sections: Sections) -> int:
     """How many rows an import of ``data`` loads: its progress's total."""
-    return sum(_rows(data[section.key]) for section in sections() if section.key in data)
+    return sum(_rows(data[section.key]) for section in sections if section.key in data)
 
 
 def _rows(value) -> int:
@@ -340,3 +343,24 @@ class ChangeLogSection(Section):
 document_section = DocumentSection()
 inbox_section = InboxSection()
 change_log_section = ChangeLogSection()
+
+
+# What the knowledge app and this one keep, in load order: subjects before facts (a fact names
+# its subjects), facts and episodes before observations and conflicts (which name them), and all
+# before this app's (an inbox entry links to its fact by uid; importing the document makes the
+# facts follow it, so they must be there).
+SECTIONS: tuple[Any, ...] = (
+    knowledge_portable.subjects_section,
+    knowledge_portable.labels_section,
+    knowledge_portable.facts_section,
+    knowledge_portable.passages_section,
+    knowledge_portable.episodes_section,
+    knowledge_portable.observations_section,
+    knowledge_portable.conflicts_section,
+    knowledge_portable.procedures_section,
+    knowledge_portable.core_section,
+    knowledge_portable.grants_section,
+    change_log_section,
+    document_section,
+    inbox_section,
+)

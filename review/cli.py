@@ -3,8 +3,7 @@
 They answer exactly as the Findings tab's buttons do (``guesses.answer_guess``): confirm files
 the guess as known, reject closes it for good in any wording and keeps the reason as a
 correction; answering twice is refused, saying who answered first. The `brain memory` command
-lives in the memory app, which may not import review: it finds these verbs through
-``BRAIN_MEMORY_VERBS`` in settings (``VERBS``, ``add_parsers``, ``run``).
+(``surfaces``) adds these verbs beside its own (``VERBS``, ``add_parsers``, ``run``).
 """
 
 from __future__ import annotations

@@ -361,7 +361,7 @@ def test_every_mcp_tool_refuses_a_nul_in_its_text_naming_the_argument_or_drops_i
     ``tool_errors``."""
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from memory.mcp_server import build_server
+    from surfaces.mcp_server import build_server
 
     server = build_server(Memory.objects.default(), alice)
     seen: dict[tuple[str, str], str] = {}

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from bench.management.commands import bench
+
 cleaned: list[str] = []
 
 
@@ -30,10 +32,10 @@ def clean_up() -> None:
 
 
 def test_a_failing_benchmark_keeps_the_others_sections_and_the_cleanup_still_runs(
-    settings, tmp_path
+    monkeypatch, tmp_path
 ):
-    settings.BRAIN_BENCHMARKS = [f"{__name__}.breaks", f"{__name__}.measures_fine"]
-    settings.BRAIN_BENCHMARK_CLEANUPS = [f"{__name__}.clean_up"]
+    monkeypatch.setattr(bench, "BENCHMARKS", [breaks, measures_fine])
+    monkeypatch.setattr(bench, "CLEANUPS", [clean_up])
     output = tmp_path / "BENCHMARKS.md"
     cleaned.clear()
 
@@ -47,10 +49,10 @@ def test_a_failing_benchmark_keeps_the_others_sections_and_the_cleanup_still_run
 
 
 def test_a_section_of_an_earlier_run_can_be_carried_over_though_the_file_is_rewritten(
-    settings, tmp_path
+    monkeypatch, tmp_path
 ):
-    settings.BRAIN_BENCHMARKS = [f"{__name__}.measures_fine", f"{__name__}.carries_over"]
-    settings.BRAIN_BENCHMARK_CLEANUPS = []
+    monkeypatch.setattr(bench, "BENCHMARKS", [measures_fine, carries_over])
+    monkeypatch.setattr(bench, "CLEANUPS", [])
     output = tmp_path / "BENCHMARKS.md"
     output.write_text("# Benchmarks\n\n## Kept\n\n1M: measured on its own, 50 min.\n")
 
@@ -65,8 +67,10 @@ def measures_again() -> str:
     return "## Fine\n\nIt measured 2 ms.\n\n## New\n\nA first figure.\n"
 
 
-def test_only_some_benchmarks_replace_their_own_sections_and_keep_every_other(settings, tmp_path):
-    settings.BRAIN_BENCHMARKS = [f"{__name__}.breaks", f"{__name__}.measures_again"]
+def test_only_some_benchmarks_replace_their_own_sections_and_keep_every_other(
+    monkeypatch, tmp_path
+):
+    monkeypatch.setattr(bench, "BENCHMARKS", [breaks, measures_again])
     output = tmp_path / "BENCHMARKS.md"
     output.write_text(
         "# Benchmarks\n\n## Before\n\nKept.\n\n## Fine\n\nIt measured 3 ms.\n\n"
@@ -85,8 +89,8 @@ def test_only_some_benchmarks_replace_their_own_sections_and_keep_every_other(se
     assert "Failed in this run" not in written  # the last run's failure, measured since
 
 
-def test_only_a_word_no_benchmark_holds_is_refused_naming_them(settings, tmp_path):
-    settings.BRAIN_BENCHMARKS = [f"{__name__}.measures_fine"]
+def test_only_a_word_no_benchmark_holds_is_refused_naming_them(monkeypatch, tmp_path):
+    monkeypatch.setattr(bench, "BENCHMARKS", [measures_fine])
 
     with pytest.raises(CommandError, match="measures_fine"):
         call_command("bench", output=str(tmp_path / "B.md"), only=["gait"], stdout=io.StringIO())
@@ -96,8 +100,8 @@ def carries_kept_over() -> str:
     return "## Again\n\nMeasured now.\n\n## Kept\n\n1M: measured on its own, 50 min.\n"
 
 
-def test_only_a_section_carried_over_whole_keeps_its_own_date(settings, tmp_path):
-    settings.BRAIN_BENCHMARKS = [f"{__name__}.carries_kept_over"]
+def test_only_a_section_carried_over_whole_keeps_its_own_date(monkeypatch, tmp_path):
+    monkeypatch.setattr(bench, "BENCHMARKS", [carries_kept_over])
     output = tmp_path / "BENCHMARKS.md"
     output.write_text(
         "# Benchmarks\n\n## Again\n\nOld.\n\n## Kept\n\n1M: measured on its own, 50 min.\n"

@@ -91,7 +91,7 @@ def test_options_typed_before_the_group_move_behind_its_name(typed, run):
 
 
 def test_after_a_double_dash_the_words_are_the_verbs_own():
-    command = load_command_class("memory", "memory")
+    command = load_command_class("surfaces", "memory")
     options = command.create_parser("brain", "memory").parse_args(
         ["add", "--memory", "garden", "--", "--as is a flag"]
     )

@@ -121,7 +121,7 @@ def _tool_calls(server, ids) -> list[tuple[str, dict]]:
 
 @pytest.mark.django_db(transaction=True)  # the tools read on the ORM's thread, as served
 def test_no_mcp_tool_answers_a_person_with_a_canary_they_may_not_read():
-    from memory import mcp_server
+    from surfaces import mcp_server
 
     world = privacy_world.build()
     found: dict = defaultdict(list)

@@ -27,9 +27,9 @@ from knowledge.models import (
     Subject,
 )
 from knowledge.read_layer import SYSTEM
-from memory import portable
 from memory.models import Change, DocumentRevision, InboxItem
 from review.models import Event, Finding, Guess, Judgement, Rule
+from surfaces import portable
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NOVEMBER_2026 = FIXTURES / "export-2026-11.json"

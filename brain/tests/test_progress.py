@@ -21,7 +21,8 @@ from knowledge import reembedding
 from knowledge.embedding import get_embedder
 from knowledge.models import Fact, Memory
 from knowledge.read_layer import SYSTEM
-from memory import actions, portable
+from memory import actions
+from surfaces import portable
 
 WRAPPER = Path(django_settings.BASE_DIR) / "bin" / "brain"
 

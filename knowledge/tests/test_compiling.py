@@ -32,9 +32,10 @@ from knowledge.models import (
     Subject,
 )
 from knowledge.tests.examples import MEETING_NOTES
-from memory import compiling, consolidator, portable
+from memory import compiling, consolidator
 from memory.models import ConsolidationRun, DocumentRevision
 from memory.tests.test_read_rules_property import _check
+from surfaces import portable
 
 ORDER = "Rossi Srl signed the order for €50,000, with delivery in June."
 FOLLOWS = "Luca Bianchi follows the Rossi account from March."

@@ -17,8 +17,9 @@ from knowledge import passages, review, visibility
 from knowledge.models import Conflict, Fact, Memory, Passage, ReviewItem, Source
 from knowledge.read_layer import SYSTEM
 from knowledge.tests import examples
-from memory import actions, portable
+from memory import actions
 from memory.models import Origin
+from surfaces import portable
 
 SALARY_HR = "Luca Bianchi earns €45,000 a year."
 SALARY_SALES = "Luca Bianchi earns €50,000 a year."

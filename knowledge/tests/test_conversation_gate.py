@@ -192,7 +192,7 @@ def test_the_reflection_over_a_conversation_leaves_talk_out_saying_what_it_was(h
 def test_an_import_brings_talk_kept_as_facts_but_does_not_believe_it(home, dana):
     from knowledge.models import Memory
     from knowledge.read_layer import SYSTEM as system
-    from memory import portable
+    from surfaces import portable
 
     file_fact(memory=home, text="Hi! Lovely to see you all.", channel="chat", kind="note", by=dana)
     learn(memory=home, text="The spare keys are in the kitchen drawer.", origin="typed")

@@ -15,8 +15,8 @@ from knowledge import portable as knowledge_portable
 from knowledge.embedding import HashEmbedder, get_embedder
 from knowledge.models import Fact, Memory, Source, Subject
 from knowledge.read_layer import SYSTEM
-from memory import portable
 from memory.models import InboxItem
+from surfaces import portable
 
 MINILM = "minilm-int8-v1"
 

@@ -6,8 +6,8 @@ import pytest
 from knowledge import reembedding, retrieval
 from knowledge.models import Fact, Membership, Observation, Permission, Subject
 from knowledge.read_layer import SYSTEM
-from memory import portable
 from memory.bulk import MAX_STATEMENTS
+from surfaces import portable
 
 BULK = "/api/memory/add/bulk"
 ROOMS = ["kitchen", "hall", "loft", "garage", "study", "cellar", "landing", "porch"]

@@ -18,8 +18,9 @@ from brain.testing import run_async
 from knowledge import actions as knowledge_actions
 from knowledge.models import Fact, Memory
 from knowledge.read_layer import SYSTEM
-from memory import actions, consolidator, mcp_server, portable, revisions
+from memory import actions, consolidator, revisions
 from memory.models import Change, DocumentRevision, InboxItem, Origin
+from surfaces import mcp_server, portable
 
 BUSY = (
     "Other writes were saving at the same moment and this one could not get its turn; "

@@ -10,7 +10,8 @@ import pytest
 from knowledge.models import Fact, Memory, Observation, Source
 from knowledge.portable import ImportRejected
 from knowledge.read_layer import SYSTEM
-from memory import conversations, portable, reflection
+from memory import conversations, reflection
+from surfaces import portable
 
 
 @pytest.fixture

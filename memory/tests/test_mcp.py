@@ -27,7 +27,7 @@ TOOLS = {
     "memory_outcome",
     "memory_explain",
     "memory_status",
-    # Added by the agent app through BRAIN_MCP_TOOLS (agent/tests/test_mcp_tools.py).
+    # The agent app's, served beside them (surfaces.mcp_server; agent/tests/test_mcp_tools.py).
     "memory_pending",
     "memory_distil",
     "memory_procedure",

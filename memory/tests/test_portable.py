@@ -9,9 +9,10 @@ from django.core.exceptions import ValidationError
 
 from knowledge.models import Memory
 from knowledge.read_layer import SYSTEM
-from memory import actions, consolidator, document, portable, revisions
+from memory import actions, consolidator, document, revisions
 from memory.composers.base import Composition
 from memory.models import Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
+from surfaces import portable
 
 TAUGHT = document.TEMPLATE.replace("## Rooms\n", "## Rooms\n\n- The loft is warm.\n")
 VOICE = "- The loft: warm (as the composer put it)\n"

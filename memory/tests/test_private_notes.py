@@ -151,7 +151,7 @@ def test_the_mcp_server_for_tom_never_answers_with_sarahs_note(django_user_model
 
 def test_an_export_carries_the_labels_so_the_note_stays_sarahs_in_another_memory(home, household):
     from knowledge.models import Memory
-    from memory import portable
+    from surfaces import portable
 
     data = json.loads(portable.export_json(home, reader=SYSTEM))
     assert {label["name"] for label in data["labels"]["labels"]} >= {"Private to Sarah"}

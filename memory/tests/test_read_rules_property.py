@@ -39,9 +39,10 @@ from knowledge.models import (
     Subject,
 )
 from knowledge.read_layer import SYSTEM
-from memory import mcp_server, portable
+from memory import mcp_server
 from memory.actions import learn
 from memory.models import Origin
+from surfaces import portable
 
 WORDS = ["amber", "basil", "cedar", "delta", "ember", "fjord", "gorse", "heron", "iris", "juniper"]
 _numbers = itertools.count()

@@ -12,10 +12,10 @@ from django.utils import timezone
 from brain.portable import ImportRejected
 from knowledge.models import Fact, Memory, Subject
 from knowledge.read_layer import SYSTEM
-from memory import portable
 from review import findings as review_findings
 from review import guesses as review_guesses
 from review.models import Finding, Guess, Judgement, Rule
+from surfaces import portable
 
 HALL = "binary_sensor.hall_motion"
 LOFT = "sensor.loft_temperature"

@@ -1,49 +1,76 @@
-"""`make bench`: run every benchmark the apps register and write docs/BENCHMARKS.md.
+"""`make bench`: run every benchmark and write docs/BENCHMARKS.md.
 
-Each entry of settings.BRAIN_BENCHMARKS is a dotted path to a function taking no arguments and
-returning a markdown section (a heading, a table, a sentence on what the ratio means). Every
-figure is compared with a baseline measured in the same run, so the machine's speed cancels.
-`make bench ONLY="gate_quality conversations"` runs the benchmarks whose paths hold those words
-and puts their sections in place of the ones of the same heading, keeping every other section
-of the file as it was, each replaced one saying when it was measured on its own.
+Each entry of ``BENCHMARKS`` is a function taking no arguments and returning a markdown section
+(a heading, a table, a sentence on what the ratio means), named by its dotted path
+(``bench.memory.import_rate``). Every figure is compared with a baseline measured in the same
+run, so the machine's speed cancels. `make bench ONLY="gate_quality conversations"` runs the
+benchmarks whose paths hold those words and puts their sections in place of the ones of the same
+heading, keeping every other section of the file as it was, each replaced one saying when it
+was measured on its own.
 """
 
 import logging
 import os
-import platform
 import re
-import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
-from django.utils.module_loading import import_string
+
+from bench import (
+    agent,
+    cli,
+    conversations,
+    gate_quality,
+    knowledge,
+    load,
+    memory,
+    recall,
+    visibility,
+    workers,
+)
+from bench.machine import machine
 
 logger = logging.getLogger(__name__)
 
+# What `make bench` runs, in this order: functions returning a markdown section.
+BENCHMARKS: list[Callable[[], str]] = [
+    memory.offline_composer,
+    # Labelled questions over small memories of their own: before the 100k household, whose
+    # rows every vector search would walk past.
+    recall.recall_quality,
+    # These four read one 100k household (bench.knowledge.shared_household); intake writes
+    # into it, so it comes last of them.
+    knowledge.recall_at_scale,
+    memory.knowledge_tab_at_scale,
+    agent.session_start_hook,
+    knowledge.intake_through_the_gate,
+    memory.import_rate,
+    memory.bulk_adds,
+    gate_quality.gate_quality,
+    # Conversations taught through learn, and through the API (bulk adds, posted, reflected).
+    conversations.conversations_through_learn,
+    conversations.conversations_through_the_api,
+    # A model call through a worker program against the same stub model asked directly.
+    workers.worker_round_trip,
+    # The read rules (labels and roles) at 100k facts (BRAIN_BENCH_RULE_FACTS).
+    visibility.read_rules,
+    # gunicorn and a worker under 50 writers and 5 readers (BRAIN_BENCH_LOAD_SECONDS, 120).
+    load.production_server_under_load,
+    # The terminal's commands as whole processes against a bare django.setup().
+    cli.terminal_commands,
+]
+# Run after the benchmarks, whatever happened to them: what they shared is deleted.
+CLEANUPS: list[Callable[[], None]] = [knowledge.release_shared]
 
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    memory = ""
-    try:
-        kb = int(Path("/proc/meminfo").read_text().split()[1])
-        memory = f", {kb / 1024 / 1024:.0f} GiB"
-    except (OSError, ValueError, IndexError):
-        pass
-    return (
-        f"{cpu}, {os.cpu_count()} cores{memory}; {platform.system()} {platform.release()}; "
-        f"Python {sys.version.split()[0]}"
-    )
+
+def path_of(benchmark: Callable) -> str:
+    """A benchmark's name: its dotted path (``bench.memory.import_rate``)."""
+    return f"{benchmark.__module__}.{benchmark.__qualname__}"
 
 
 class Command(BaseCommand):
@@ -79,29 +106,30 @@ class Command(BaseCommand):
             kept.flush()
             os.environ["BRAIN_BENCH_PREVIOUS"] = kept.name
             try:
-                for path in settings.BRAIN_BENCHMARKS:
-                    self._run(path, sections, failed)
+                for benchmark in BENCHMARKS:
+                    self._run(benchmark, sections, failed)
                     # Written after each one, so what was measured is kept whatever comes next.
                     Path(output).write_text(header + "\n" + "\n".join(sections))
             finally:
-                for cleanup in getattr(settings, "BRAIN_BENCHMARK_CLEANUPS", []):
-                    import_string(cleanup)()
+                for cleanup in CLEANUPS:
+                    cleanup()
         self.stdout.write(f"wrote {output} in {time.monotonic() - started:.0f} s")
         if failed:
             raise CommandError(f"these benchmarks failed (their sections say why): {failed}")
 
     def _only(self, output: str, words: list[str]) -> None:
-        paths = [path for path in settings.BRAIN_BENCHMARKS if any(w in path for w in words)]
-        if not paths:
+        chosen = [b for b in BENCHMARKS if any(word in path_of(b) for word in words)]
+        if not chosen:
             raise CommandError(
                 f"no benchmark's path holds {', '.join(words)}: "
-                f"they are {', '.join(settings.BRAIN_BENCHMARKS)}"
+                f"they are {', '.join(path_of(b) for b in BENCHMARKS)}"
             )
         started = time.monotonic()
         failed: list[str] = []
-        for path in paths:
+        for benchmark in chosen:
+            path = path_of(benchmark)
             sections: list[str] = []
-            self._run(path, sections, failed)
+            self._run(benchmark, sections, failed)
             stamp = (
                 f"Measured {timezone.now():%Y-%m-%d %H:%M} UTC on its own, with "
                 f'`make bench ONLY="{path}"`, on: {machine()}.\n'
@@ -116,11 +144,12 @@ class Command(BaseCommand):
         if failed:
             raise CommandError(f"these benchmarks failed (their sections say why): {failed}")
 
-    def _run(self, path: str, sections: list[str], failed: list[str]) -> None:
+    def _run(self, benchmark: Callable[[], str], sections: list[str], failed: list[str]) -> None:
+        path = path_of(benchmark)
         self.stdout.write(f"running {path} …")
         began = time.monotonic()
         try:
-            sections.append(import_string(path)())
+            sections.append(benchmark())
         except Exception as error:  # one benchmark's failure loses no other's figures
             logger.exception("benchmark %s failed", path)
             failed.append(path)

@@ -10,7 +10,7 @@ from django.core.management.base import CommandParser
 from django.db import connection
 
 from brain.cli import GroupCommand
-from memory.mcp_server import build_server
+from surfaces.mcp_server import build_server
 
 
 class Command(GroupCommand):

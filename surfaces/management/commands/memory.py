@@ -17,10 +17,8 @@ import tempfile
 import threading
 from datetime import date
 from functools import partial
-from importlib import import_module
 from pathlib import Path
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
@@ -40,6 +38,7 @@ from memory.models import (
     InboxItem,
     Origin,
 )
+from review import cli as guesses_cli
 
 # What each verb needs (knowledge/access.py), checked before it runs.
 NEEDS = {
@@ -59,11 +58,9 @@ NEEDS = {
 }
 
 
-def _other_verbs() -> list:
-    """Verbs higher apps add (``BRAIN_MEMORY_VERBS``: guesses live in review, which this app
-    may not import): modules with ``VERBS``, ``add_parsers(verbs)`` and ``run(command, verb,
-    **options)``."""
-    return [import_module(path) for path in settings.BRAIN_MEMORY_VERBS]
+# Verbs other apps keep (guesses live in review): modules with ``VERBS``,
+# ``add_parsers(verbs)`` and ``run(command, verb, **options)``.
+OTHER_VERBS = (guesses_cli,)
 
 
 class Command(GroupCommand):
@@ -76,7 +73,7 @@ class Command(GroupCommand):
         add.add_argument("text")
         add.add_argument("--confidence", choices=Confidence.values, default=Confidence.MEDIUM)
         verbs.add_parser("inbox", help="facts waiting to be filed")
-        for verbs_of_app in _other_verbs():  # hypotheses, confirm, reject (review)
+        for verbs_of_app in OTHER_VERBS:  # hypotheses, confirm, reject (review)
             verbs_of_app.add_parsers(verbs)
         verbs.add_parser("conflicts", help="statements that may not both be true, to settle")
         settle = verbs.add_parser(
@@ -132,7 +129,7 @@ class Command(GroupCommand):
         """The method for ``verb`` and what it needs: this app's own, or another's."""
         if verb in NEEDS:
             return getattr(self, f"do_{verb}"), NEEDS[verb]
-        for verbs_of_app in _other_verbs():
+        for verbs_of_app in OTHER_VERBS:
             if verb in verbs_of_app.VERBS:
                 return partial(verbs_of_app.run, self, verb), verbs_of_app.VERBS[verb]
         raise CommandError(f"Unknown command {verb!r}.")
@@ -311,7 +308,7 @@ class Command(GroupCommand):
         )
 
     def do_export(self, *, file: str | None, **_) -> None:
-        from memory import portable
+        from surfaces import portable
 
         text = portable.export_json(self.memory, reader=reader_for(self.person))
         if not file:
@@ -324,7 +321,7 @@ class Command(GroupCommand):
         self.stdout.write(f"Exported {self.memory.name} to {file}.")
 
     def do_import(self, *, file: str, replace_memory: bool, **_) -> None:
-        from memory import portable
+        from surfaces import portable
 
         try:
             raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
