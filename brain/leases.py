@@ -8,7 +8,7 @@ that claimed it), ``lease_expires_at`` and ``finished_at``. The rules, each a co
 UPDATE so two processes never both win:
 
 - ``start``: a new running row, its lease counted from now for a worker to claim it; none when
-  the database refuses a second one (a partial unique index allows one running at a time).
+  the database refuses a second one (a unique index: one running at a time, or one a reading).
 - ``claim``: a running row nobody has claimed becomes this process's, for ``lease``.
 - ``take_over``: a running row whose process is gone (``is_lost``: its lease ran out, or its
   pid is dead on this very host, which a restarted worker sees at once instead of waiting out
@@ -65,7 +65,7 @@ def executor() -> str:
 
 def start(model: type[models.Model], *, lease: timedelta, **fields) -> Any:
     """A new running row of ``model`` with ``fields``, or None when the database refused it
-    because another is running (its partial unique index); the caller decides what then."""
+    because one is there already (its unique index); the caller decides what then."""
     try:
         with transaction.atomic():
             return model._default_manager.create(lease_expires_at=timezone.now() + lease, **fields)

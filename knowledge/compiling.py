@@ -18,9 +18,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
-from django.utils import timezone
-
+from brain import leases
 from brain.celery import send_on_commit
 from brain.errors import StateConflict
 from knowledge.models import CompileRun, Memory, Source
@@ -55,15 +53,10 @@ def request_compile(source: Source, *, by=None) -> CompileRun | None:
     running = CompileRun.objects.running().filter(source=source).first()
     if running is not None:
         return running
-    try:
-        with transaction.atomic():
-            run = CompileRun.objects.create(
-                memory_id=source.memory_id,
-                source=source,
-                requested_by=by,
-                lease_expires_at=timezone.now() + LEASE,
-            )
-    except IntegrityError:  # asked for twice at the same moment: one run
+    run = leases.start(
+        CompileRun, lease=LEASE, memory_id=source.memory_id, source=source, requested_by=by
+    )
+    if run is None:  # asked for twice at the same moment: one run
         return CompileRun.objects.running().filter(source=source).first()
     send_on_commit(TASK, run.pk)
     return run

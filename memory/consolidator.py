@@ -37,7 +37,7 @@ from datetime import timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from brain import leases
@@ -129,15 +129,10 @@ def request_consolidation(
     running = ConsolidationRun.objects.running().filter(memory=memory).first()
     if running:
         return PassRequest(running, started=False)
-    try:
-        with transaction.atomic():
-            run = ConsolidationRun.objects.create(
-                memory=memory,
-                trigger=trigger,
-                requested_by=by,
-                lease_expires_at=timezone.now() + lease_length(),
-            )
-    except IntegrityError:  # another request won the partial unique index
+    run = leases.start(
+        ConsolidationRun, lease=lease_length(), memory=memory, trigger=trigger, requested_by=by
+    )
+    if run is None:  # another request won the partial unique index
         return PassRequest(ConsolidationRun.objects.running().get(memory=memory), started=False)
     if send:
         send_start(run)

@@ -67,7 +67,6 @@ from typing import Literal
 import pydantic
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from brain import leases, llm
@@ -567,15 +566,14 @@ def _run_for(source: Source, since_turn: int) -> tuple[ReflectionRun, bool]:
     existing = ReflectionRun.objects.filter(source=source, since_turn=since_turn).first()
     if existing is not None:
         return existing, False
-    try:
-        with transaction.atomic():
-            run = ReflectionRun.objects.create(
-                memory_id=source.memory_id,
-                source=source,
-                since_turn=since_turn,
-                lease_expires_at=timezone.now() + LEASE,
-            )
-    except IntegrityError:  # asked for twice at the same moment: one run
+    run = leases.start(
+        ReflectionRun,
+        lease=LEASE,
+        memory_id=source.memory_id,
+        source=source,
+        since_turn=since_turn,
+    )
+    if run is None:  # asked for twice at the same moment: one run
         return ReflectionRun.objects.get(source=source, since_turn=since_turn), False
     return run, True
 
