@@ -11,9 +11,11 @@ The rules:
   URL names in templates, or through ``surfaces``, the top layer, which assembles what a person
   or a program uses (navigation, the terminal, the MCP server, the export) from the apps below.
 - ``brain`` is the platform: it imports no app. Apps are wired into it by name (``include(
-  "memory.urls")``, the dotted paths in settings), never by import.
+  "memory.urls")``, the context processors and middleware in settings), never by import.
 - The top-level ``bench`` package measures everything: it may import any module, and none
   imports it.
+- Nothing is imported by a name held in data (``import_string``, ``import_module``): a module
+  that needs another imports it, so every edge is in this graph and a layer is held by it.
 
 Read: every ``.py`` file of those packages but their ``tests`` and ``migrations`` folders (tests
 drive the whole stack on purpose; migrations are generated).
@@ -171,6 +173,47 @@ def test_the_graph_sees_a_cycle_hidden_in_a_function_and_a_relative_import(tmp_p
 
     assert graph["shop.orders"] == {"shop.stock", "shop.tasks"}
     assert cycles(graph) == [["shop.orders", "shop.tasks", "shop.orders"]]
+
+
+# Imports by a name held in data ---------------------------------------------------------------
+
+IMPORTS_BY_NAME = {"import_string", "import_module"}
+
+
+def imports_by_name(root: Path, packages: tuple[str, ...]) -> list[str]:
+    """Every use of ``import_string`` or ``import_module`` (imported, called or referred to)."""
+    found = []
+    for name, path in modules(root, packages).items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom):
+                used = [alias.name for alias in node.names]
+            elif isinstance(node, ast.Name):
+                used = [node.id]
+            elif isinstance(node, ast.Attribute):
+                used = [node.attr]
+            else:
+                continue
+            found += [f"{name}:{node.lineno} {u}" for u in used if u in IMPORTS_BY_NAME]
+    return sorted(set(found))
+
+
+def test_no_module_imports_another_by_a_name_held_in_data():
+    assert imports_by_name(ROOT, PACKAGES) == []
+
+
+def test_an_import_by_name_is_seen_however_it_is_written(tmp_path):
+    package = tmp_path / "shop"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "plugins.py").write_text(
+        "import importlib\nfrom django.utils.module_loading import import_string\n\n"
+        "def load(path):\n    return importlib.import_module(path)\n"
+    )
+
+    assert imports_by_name(tmp_path, ("shop",)) == [
+        "shop.plugins:2 import_string",
+        "shop.plugins:5 import_module",
+    ]
 
 
 # Tasks sent by name --------------------------------------------------------------------------
