@@ -1,5 +1,5 @@
-"""The worker round trip against calling the same stub model directly (registered in
-settings.BRAIN_BENCHMARKS).
+"""The worker round trip against calling the same stub model directly (one of `make bench`'s
+BENCHMARKS).
 
 What is timed is what a job waits for when its memory's calls go to a worker:
 ``llm.complete(task=…, memory=…)`` with the memory's route for the task naming a worker. The
