@@ -13,7 +13,8 @@ UPDATE so two processes never both win:
 - ``take_over``: a running row whose process is gone (``is_lost``: its lease ran out, or its
   pid is dead on this very host, which a restarted worker sees at once instead of waiting out
   the lease) becomes this process's — only if it is still held by the claim that was seen, so
-  of two processes taking over one, one wins.
+  of two processes taking over one, one wins. ``claim_running`` is how a task's body begins:
+  the row by id, claimed (or taken over), or nothing to do.
 - ``renew``: the holder pushes its lease on while it works; only the holder: a process whose
   run was taken over (its lease ran out while it was still working) is told so and stops.
 - ``finish``: the holder settles its running row, once; a sweep or a late writer never
@@ -88,6 +89,20 @@ def _hold(rows: models.QuerySet, run: Any, lease: timedelta, fields: dict) -> bo
 def claim(run: Any, *, lease: timedelta, **fields) -> bool:
     """Claim ``run`` (running, unclaimed) for this process; ``fields`` are set with it."""
     return _hold(type(run)._default_manager.filter(claimed_at__isnull=True), run, lease, fields)
+
+
+def claim_running(
+    rows: models.QuerySet, run_id: int, *, lease: timedelta, or_take_over: bool = False, **fields
+) -> Any:
+    """The running row ``run_id`` of ``rows`` (with what they select), claimed for this process
+    with ``fields`` — or, ``or_take_over``, taken over from a process that is gone; None when
+    it is gone, settled or held by another. How a task's body begins."""
+    run = rows.filter(pk=run_id, state=RUNNING).first()
+    if run is None:
+        return None
+    if claim(run, lease=lease, **fields) or (or_take_over and take_over(run, lease=lease)):
+        return run
+    return None
 
 
 def is_lost(run: Any, *, now=None) -> bool:

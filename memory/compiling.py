@@ -623,11 +623,9 @@ def compile_now(source: Source, *, by=None) -> CompileRun | None:
 def execute(run_id: int) -> None:
     """Run the compile behind ``run_id``. Exits quietly when the row is gone or settled, or
     another living process holds it. Safe to run twice."""
-    run = CompileRun.objects.select_related("source", "memory").filter(pk=run_id).first()
-    if run is None or not run.is_running:
-        return
-    lease = requests.LEASE
-    if not leases.claim(run, lease=lease) and not leases.take_over(run, lease=lease):
+    rows = CompileRun.objects.select_related("source", "memory")
+    run = leases.claim_running(rows, run_id, lease=requests.LEASE, or_take_over=True)
+    if run is None:
         return
     try:
         _compile(run)

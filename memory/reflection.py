@@ -648,10 +648,9 @@ def sweep() -> None:
 def execute(run_id: int) -> None:
     """Run the reflection behind ``run_id``. Exits quietly when the row is gone or settled, or
     another living process holds it; takes over one whose worker died. Safe to run twice."""
-    run = ReflectionRun.objects.select_related("source", "memory").filter(pk=run_id).first()
-    if run is None or not run.is_running:
-        return
-    if not leases.claim(run, lease=LEASE) and not leases.take_over(run, lease=LEASE):
+    rows = ReflectionRun.objects.select_related("source", "memory")
+    run = leases.claim_running(rows, run_id, lease=LEASE, or_take_over=True)
+    if run is None:
         return
     try:
         _reflect(run)

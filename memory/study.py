@@ -485,13 +485,11 @@ def study(session: StudySession, *, now: datetime | None = None) -> Findings:
 def execute(session_id: int) -> StudySession | None:
     """The task's body: claim the session, study, keep the report. Safe to run twice: a
     session already claimed, settled or gone is left alone."""
-    session = (
-        StudySession.objects.as_system("the session a worker claims")
-        .select_related("memory", "subject")
-        .filter(pk=session_id, state=StudySession.State.RUNNING)
-        .first()
+    rows = StudySession.objects.as_system("the session a worker claims")
+    session = leases.claim_running(
+        rows.select_related("memory", "subject"), session_id, lease=LEASE, step="Starting"
     )
-    if session is None or not leases.claim(session, lease=LEASE, step="Starting"):
+    if session is None:
         return None
     if not switches.learning_on(session.memory):
         return _finish(session, StudySession.State.FAILED, "learning is switched off.")

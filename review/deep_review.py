@@ -243,10 +243,9 @@ def run_for_id(review_id: int) -> Report | None:
     """The task's body: claim the review, run it and keep its report. Safe to run twice: a
     review already settled, held by a living process, or gone is left alone; one whose worker
     is gone is taken over."""
-    review = DeepReview.objects.running().select_related("memory").filter(pk=review_id).first()
+    rows = DeepReview.objects.select_related("memory")
+    review = leases.claim_running(rows, review_id, lease=LEASE, or_take_over=True)
     if review is None:
-        return None
-    if not leases.claim(review, lease=LEASE) and not leases.take_over(review, lease=LEASE):
         return None
     try:
         report = run(review.memory)

@@ -508,8 +508,8 @@ def start(memory: Memory, *, send: bool = True) -> InsightRun | None:
 def execute(run_id: int) -> InsightRun | None:
     """The task's body: claim the run, look, and keep the report. Safe to run twice: a run
     already claimed, settled or gone is left alone."""
-    run = InsightRun.objects.running().select_related("memory").filter(pk=run_id).first()
-    if run is None or not leases.claim(run, lease=LEASE):
+    run = leases.claim_running(InsightRun.objects.select_related("memory"), run_id, lease=LEASE)
+    if run is None:
         return None
     if not switches.learning_on(run.memory):
         return _finish(
