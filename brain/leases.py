@@ -47,7 +47,10 @@ RUNNING = "running"
 
 
 class Lease(models.Model):
-    """The fields every run row holds as a lease (see the module docstring)."""
+    """The fields every run row holds as a lease (see the module docstring), and what they say
+    of it; the row declares its own ``state``."""
+
+    state: str  # a run row's own field, "running" until settled
 
     started_at = models.DateTimeField(default=timezone.now)
     claimed_at = models.DateTimeField(null=True, blank=True)
@@ -57,6 +60,16 @@ class Lease(models.Model):
 
     class Meta:
         abstract = True
+
+    @property
+    def is_running(self) -> bool:
+        return self.state == RUNNING
+
+    @property
+    def elapsed_seconds(self) -> float:
+        """How long it has run, or ran."""
+        end = self.finished_at or timezone.now()
+        return max(0.0, (end - self.started_at).total_seconds())
 
 
 def executor() -> str:

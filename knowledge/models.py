@@ -716,10 +716,6 @@ class CompileRun(leases.Lease):
         return f"compile #{self.pk} of source #{self.source_id} ({self.state})"
 
     @property
-    def is_running(self) -> bool:
-        return self.state == self.State.RUNNING
-
-    @property
     def message(self) -> str:
         """What the run did or is doing, in words, as the source view says it."""
         if self.state == self.State.RUNNING:

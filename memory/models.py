@@ -252,15 +252,6 @@ class ConsolidationRun(leases.Lease):
         return f"pass #{self.pk} ({self.state})"
 
     @property
-    def is_running(self) -> bool:
-        return self.state == self.State.RUNNING
-
-    @property
-    def elapsed_seconds(self) -> float:
-        end = self.finished_at or timezone.now()
-        return max(0.0, (end - self.started_at).total_seconds())
-
-    @property
     def outcome(self) -> str:
         """The pass's result in words, as the banner and the CLI say it."""
         if self.state == self.State.RUNNING:
@@ -419,10 +410,6 @@ class ReflectionRun(leases.Lease):
         return f"reflection #{self.pk} ({self.state})"
 
     @property
-    def is_running(self) -> bool:
-        return self.state == self.State.RUNNING
-
-    @property
     def message(self) -> str:
         """What the run did, in words, as the Sources page and the CLI say it."""
         if self.state == self.State.RUNNING:
@@ -523,15 +510,6 @@ class StudySession(leases.Lease):
 
     def __str__(self) -> str:
         return f"study of {self.topic} #{self.pk} ({self.state})"
-
-    @property
-    def is_running(self) -> bool:
-        return self.state == self.State.RUNNING
-
-    @property
-    def elapsed_seconds(self) -> float:
-        end = self.finished_at or timezone.now()
-        return max(0.0, (end - self.started_at).total_seconds())
 
     @property
     def outcome(self) -> str:
