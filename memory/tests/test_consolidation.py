@@ -134,9 +134,7 @@ def test_an_answer_over_the_cap_is_retried_once_with_the_measured_excess(home, s
     )
 
 
-def test_an_answer_still_over_the_cap_fails_naming_the_limit_and_keeps_the_queue(
-    home, scripted
-):
+def test_an_answer_still_over_the_cap_fails_naming_the_limit_and_keeps_the_queue(home, scripted):
     home.memory_max_kb = 1
     home.save(update_fields=["memory_max_kb"])
     _queue(home, "The loft is warm.")
