@@ -75,7 +75,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # Bad input is a 4xx naming the field, before anything reads it (brain/inputs.py).
     "brain.inputs.InputMiddleware",
-    # request.memory: the one memory a request is about (knowledge/current.py).
+    # A page's chosen memory, remembered in the session (knowledge/current.py: memory_of).
     "knowledge.current.CurrentMemoryMiddleware",
     # What each person may read is looked up once a request, and Read as
     # (knowledge/visibility.py).
