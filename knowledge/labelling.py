@@ -29,6 +29,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
 
+from brain.db.retry import retry_transaction
 from brain.errors import StateConflict
 from knowledge import passages
 from knowledge.models import Label, LabelSet, Passage, Source
@@ -81,6 +82,7 @@ class Relabelled:
         )
 
 
+@retry_transaction
 def label_source(source: Source, labels: Iterable[Label]) -> Relabelled:
     """Set ``labels`` on ``source``: every passage of it takes them (and so every fact citing
     them). The labeller may restrict a passage further afterwards."""
@@ -93,8 +95,12 @@ def label_source(source: Source, labels: Iterable[Label]) -> Relabelled:
     return Relabelled(source, len(moved), tuple(label.name for label in labels))
 
 
+@retry_transaction
 def label_passages(chosen: Iterable[Passage], labels: Iterable[Label]) -> Relabelled:
-    """Give each chosen passage exactly ``labels`` (a person's decision: no longer unsure)."""
+    """Give each chosen passage exactly ``labels`` (a person's decision: no longer unsure).
+    Facts citing them follow in the same transaction (a trigger), which can meet a compile
+    filing facts on the same passages in a deadlock: the loser runs again
+    (``retry_transaction``), and a person never sees it."""
     chosen, labels = list(chosen), list(labels)
     for passage in chosen:
         _same_memory(passage.memory_id, labels)

@@ -675,12 +675,13 @@ def test_a_server_that_is_down_is_tried_until_it_comes_back_said_once_each_way(
         fake.offer()
         fake.wait_for(lambda: fake.answers(), timeout=20)
         worker.wait_for_log("the server is answering again")
+        said = worker.log  # before the server goes away again as the test ends
     finally:
         server.shutdown()
         server.server_close()
 
-    assert worker.log.count("is not answering") == 1
-    assert worker.log.count("is answering again") == 1
+    assert said.count("is not answering") == 1
+    assert said.count("is answering again") == 1
 
 
 def test_a_server_error_backs_off_and_is_tried_again(brain, ollama_stub, start_worker):
