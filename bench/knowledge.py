@@ -33,6 +33,7 @@ import subprocess
 import sysconfig
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -79,7 +80,7 @@ SLOTS = {
     "delta": ["1", "2", "3"],
     "n": ["2", "3", "4", "6", "8", "12"],
 }
-TEMPLATES = {
+TEMPLATES: dict[str | None, list[str]] = {
     Subject.Kind.ROOM: [
         "The {room} gets cold quickly when the {opening} is open.",
         "Guests sleep in the {room} when they stay.",
@@ -242,9 +243,9 @@ class Sampler:
         if subject is not None:
             parts.append(keys[("subject", subject_index)])
             weights.append(PART_WEIGHTS[1])
-        values = {}
+        values: dict[str, str] = {}
         if subject is not None:
-            values[kind] = subject.name  # the placeholder is named for the kind: {room}, ...
+            values[subject.kind] = subject.name  # the placeholder is named for the kind: {room}
         for name in _fields(template):
             if name in SLOTS:
                 values[name] = self.rng.choice(SLOTS[name])
@@ -424,7 +425,7 @@ def _copy_facts(source, texts, vectors, subject_kinds, seed, label_set: int) -> 
         for field in Fact._meta.concrete_fields
         if not field.primary_key and not field.generated
     ]
-    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    columns = ", ".join(connection.ops.quote_name(str(field.column)) for field in fields)
     types = [_COPY_TYPES.get(field.get_internal_type(), "text") for field in fields]
     kinds = [KINDS.get(kind, Fact.Kind.NOTE) for kind in subject_kinds]
     # Labelled as the configured embedder's: search reads only those, and the re-embedding
@@ -657,7 +658,7 @@ def exact_top(vectors: np.ndarray, query: np.ndarray, k: int = 10) -> np.ndarray
     return top[np.argsort(-scores[top])]
 
 
-def _timed(work) -> tuple[float, object]:
+def _timed[T](work: Callable[..., T]) -> tuple[float, T]:
     started = time.perf_counter()
     result = work()
     return time.perf_counter() - started, result
@@ -849,17 +850,17 @@ def vector_recall(household: Household, asked: Questions) -> tuple[float, dict]:
         seconds, top = _timed(lambda q=query: exact_top(subject_vectors, q))
         subject_exact_times.append(seconds)
         truth = set(household.fact_ids[rows[top]].tolist())
-        seconds, got = _timed(
+        seconds, nearest = _timed(
             lambda q=query: search.nearest(memory, q.tolist(), limit=10, subject_id=big)
         )
         subject_times.append(seconds)
-        subject_found.append(len(truth & {pk for pk, _ in got}) / 10)
+        subject_found.append(len(truth & {pk for pk, _ in nearest}) / 10)
         with mock.patch.object(search, "EXACT_SCAN_LIMIT", -1):  # what the planner avoids
-            seconds, got = _timed(
+            seconds, nearest = _timed(
                 lambda q=query: search.nearest(memory, q.tolist(), limit=10, subject_id=big)
             )
         hnsw_times.append(seconds)
-        hnsw_found.append(len(truth & {pk for pk, _ in got}) / 10)
+        hnsw_found.append(len(truth & {pk for pk, _ in nearest}) / 10)
     return statistics.fmean(found), {
         "subject_size": len(rows),
         "subject_recall": statistics.fmean(subject_found),
@@ -911,7 +912,7 @@ class Brainmem:
         # benchmark wired through settings may call them.
         from bench import brainmem
 
-        self.process = None
+        self.process: subprocess.Popen[str] | None = None
         cli, self.why_not = brainmem.brainmem_cli()
         if cli is None:
             return
@@ -936,12 +937,16 @@ class Brainmem:
         return self._timed("retrieve", goal)
 
     def _timed(self, op: str, goal: str) -> float:
+        # Timed only once the server is running, its pipes opened by __init__.
+        assert self.process is not None
+        assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.write(json.dumps([op, goal]) + "\n")
         self.process.stdin.flush()
         return float(self.process.stdout.readline())
 
     def close(self) -> None:
         if self.process is not None:
+            assert self.process.stdin is not None  # opened with stdin=PIPE
             self.process.stdin.close()
             self.process.wait(timeout=30)
 
