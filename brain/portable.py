@@ -424,11 +424,13 @@ def export_memo() -> dict:
 # Sections -------------------------------------------------------------------------------------
 
 
-class Section:
+class Section[Row: models.Model, Owner: models.Model]:
     """A list of entries, one per row of ``model``: declare ``key``, ``model``, ``columns``
     (``col`` for the model's fields, ``ref`` for references the app resolves) and ``uid``
     (entries carry the row's uid), then write ``rows`` and ``load``; ``links``,
-    ``check_entry`` and ``check_all`` add what spans rows."""
+    ``check_entry`` and ``check_all`` add what spans rows. ``Row`` is ``model``, ``Owner`` the
+    model of the memory its rows are exported from and imported into (``Section[Fact, Memory]``).
+    """
 
     key: ClassVar[str]
     model: ClassVar[type[models.Model]]
@@ -443,20 +445,20 @@ class Section:
 
     # Export
 
-    def rows(self, memory: models.Model) -> Iterable[models.Model]:
+    def rows(self, memory: Owner) -> Iterable[Row]:
         """The memory's rows this section exports. Every section says which (abstract)."""
         raise NotImplementedError(f"{type(self).__name__} must say which rows it exports")
 
-    def dump(self, memory: models.Model) -> list[dict]:
+    def dump(self, memory: Owner) -> list[dict]:
         return [self.entry(row) for row in self.rows(memory)]
 
-    def entry(self, row: models.Model) -> dict:
+    def entry(self, row: Row) -> dict:
         entry = {"uid": str(row.serializable_value("uid"))} if self.uid else {}
         entry.update((column.key, column.dumped(row)) for column in self.own)
         entry.update(self.links(row))
         return entry
 
-    def links(self, row: models.Model) -> dict:
+    def links(self, row: Row) -> dict:
         """The entry's references to other rows, as the file names them."""
         return {}
 
@@ -490,7 +492,7 @@ class Section:
         """The entry's own columns as keyword arguments for the model."""
         return {column.name: column.loaded(entry) for column in self.own}
 
-    def load(self, memory: models.Model, data: list[dict], options: ImportOptions) -> None:
+    def load(self, memory: Owner, data: list[dict], options: ImportOptions) -> None:
         """Write the checked entries into ``memory``. Every section says how (abstract): what
         matches a row already here differs by section."""
         raise NotImplementedError(f"{type(self).__name__} must say how it imports")

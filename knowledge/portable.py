@@ -160,10 +160,11 @@ class _Subjects:
         entity_id = reference.get("entity_id") or ""
         if entity_id in self.by_entity:
             return self.by_entity[entity_id]
-        return self.by_name.get((reference.get("kind"), reference.get("name")))
+        kind, name = reference.get("kind"), reference.get("name")
+        return None if kind is None or name is None else self.by_name.get((kind, name))
 
 
-class SubjectsSection(Section):
+class SubjectsSection(Section[Subject, Memory]):
     key = "subjects"
     model = Subject
     uid = False
@@ -197,7 +198,7 @@ class SubjectsSection(Section):
         ).distinct()
 
     def links(self, subject: Subject) -> dict:
-        return {"room": subject.room.name if subject.room_id else None}
+        return {"room": subject.room.name if subject.room is not None else None}
 
     def check_all(self, data: list[dict]) -> None:
         names: set[tuple[str, str]] = set()
@@ -290,6 +291,7 @@ def _sources(memory: Memory, entries: list[dict]) -> dict[tuple, Source]:
     for entry in entries:
         if entry.get("source") is not None:
             key, cited = _source_key(entry["source"]), when(entry["created_at"])
+            assert cited is not None  # created_at is checked: a date and time, never null
             first_cited[key] = min(first_cited.get(key, cited), cited)
             cited_as.setdefault(key, entry["source"])
     found: dict[tuple, Source] = {}
@@ -361,7 +363,7 @@ def _embedded(memory: Memory, rows: list) -> None:
 # Facts ----------------------------------------------------------------------------------------
 
 
-class FactsSection(Section):
+class FactsSection(Section[Fact, Memory]):
     key = "facts"
     model = Fact
     columns = (
@@ -418,7 +420,7 @@ class FactsSection(Section):
     def links(self, fact: Fact) -> dict:
         return {
             "source": _source(fact.source),
-            "superseded_by": str(fact.successor) if fact.successor else None,
+            "superseded_by": str(fact.successor) if fact.successor else None,  # type: ignore[attr-defined]  # annotated by rows()
             "subjects": [_reference(subject) for subject in fact.subjects.all()],
         }
 
@@ -583,7 +585,7 @@ def episode_uid(key: tuple) -> uuid.UUID:
     )
 
 
-class EpisodesSection(Section):
+class EpisodesSection(Section[Episode, Memory]):
     key = "episodes"
     model = Episode
     columns = (
@@ -667,9 +669,9 @@ def _key_of(episode: Episode) -> tuple:
 
 
 def _key_of_entry(entry: dict) -> tuple:
-    return _episode_key(
-        when(entry["occurred_at"]), when(entry["created_at"]), entry["outcome"], entry["text"]
-    )
+    occurred_at, created_at = when(entry["occurred_at"]), when(entry["created_at"])
+    assert occurred_at is not None and created_at is not None  # required and checked, never null
+    return _episode_key(occurred_at, created_at, entry["outcome"], entry["text"])
 
 
 def _episodes_here(memory: Memory, keys: set[tuple]) -> dict[tuple, int]:
@@ -689,7 +691,7 @@ def _episodes_here(memory: Memory, keys: set[tuple]) -> dict[tuple, int]:
 # Observations ---------------------------------------------------------------------------------
 
 
-class ObservationsSection(Section):
+class ObservationsSection(Section[Observation, Memory]):
     key = "observations"
     model = Observation
     uid = False
@@ -717,7 +719,7 @@ class ObservationsSection(Section):
     def links(self, observation: Observation) -> dict:
         episode = observation.episode
         return {
-            "fact": str(observation.fact_uid),
+            "fact": str(observation.fact_uid),  # type: ignore[attr-defined]  # annotated by rows()
             "source": _source(observation.source),
             "episode": str(episode_uid(_key_of(episode))) if episode else None,
         }
@@ -760,7 +762,7 @@ class ObservationsSection(Section):
 # Conflicts ------------------------------------------------------------------------------------
 
 
-class ConflictsSection(Section):
+class ConflictsSection(Section[Conflict, Memory]):
     key = "conflicts"
     model = Conflict
     uid = False
@@ -784,7 +786,7 @@ class ConflictsSection(Section):
         )
 
     def links(self, conflict: Conflict) -> dict:
-        return {"old": str(conflict.old_uid), "new": str(conflict.new_uid)}
+        return {"old": str(conflict.old_uid), "new": str(conflict.new_uid)}  # type: ignore[attr-defined]  # annotated by rows()
 
     def check_entry(self, where: str, entry: dict) -> None:
         require(
@@ -839,7 +841,7 @@ class ConflictsSection(Section):
 # Procedures -----------------------------------------------------------------------------------
 
 
-class ProceduresSection(Section):
+class ProceduresSection(Section[Procedure, Memory]):
     key = "procedures"
     model = Procedure
     uid = False
@@ -928,7 +930,7 @@ PERMISSION_WORDS = {str(p.label): p.value for p in Permission}
 PERMISSION = models.CharField(choices=[(word, word) for word in PERMISSION_WORDS])
 
 
-class GrantsSection(Section):
+class GrantsSection(Section[Membership, Memory]):
     key = "grants"
     model = Membership
     uid = False
@@ -1140,6 +1142,7 @@ class PassagesSection:
         made = 0
         for entry in data:
             source = _cited(entry, sources)
+            assert source is not None  # check() requires every passage's source
             text = entry["text"]
             here = source.passages.as_system("an import finds the passage it names")
             passage = here.filter(text_hash=passages.text_hash(text)).first()

@@ -234,7 +234,7 @@ class DocumentSection:
         options.report.append("Document: imported.")
 
 
-class InboxSection(Section):
+class InboxSection(Section[InboxItem, Memory]):
     key = "inbox"
     model = InboxItem
     columns = (
@@ -255,7 +255,7 @@ class InboxSection(Section):
         return items.in_filing_order().select_related("fact")
 
     def links(self, item: InboxItem) -> dict:
-        return {"fact": str(item.fact.uid) if item.fact_id else None}
+        return {"fact": str(item.fact.uid) if item.fact is not None else None}
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         fresh = placed(InboxItem, memory, data)
@@ -264,7 +264,7 @@ class InboxSection(Section):
             InboxItem(
                 uid=uid,
                 memory=memory,
-                fact_id=facts.pop(entry.get("fact"), None),
+                fact_id=facts.pop(entry["fact"], None) if entry.get("fact") is not None else None,
                 **self.values(entry),
             )
             for entry, uid in fresh
@@ -294,7 +294,7 @@ class InboxSection(Section):
         return {here[uid]: pk for uid, pk in rows.values_list("uid", "pk")}
 
 
-class ChangeLogSection(Section):
+class ChangeLogSection(Section[Change, Memory]):
     key = "changes"
     model = Change
     columns = (

@@ -19,6 +19,7 @@ events keep when they were pushed to Home Assistant and are never pushed again.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from django.core.validators import MaxLengthValidator, MinValueValidator
@@ -60,7 +61,7 @@ def _subjects_by_entity(memory: Memory, entity_ids) -> dict[str, Subject]:
     }
 
 
-class FindingsSection(Section):
+class FindingsSection(Section[Finding, Memory]):
     """Findings: what the house checks raised and how each was settled."""
 
     key = "findings"
@@ -120,7 +121,7 @@ class FindingsSection(Section):
         )
 
 
-class RulesSection(Section):
+class RulesSection(Section[Rule, Memory]):
     """Rules you set: the checks told "not here", how far and for how long."""
 
     key = "rules"
@@ -179,14 +180,18 @@ class RulesSection(Section):
             room = rooms.get(entry.get("room", "").casefold()) or (
                 subject.room if subject and subject.room_id else None
             )
-            finding_uid = linked[uuid.UUID(entry["finding"])][0] if entry.get("finding") else None
+            finding_id = (
+                findings.get(linked[uuid.UUID(entry["finding"])][0])
+                if entry.get("finding")
+                else None
+            )
             new.append(
                 Rule(
                     uid=uid,
                     memory=memory,
                     subject=subject,
                     room=room,
-                    finding_id=findings.get(finding_uid),
+                    finding_id=finding_id,
                     created_by=None,
                     **values,
                 )
@@ -195,7 +200,7 @@ class RulesSection(Section):
         self.summary(options, "Rules", len(new), len(data))
 
 
-class AnsweredGuessesSection(Section):
+class AnsweredGuessesSection(Section[Guess, Memory]):
     """Guesses you answered yes or no: never asked again, in any wording."""
 
     key = "guesses"
@@ -227,7 +232,9 @@ class AnsweredGuessesSection(Section):
         # such a guess is recognised by its words.
         embedder = embedder_for(memory)
         texts = [entry["text"] for entry, _ in fresh]
-        vectors = (vectors_or_none(embedder, texts) if fresh else []) or [None] * len(fresh)
+        vectors: Sequence[list[float] | None] = (
+            vectors_or_none(embedder, texts) if fresh else []
+        ) or [None] * len(fresh)
         new = []
         for (entry, uid), vector in zip(fresh, vectors, strict=True):
             values = self.values(entry)
@@ -248,7 +255,7 @@ class AnsweredGuessesSection(Section):
         self.summary(options, "Answered guesses", len(new), len(data))
 
 
-class JudgementsSection(Section):
+class JudgementsSection(Section[Judgement, Memory]):
     """brain's arithmetic about its own calls, one per check and entity."""
 
     key = "judgements"
@@ -325,7 +332,7 @@ class JudgementsSection(Section):
         )
 
 
-class EventsSection(Section):
+class EventsSection(Section[Event, Memory]):
     """The timeline: what brain learned and what the checks raised, as it happened."""
 
     key = "events"
