@@ -245,6 +245,7 @@ def _ask(episodes: list[Episode], *, failures: bool) -> list[Proposition]:
         raise ExtractorFailed(str(error)) from None
     shown = {episode.pk: episode for episode in episodes}
     found = []
+    assert answer.parsed is not None  # asked with output=_Answer
     for proposition in answer.parsed.propositions:
         cited = tuple(shown[pk] for pk in dict.fromkeys(proposition.episodes) if pk in shown)
         if cited:

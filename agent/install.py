@@ -164,13 +164,19 @@ def _read(path: Path) -> tuple[dict, bool]:
         return {}, True
     try:
         data = json.loads(raw)
-    except ValueError as error:
+    except json.JSONDecodeError as error:
         raise CannotInstall(
             f"{path} is not valid JSON (line {error.lineno}): fix it first; nothing was changed."
         ) from None
     if not isinstance(data, dict):
         raise CannotInstall(f"{path} does not hold a JSON object; nothing was changed.")
     return data, True
+
+
+def _listed(data: dict, key: str) -> list:
+    """``data[key]`` when it is a list, else an empty one."""
+    value = data.get(key)
+    return value if isinstance(value, list) else []
 
 
 def _write(path: Path, data: dict, *, private: bool = False) -> None:
@@ -259,12 +265,12 @@ def install(*, target: Target, wiring: Wiring) -> Done:
         )
 
     # The files and folders install brings into being, so that uninstall can take them away.
-    created = set(record.get(CREATED) if isinstance(record.get(CREATED), list) else [])
+    created = set(_listed(record, CREATED))
     created |= {str(target.settings)} if not settings_exist else set()
     created |= {str(target.mcp)} if not mcp_exists else set()
     shared_file = target.connection.parent / SHARED_FOLDERS
     shared = [str(folder) for folder in _missing_folders(target.connection)]
-    folders = record.get(FOLDERS) if isinstance(record.get(FOLDERS), list) else []
+    folders = _listed(record, FOLDERS)
     for path in (target.settings, target.mcp):
         folders += [
             str(folder)
@@ -383,8 +389,8 @@ def uninstall(*, target: Target) -> Done:
     settings, settings_exist = _read(target.settings)
     mcp, _ = _read(target.mcp)
     record, _ = _read(target.connection)
-    created = record.get(CREATED) if isinstance(record.get(CREATED), list) else []
-    folders = record.get(FOLDERS) if isinstance(record.get(FOLDERS), list) else []
+    created = _listed(record, CREATED)
+    folders = _listed(record, FOLDERS)
     groups = {event: _hook_groups(settings, target.settings, event) for event in EVENTS}
     servers = _mcp_servers(mcp, target.mcp)
 
@@ -467,7 +473,7 @@ def _last_connection_gone(connections: Path) -> list[str]:
         return []
     shared, _ = _read(shared_file)
     shared_file.unlink(missing_ok=True)
-    listed = shared.get(FOLDERS) if isinstance(shared.get(FOLDERS), list) else []
+    listed = _listed(shared, FOLDERS)
     return _deepest_first([str(connections), *(f for f in listed if f != str(connections))])
 
 

@@ -183,7 +183,7 @@ def _one_line_errors(parser) -> None:
         parser.exit(2, f"{parser.prog}: {message} (see --help)\n")
 
     if isinstance(parser, CommandParser):
-        parser.error = error
+        parser.error = error  # type: ignore[method-assign]  # this parser's refusals only
     else:  # the subparsers' action: give each verb's parser the same
         make = parser.add_parser
 
