@@ -66,7 +66,7 @@ def granted(request: HttpRequest) -> dict[int, Permission]:
     cached = getattr(request, "_granted_in_memories", None)
     if cached is None:
         cached = {m.pk: access.permission_of(request.user, m) for m in Memory.objects.all()}
-        request._granted_in_memories = cached
+        request._granted_in_memories = cached  # type: ignore[attr-defined]  # this request's, read above
     return cached
 
 
@@ -102,8 +102,9 @@ class InMemoryFilter(admin.SimpleListFilter):
         return [(str(pk), name) for pk, name in memories.values_list("pk", "name")]
 
     def queryset(self, request, queryset):
-        if self.value() and self.value().isdigit():
-            return queryset.filter(**{self.memory_field: int(self.value())})
+        value = self.value()
+        if value and value.isdigit():
+            return queryset.filter(**{self.memory_field: int(value)})
         return queryset
 
 
@@ -226,7 +227,8 @@ class MemoryScopedAdmin(admin.ModelAdmin):
         if request.method == "POST" and f"{ActionLocation.CHANGE_FORM.value}-action" in (
             request.POST
         ):
-            return self._changeform_view(request, object_id, form_url, extra_context)
+            # private ModelAdmin API (changeform_view without its transaction), not in django-stubs
+            return self._changeform_view(request, object_id, form_url, extra_context)  # type: ignore[attr-defined]
         return super().changeform_view(request, object_id, form_url, extra_context)
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
@@ -249,7 +251,9 @@ class MemoryScopedAdmin(admin.ModelAdmin):
             return False
         return True
 
-    def act(self, request, rows: Iterable, needed: Permission, do: Callable[[object], str]) -> None:
+    def act[Row](
+        self, request, rows: Iterable[Row], needed: Permission, do: Callable[[Row], str]
+    ) -> None:
         """Run ``do(row)`` (an action of the app; returns what happened, in words) for each row,
         once the person may do ``needed`` in every memory of the rows; say what happened,
         grouping the same words. A refusal is an error message, and nothing after it runs."""
@@ -497,7 +501,7 @@ class SourceAdmin(MemoryScopedAdmin):
     @admin.display(description="facts", ordering="fact_count")
     def facts(self, source: Source) -> str:
         url = reverse("admin:knowledge_fact_changelist") + f"?source__id__exact={source.pk}"
-        return format_html('<a href="{}">{}</a>', url, source.fact_count)
+        return format_html('<a href="{}">{}</a>', url, source.fact_count)  # type: ignore[attr-defined]  # annotated by get_queryset()
 
 
 @admin.register(Observation)
@@ -526,7 +530,7 @@ class ObservationInline(ReadOnlyInline):
     model = Observation
     fk_name = "fact"
     fields = ["kind", "text", "said_by_name", "channel", "outcome", "episode", "created_at"]
-    readonly_fields = fields
+    readonly_fields = fields  # type: ignore[assignment]  # one list of names, typed apart by the stubs
 
 
 class FactSubjectInline(ReadOnlyInline):
@@ -534,7 +538,7 @@ class FactSubjectInline(ReadOnlyInline):
 
     model = Fact.subjects.through
     fields = ["subject"]
-    readonly_fields = fields
+    readonly_fields = fields  # type: ignore[assignment]  # one list of names, typed apart by the stubs
     verbose_name = "subject"
     verbose_name_plural = "subjects"
     show_change_link = False
@@ -560,7 +564,7 @@ class LabelAdmin(SchemaAdmin):
 
     @admin.display(description="passages", ordering="passage_total")
     def passage_count(self, label: Label) -> int:
-        return label.passage_total
+        return label.passage_total  # type: ignore[attr-defined]  # annotated by get_queryset()
 
     def save_model(self, request, obj, form, change) -> None:
         """A new label, or a changed meaning, relabels the memory's passages (those a person
@@ -670,7 +674,7 @@ class LabellingRuleAdmin(GrantsLabelsAdmin):
             said.append(f"is a {rule.get_channel_display()}")
         if rule.title_words:
             said.append(f"has “{rule.title_words}” in its title")
-        if rule.page_id:
+        if rule.page is not None:
             said.append(f"names {rule.page.name}")
         return "; ".join(said) or "—"
 

@@ -159,7 +159,8 @@ class FactAdmin(MemoryScopedAdmin):
         # Saving edits through edit_fact, which opens its own transactions (one per step): the
         # admin's request-wide transaction would hold the gate's model call inside it.
         if request.method == "POST":
-            return self._changeform_view(request, object_id, form_url, extra_context)
+            # private ModelAdmin API (changeform_view without its transaction), not in django-stubs
+            return self._changeform_view(request, object_id, form_url, extra_context)  # type: ignore[attr-defined]
         return super().changeform_view(request, object_id, form_url, extra_context)
 
     def save_model(self, request, obj, form, change) -> None:
@@ -332,7 +333,7 @@ class InboxItemAdmin(MemoryScopedAdmin):
 class ChangeInline(ReadOnlyInline):
     model = Change
     fields = ["number", "summary", "source", "author_name", "undone_by", "created_at"]
-    readonly_fields = fields
+    readonly_fields = fields  # type: ignore[assignment]  # one list of names, typed apart by the stubs
 
 
 class ItemInline(ReadOnlyInline):
@@ -340,7 +341,7 @@ class ItemInline(ReadOnlyInline):
 
     model = InboxItem
     fields = ["text", "action", "state", "taught_by_name", "created_at"]
-    readonly_fields = fields
+    readonly_fields = fields  # type: ignore[assignment]  # one list of names, typed apart by the stubs
 
 
 @admin.register(DocumentRevision)

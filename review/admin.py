@@ -9,8 +9,11 @@ rules every admin class follows: ``knowledge/admin.py``.
 
 from __future__ import annotations
 
+from typing import cast
+
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.db.models import Count, Q
 from django.template.response import TemplateResponse
 
@@ -106,7 +109,8 @@ class SubjectAdmin(MemoryScopedAdmin):
             rooms = Subject.objects.as_system("the rooms a person may file a subject in").filter(
                 memory=obj.memory_id, kind=Subject.Kind.ROOM
             )
-            form.base_fields["room"].queryset = rooms.exclude(pk=obj.pk)
+            room = cast(forms.ModelChoiceField, form.base_fields["room"])  # a foreign key's field
+            room.queryset = rooms.exclude(pk=obj.pk)
         return form
 
     @admin.display(description="nicknames")
@@ -115,7 +119,7 @@ class SubjectAdmin(MemoryScopedAdmin):
 
     @admin.display(description="facts", ordering="fact_count")
     def facts_read(self, subject: Subject) -> int:
-        return subject.fact_count
+        return subject.fact_count  # type: ignore[attr-defined]  # annotated by get_queryset()
 
     @admin.action(permissions=["curate"], description="Merge into one")
     def merge(self, request, queryset):
@@ -138,7 +142,7 @@ class SubjectAdmin(MemoryScopedAdmin):
                     "opts": self.opts,
                     "subjects": subjects,
                     "action": "merge",
-                    "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+                    "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
                 },
             )
         self.act(
@@ -175,7 +179,7 @@ class RuleInline(ReadOnlyInline):
     model = Rule
     fk_name = "finding"
     fields = ["check_id", "scope", "until", "reason", "removed_at", "created_at"]
-    readonly_fields = fields
+    readonly_fields = fields  # type: ignore[assignment]  # one list of names, typed apart by the stubs
 
 
 @admin.register(Finding)
