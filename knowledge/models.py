@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
@@ -16,7 +17,7 @@ from pgvector.django import HnswIndex, VectorField
 
 from brain import leases
 from knowledge import label_names, read_rule
-from knowledge.read_layer import ReadQuerySet
+from knowledge.read_layer import ReadManager, ReadQuerySet
 
 MEMORY_MAX_KB_RANGE = (1, 64)
 
@@ -33,7 +34,7 @@ def name_of(user) -> str:
 CORE_MAX_CHARS = 1000
 
 
-class MemoryQuerySet(models.QuerySet):
+class MemoryQuerySet(models.QuerySet["Memory"]):
     def default(self) -> Memory:
         """The memory every surface uses when none is named: the first created ("home")."""
         return self.order_by("pk").first() or self.create(slug="home", name="Home")
@@ -105,7 +106,7 @@ class Memory(models.Model):
 # Subjects: what a fact is about ---------------------------------------------------------------
 
 
-class SubjectQuerySet(ReadQuerySet):
+class SubjectQuerySet(ReadQuerySet["Subject"]):
     def present(self) -> SubjectQuerySet:
         return self.filter(present=True)
 
@@ -132,6 +133,11 @@ class SubjectQuerySet(ReadQuerySet):
             | models.Q(entity_id__iexact=words)
             | models.Q(aliases__contains=[words.casefold()])
         )
+
+
+if TYPE_CHECKING:
+    # For the type checker: the manager SubjectQuerySet.as_manager() makes.
+    SubjectManager = ReadManager.from_queryset(SubjectQuerySet)
 
 
 class Subject(models.Model):
@@ -200,12 +206,17 @@ class Subject(models.Model):
 # Sources: where a belief came from ------------------------------------------------------------
 
 
-class SourceQuerySet(ReadQuerySet):
+class SourceQuerySet(ReadQuerySet["Source"]):
     def _narrow(self, user) -> SourceQuerySet:
         """Sources listed for ``user``: those with at least one passage they may read (the
         others are masked in its text: ``visibility.masked_text``). See visibility.py."""
         readable = Passage.objects.readable_by(user).filter(source=models.OuterRef("pk"))
         return self.filter(models.Exists(readable))
+
+
+if TYPE_CHECKING:
+    # For the type checker: the manager SourceQuerySet.as_manager() makes.
+    SourceManager = ReadManager.from_queryset(SourceQuerySet)
 
 
 class Source(models.Model):
@@ -241,7 +252,8 @@ class Source(models.Model):
         help_text="The version this one replaces: a source is never edited, a new version is a "
         "new source.",
     )
-    labels = models.ManyToManyField(
+    # Label is declared below: its type is named here, as the string reference cannot say it.
+    labels: models.ManyToManyField[Label, Any] = models.ManyToManyField(
         "Label",
         blank=True,
         related_name="sources",
@@ -391,8 +403,10 @@ class LabellingRule(models.Model):
                 "A rule needs at least one condition (sender, channel, title words or page): "
                 "a rule for every source is the memory's default labels."
             )
-        if self.page_id and self.memory_id and self.page.memory_id != self.memory_id:
-            raise ValidationError({"page": "Choose a page of the rule's own memory."})
+        if self.page_id and self.memory_id:
+            assert self.page is not None  # page_id is set
+            if self.page.memory_id != self.memory_id:
+                raise ValidationError({"page": "Choose a page of the rule's own memory."})
 
 
 class LabelSet(models.Model):
@@ -436,7 +450,7 @@ class Role(models.Model):
         return self.name
 
 
-class PassageQuerySet(ReadQuerySet):
+class PassageQuerySet(ReadQuerySet["Passage"]):
     def for_memory(self, memory: Memory) -> PassageQuerySet:
         return self.filter(memory=memory)
 
@@ -444,6 +458,11 @@ class PassageQuerySet(ReadQuerySet):
         """Passages ``user`` may read: one of their roles grants one of its labels. See
         visibility.py."""
         return read_rule.readable_passages(self, user)
+
+
+if TYPE_CHECKING:
+    # For the type checker: the manager PassageQuerySet.as_manager() makes.
+    PassageManager = ReadManager.from_queryset(PassageQuerySet)
 
 
 class Passage(models.Model):
@@ -526,7 +545,7 @@ class PassageLabel(models.Model):
         return f"passage #{self.passage_id} is labelled #{self.label_id}"
 
 
-class ReviewItemQuerySet(ReadQuerySet):
+class ReviewItemQuerySet(ReadQuerySet["ReviewItem"]):
     def open(self) -> ReviewItemQuerySet:
         return self.filter(state=ReviewItem.State.OPEN)
 
@@ -565,6 +584,11 @@ class ReviewItemQuerySet(ReadQuerySet):
                 & ~models.Exists(unreadable)
             )
         )
+
+
+if TYPE_CHECKING:
+    # For the type checker: the manager ReviewItemQuerySet.as_manager() makes.
+    ReviewItemManager = ReadManager.from_queryset(ReviewItemQuerySet)
 
 
 class ReviewItem(models.Model):
@@ -654,7 +678,7 @@ class PageType(models.Model):
         return self.name
 
 
-class CompileRunQuerySet(models.QuerySet):
+class CompileRunQuerySet(models.QuerySet["CompileRun"]):
     def running(self) -> CompileRunQuerySet:
         return self.filter(state=CompileRun.State.RUNNING)
 
@@ -747,7 +771,7 @@ class CompileRun(leases.Lease):
 LIVE_ROWS = models.Q(status__in=["queued", "filed"], valid_to__isnull=True, subject_removed=False)
 
 
-class FactQuerySet(ReadQuerySet):
+class FactQuerySet(ReadQuerySet["Fact"]):
     def for_memory(self, memory: Memory) -> FactQuerySet:
         return self.filter(memory=memory)
 
@@ -799,6 +823,11 @@ class FactQuerySet(ReadQuerySet):
         )
         about = self.model.subjects.through.objects.filter(subject__in=subjects).values("fact")
         return self.filter(models.Q(text__icontains=words) | models.Q(pk__in=about))
+
+
+if TYPE_CHECKING:
+    # For the type checker: the manager FactQuerySet.as_manager() makes.
+    FactManager = ReadManager.from_queryset(FactQuerySet)
 
 
 class Fact(models.Model):
@@ -1028,7 +1057,7 @@ class Citation(models.Model):
 # Observations: every time a statement was made ------------------------------------------------
 
 
-class ObservationQuerySet(ReadQuerySet):
+class ObservationQuerySet(ReadQuerySet["Observation"]):
     def _narrow(self, user) -> ObservationQuerySet:
         """One time a fact was said, for a reader of the fact who may read where it was said
         (a source listed for them, or none): explain never names a source they may not read."""
@@ -1036,6 +1065,11 @@ class ObservationQuerySet(ReadQuerySet):
         return self.filter(Fact.objects.readable_at(user, "fact_id")).filter(
             models.Q(source__isnull=True) | models.Exists(listed)
         )
+
+
+if TYPE_CHECKING:
+    # For the type checker: the manager ObservationQuerySet.as_manager() makes.
+    ObservationManager = ReadManager.from_queryset(ObservationQuerySet)
 
 
 class Observation(models.Model):
@@ -1087,7 +1121,7 @@ class Observation(models.Model):
 # Conflicts: two statements a person settles ---------------------------------------------------
 
 
-class ConflictQuerySet(ReadQuerySet):
+class ConflictQuerySet(ReadQuerySet["Conflict"]):
     def open(self) -> ConflictQuerySet:
         return self.filter(state=Conflict.State.OPEN)
 
@@ -1109,6 +1143,11 @@ class ConflictQuerySet(ReadQuerySet):
         """A conflict is readable when both of its sides are (the one read rule on facts)."""
         readable = Fact.objects.readable_by(user).values("pk")
         return self.filter(old__in=readable, new__in=readable)
+
+
+if TYPE_CHECKING:
+    # For the type checker: the manager ConflictQuerySet.as_manager() makes.
+    ConflictManager = ReadManager.from_queryset(ConflictQuerySet)
 
 
 class Conflict(models.Model):
@@ -1214,7 +1253,7 @@ class Membership(models.Model):
 # memory.actions.learn.
 
 
-class EpisodeQuerySet(models.QuerySet):
+class EpisodeQuerySet(models.QuerySet["Episode"]):
     def for_memory(self, memory: Memory) -> EpisodeQuerySet:
         return self.filter(memory=memory)
 
@@ -1288,14 +1327,15 @@ class Episode(models.Model):
     def as_bool(outcome: str) -> bool | None:
         """An episode's outcome word as facts carry it: True worked, False failed, None not
         known."""
-        return {Episode.Outcome.OK: True, Episode.Outcome.FAIL: False}.get(outcome)
+        known: dict[str, bool] = {Episode.Outcome.OK: True, Episode.Outcome.FAIL: False}
+        return known.get(outcome)
 
     @property
     def outcome_as_bool(self) -> bool | None:
         return self.as_bool(self.outcome)
 
 
-class ProcedureQuerySet(models.QuerySet):
+class ProcedureQuerySet(models.QuerySet["Procedure"]):
     def for_memory(self, memory: Memory) -> ProcedureQuerySet:
         return self.filter(memory=memory)
 

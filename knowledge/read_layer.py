@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Self
+from types import FrameType
+from typing import Any, Self, TypeVar, cast
 
 from django.db import models
 
@@ -49,6 +50,8 @@ class _System:
     def __repr__(self) -> str:
         return "SYSTEM"
 
+
+_M = TypeVar("_M", bound=models.Model)
 
 SYSTEM: Any = _System()
 _UNSET = object()
@@ -69,7 +72,7 @@ def _asked_by_a_test() -> bool:
     """Whether the line that runs the query is a test's own (a test reads what it arranged, as
     the system): the nearest frame outside Django and this module is in a ``tests`` folder or
     a ``conftest.py``. Application code a test calls is held to the rule like any other."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None:
         name = frame.f_code.co_filename
         if not (name.endswith("read_layer.py") or f"{os.sep}django{os.sep}" in name):
@@ -86,12 +89,13 @@ def _asked_by_a_test() -> bool:
 READ_WITH_THEIR_ROW = {("Fact", "Subject"), ("Fact", "Passage"), ("ReviewItem", "Passage")}
 
 
-class ReadManager(models.Manager):
+class ReadManager(models.Manager[_M]):
     """The manager of a ``ReadQuerySet``; also the base of the related managers Django makes
     from it (``fact.subjects``), which is where READ_WITH_THEIR_ROW applies."""
 
-    def get_queryset(self):
-        rows = super().get_queryset()
+    def get_queryset(self) -> ReadQuerySet[_M]:
+        # Made by from_queryset with a ReadQuerySet (as_manager below): its queryset is one.
+        rows = cast("ReadQuerySet[_M]", super().get_queryset())
         instance = getattr(self, "instance", None)
         if instance is not None and (type(instance).__name__, self.model.__name__) in (
             READ_WITH_THEIR_ROW
@@ -100,7 +104,7 @@ class ReadManager(models.Manager):
         return rows
 
 
-class ReadQuerySet(models.QuerySet):
+class ReadQuerySet(models.QuerySet[_M]):
     """A queryset that must be told for whom it reads (the module docstring). Subclasses
     implement ``_narrow(reader)``: the rows ``reader`` (a person or a ``Reader``, never
     ``SYSTEM``) may read."""
@@ -111,9 +115,10 @@ class ReadQuerySet(models.QuerySet):
         self._why = ""
 
     @classmethod
-    def as_manager(cls):
+    def as_manager(cls) -> ReadManager[Any]:
         manager = ReadManager.from_queryset(cls)()
-        manager._built_with_as_manager = True
+        # Django's own flag (QuerySet.as_manager sets it), private and not in django-stubs.
+        manager._built_with_as_manager = True  # type: ignore[attr-defined]
         return manager
 
     as_manager.queryset_only = True  # type: ignore[attr-defined]
@@ -143,7 +148,8 @@ class ReadQuerySet(models.QuerySet):
         raise NotImplementedError(f"{type(self).__name__} does not say what a reader may read")
 
     def _read_for(self, reader) -> Self:
-        clone = self._chain()
+        # QuerySet._chain is private API, not in django-stubs.
+        clone = self._chain()  # type: ignore[attr-defined]
         clone._reader = reader
         return clone
 
@@ -160,7 +166,8 @@ class ReadQuerySet(models.QuerySet):
     # Carrying the reader through every clone, checking it where rows are read ----------------
 
     def _clone(self):
-        clone = super()._clone()
+        # QuerySet._clone is private API, not in django-stubs.
+        clone = super()._clone()  # type: ignore[misc]
         clone._reader, clone._why = self._reader, self._why
         return clone
 

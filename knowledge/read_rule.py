@@ -228,7 +228,7 @@ def administered_by(user) -> list[int]:
     return list(scope_of(user).administered)
 
 
-def _before_the_rule(rows: models.QuerySet, user) -> tuple[models.QuerySet, Any, bool]:
+def _before_the_rule[Rows: models.QuerySet[Any, Any]](rows: Rows, user) -> tuple[Rows, Any, bool]:
     """What holds of ``user``'s reading before any label is looked at: ``rows`` within the
     memory Read as is bound to, and the reader whose rule applies (whom an administrator reads
     as). Settled (True) with all those rows for one who reads everything, none for one who reads
@@ -244,7 +244,7 @@ def _before_the_rule(rows: models.QuerySet, user) -> tuple[models.QuerySet, Any,
     return rows, user, False
 
 
-def readable_facts(facts: models.QuerySet, user) -> models.QuerySet:
+def readable_facts[Rows: models.QuerySet[Any, Any]](facts: Rows, user) -> Rows:
     """``facts`` narrowed to those ``user`` (a person, None, or a ``Reader``) may read."""
     facts, user, settled = _before_the_rule(facts, user)
     if settled:
@@ -291,7 +291,7 @@ class _Cites(Expression):
         return f"({sets} && %s::bigint[])", [*params, self.ids]
 
 
-def readable_passages(passages: models.QuerySet, user) -> models.QuerySet:
+def readable_passages[Rows: models.QuerySet[Any, Any]](passages: Rows, user) -> Rows:
     """``passages`` narrowed to those ``user`` may read (one of their roles grants one of its
     labels)."""
     passages, user, settled = _before_the_rule(passages, user)
