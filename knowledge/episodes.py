@@ -65,9 +65,8 @@ def check_outcome(value) -> str:
 
 def outcome_word(outcome: bool | None) -> str:
     """A fact's outcome (True, False, None) as an episode's word."""
-    return {True: Episode.Outcome.OK, False: Episode.Outcome.FAIL}.get(
-        outcome, Episode.Outcome.UNKNOWN
-    )
+    words: dict[bool | None, str] = {True: Episode.Outcome.OK, False: Episode.Outcome.FAIL}
+    return words.get(outcome, Episode.Outcome.UNKNOWN)
 
 
 def record(

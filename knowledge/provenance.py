@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.urls import reverse
 
 from knowledge.models import Fact, Source
@@ -24,7 +26,7 @@ def explain(fact: Fact, *, reader) -> dict:
         .order_by("created_at", "pk")
     )
     readable = Fact.objects.readable_by(reader)
-    chain = []
+    chain: list[dict[str, Any]] = []
     older = readable.filter(superseded_by=fact).order_by("-valid_from").first()
     while older is not None and len(chain) < 50:
         chain.append(
@@ -83,7 +85,7 @@ def explain(fact: Fact, *, reader) -> dict:
                 "said_at": _when(observation.created_at),
                 "outcome": observation.outcome,
                 "source": {"id": observation.source_id, "title": observation.source.title}
-                if observation.source_id
+                if observation.source is not None
                 else None,
                 "episode": observation.episode_id,
                 "turn": observation.turn,
@@ -98,7 +100,7 @@ def explain(fact: Fact, *, reader) -> dict:
                 "occurred_at": _when(observation.episode.occurred_at),
             }
             for observation in observations
-            if observation.episode_id
+            if observation.episode is not None
         ],
         "confidence": fact.confidence,
         "taught_with_confidence": fact.prior,

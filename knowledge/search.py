@@ -57,6 +57,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 from django.contrib.postgres.search import SearchQuery, SearchRank
@@ -158,7 +159,7 @@ def _walking(words: list[str]) -> list[bool]:
     rows, share = word_stats.shares(words)
 
     def likeliest(group: tuple[str, ...]) -> float:
-        known = [share[word] for word in group if share[word] is not None]
+        known = [value for word in group if (value := share[word]) is not None]
         return min(known) if known else 0.0
 
     walks, before = [], 0.0
@@ -489,7 +490,8 @@ def _tier_ctes(
     WALK live facts first, read from the index that holds their words (``fact_words``), and
     through the full-text index below them only when it found fewer there: the matches among
     those facts are all newer than any below, so the matches are the same."""
-    ctes, params = [], []
+    ctes: list[str] = []
+    params: list[Any] = []
     enough = min(limit, ENOUGH)
     beyond = False
     for index, (tier, walk) in enumerate(zip(tiers, walks, strict=True)):
@@ -508,7 +510,7 @@ def _tier_ctes(
         columns = "knowledge_fact.id, knowledge_fact.search_vector"
         if not walk:
             source = f"SELECT {columns} FROM knowledge_fact {matching} {newest}"
-            source_params = [*where_params, tier]
+            source_params: list[Any] = [*where_params, tier]
         else:
             if not beyond:  # one for every tier that walks
                 ctes.append(f"beyond AS ({_BEYOND_WALK_SQL.format(walk=int(WALK))})")
@@ -687,7 +689,10 @@ def neighbours(
         + "\nUNION ALL\n".join([rows_sql, *selects])
     )
     rows = _rows_after_settings(sql, [*params, *closeness_params, *near_params])
-    exact, near, tiered, read = [], [], {}, {}
+    exact: list[int] = []
+    near: list[tuple[float, int]] = []
+    tiered: dict[int, list[tuple[float, int]]] = {}
+    read: dict[int, tuple[Fact, float | None]] = {}
     for source, _, pk, value, *columns in rows:
         if source == -2:
             read[pk] = (Fact.from_db(connection.alias, _GATE_NAMES, columns), value)

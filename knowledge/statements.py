@@ -949,7 +949,7 @@ _PREPOSITIONS = _word_set("in on at of for with from by under behind near inside
 def _head(phrase: list[str]) -> str:
     """The head noun of a subject: English puts it last, before any prepositional phrase
     ("the garage fridge", "the fridge in the garage": both "fridge")."""
-    before = []
+    before: list[str] = []
     for word in phrase:
         if word in _PREPOSITIONS and before:
             break
@@ -1052,8 +1052,9 @@ def _negation_flip(old: _Parsed, new: _Parsed) -> str:
     for ours, theirs in ((old.clauses, new.clauses), (new.clauses, old.clauses)):
         for clause in ours:
             score, match = _best_clause(clause, theirs)
-            flipped = match is not None and bool(clause.negation) != bool(match.negation)
-            if flipped and score >= STRONG_OVERLAP:
+            if match is None:
+                continue
+            if bool(clause.negation) != bool(match.negation) and score >= STRONG_OVERLAP:
                 return f"differs by a '{clause.negation or match.negation}'"
     return ""
 
@@ -1430,6 +1431,8 @@ def _holder_denied(a: _Parsed, b: _Parsed, role: frozenset[str]) -> bool:
 
 def _other_subject(a: _Parsed, b: _Parsed, similarity: float) -> Comparison:
     """Two statements whose subjects differ: novel, unless one role passed between them."""
+    # Both subjects are known: _same_subject holds when either is not.
+    assert a.subject is not None and b.subject is not None
     role_a, role_b = a.words - (a.subject or frozenset()), b.words - (b.subject or frozenset())
     handed_over = (
         a.subject is not None
@@ -1446,7 +1449,7 @@ def _other_subject(a: _Parsed, b: _Parsed, similarity: float) -> Comparison:
     )
     if same_role and role_a == role_b and not (a.subject & b.subject):
         return Comparison("conflict", similarity, "both hold the same role")
-    verdict = "related" if similarity >= RELATED_THRESHOLD else "novel"
+    verdict: Verdict = "related" if similarity >= RELATED_THRESHOLD else "novel"
     # The same words in another order ("for benchmarks, build with --release" / "builds need
     # --release for benchmarks") name no other subject: meaning may still find them the same.
     reordered = (

@@ -28,6 +28,7 @@ def resolve(memory: Memory, references: list) -> list[Subject]:
         "what the memory's subjects are called, to find them in words"
     ).for_memory(memory)
     for reference in references:
+        subject: Subject | None
         if isinstance(reference, Subject) and reference.memory_id == memory.pk:
             subject = reference  # already resolved: itself, not another subject of its name
         elif isinstance(reference, int) or (isinstance(reference, str) and reference.isdigit()):
