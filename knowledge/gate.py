@@ -39,6 +39,7 @@ import dataclasses
 import logging
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -180,10 +181,11 @@ def judge_with_model(
             memory, text, outcome=outcome, embedding=embedding, speaker=speaker, reader=reader
         )
     verdict = answer.parsed
+    assert verdict is not None  # an output was asked for
     by_pk = {fact.pk: fact for fact in near}
     if verdict.verdict == "novel":
         return Judgement("novel", None, verdict.reason or "the model judged it novel")
-    target = by_pk.get(verdict.target)
+    target = by_pk.get(verdict.target) if verdict.target is not None else None
     if target is None:
         return judge(
             memory, text, outcome=outcome, embedding=embedding, speaker=speaker, reader=reader
@@ -250,7 +252,7 @@ def pending_twins(
     outcome: bool | None,
     embedding: list[float] | None,
     speaker: str = "",
-    exclude: list[int] = (),
+    exclude: Sequence[int] = (),
 ) -> list[Episode]:
     """The episodes still waiting for the sleep pass that say what ``text`` says, with the
     same class of outcome (failed, or not): the same words, or the nearest vectors that

@@ -130,7 +130,9 @@ import heapq
 import math
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from django.db import connection
@@ -268,7 +270,8 @@ def _procedure_line(procedure: Procedure) -> str:
 
 def v_order(items: list) -> list:
     """Best first and second best last, then inwards: the middle is where things get lost."""
-    head, tail = [], []
+    head: list = []
+    tail: list = []
     for index, item in enumerate(items):
         (head if index % 2 == 0 else tail).append(item)
     return head + tail[::-1]
@@ -459,13 +462,14 @@ def _lexical(rows: list[search.Row], asked: Asked) -> list[float]:
 def _semantic(rows: list[search.Row], asked: Asked) -> list[float]:
     """Each row's cosine to the question read through the embedder's span (0 for a row with
     no vector: ``scored`` does not use it)."""
+    assert asked.vector is not None  # asked only for a question with a vector (scored)
     short = len(re.findall(r"\w+", asked.question)) <= SHORT_QUESTION_WORDS
     low, high = _cosine_span(asked.embedder, short=short)
     question = asked.vector / max(float(np.linalg.norm(asked.vector)), 1e-12)
     found = [0.0] * len(rows)
     have = [index for index, row in enumerate(rows) if row.vector is not None]
     if have:
-        matrix = np.stack([rows[index].vector for index in have])
+        matrix = np.stack([vector for row in rows if (vector := row.vector) is not None])
         cosines = (matrix @ question) / np.maximum(np.linalg.norm(matrix, axis=1), 1e-12)
         for index, value in zip(have, np.clip((cosines - low) / (high - low), 0.0, 1.0).tolist(),
                                 strict=True):  # fmt: skip
@@ -516,8 +520,12 @@ def _meaning(embedder, embedding: list[float] | None, asked: Asked) -> np.ndarra
     if not labels or NAME_WEIGHT <= 0 or embedder.name.startswith("worker:"):
         return vector
     with _names_lock:
-        kept = {label: _names.get((embedder.name, label)) for label in labels}
-    missing = [label for label, known in kept.items() if known is None]
+        kept = {
+            label: _names[(embedder.name, label)]
+            for label in labels
+            if (embedder.name, label) in _names
+        }
+    missing = [label for label in labels if label not in kept]
     if missing:
         for label, made in zip(missing, embedder.embed(missing), strict=True):
             kept[label] = np.asarray(made, dtype=np.float64)
@@ -550,7 +558,7 @@ def _vector_of(soon) -> list[float] | None:
 
 
 def rank(
-    *, memory: Memory, question: str, subjects: list = (), reader, procedures: bool = True
+    *, memory: Memory, question: str, subjects: Sequence[Any] = (), reader, procedures: bool = True
 ) -> Ranking:
     """The one ranking behind ``context``, ``retrieve``, the ask bar, MCP and the agent API,
     in three round trips (the module docstring). Raises subjects.UnknownSubject."""
@@ -562,7 +570,7 @@ def rank(
 
 
 def candidates(
-    *, memory: Memory, question: str, subjects: list = (), reader
+    *, memory: Memory, question: str, subjects: Sequence[Any] = (), reader
 ) -> tuple[list[search.Row], Asked, bool]:
     """What ``rank`` ranks: every candidate line's row, the question as it is read, and
     whether the memory holds any procedure."""
@@ -594,7 +602,7 @@ def candidates(
     return [rows[pk] for pk in pool if pk in rows], asked, found.procedures
 
 
-def plain_rank(*, memory: Memory, question: str, subjects: list = (), reader) -> Ranking:
+def plain_rank(*, memory: Memory, question: str, subjects: Sequence[Any] = (), reader) -> Ranking:
     """``rank`` the plain way, a query for each part through the ORM: the reference the fast
     path is held to (``knowledge/tests/test_fast_paths.py``)."""
     embedder = embedder_for(memory, timeout=QUESTION_TIMEOUT_S)
@@ -654,12 +662,12 @@ def _plain_rows(readable, pks: list[int], embedder: str) -> list[search.Row]:
         vector = vectors.get(pk)
         rows.append(
             search.Row(
-                *(value[name] for name in fields),
-                about[pk],
-                search.vector_of(vector),
-                search.lexemes_of(value["search_vector"]),
-                value["kind"],
-                calendar.timegm(value["created_at"].utctimetuple()),
+                **{name: value[name] for name in fields},
+                subject_ids=about[pk],
+                vector=search.vector_of(vector),
+                lexemes=search.lexemes_of(value["search_vector"]),
+                kind=value["kind"],
+                taught=calendar.timegm(value["created_at"].utctimetuple()),
             )
         )
     return rows
@@ -669,7 +677,12 @@ def _plain_rows(readable, pks: list[int], embedder: str) -> list[search.Row]:
 
 
 def context(
-    *, memory: Memory, question: str = "", subjects: list = (), reader, token_budget: int = 600
+    *,
+    memory: Memory,
+    question: str = "",
+    subjects: Sequence[Any] = (),
+    reader,
+    token_budget: int = 600,
 ) -> Context:
     """The memory block for one prompt, read as ``reader`` (a person, a ``Reader`` or
     ``read_layer.SYSTEM``). Raises BadBudget, subjects.UnknownSubject."""
@@ -681,7 +694,12 @@ def context(
 
 
 def plain_context(
-    *, memory: Memory, question: str = "", subjects: list = (), reader, token_budget: int = 600
+    *,
+    memory: Memory,
+    question: str = "",
+    subjects: Sequence[Any] = (),
+    reader,
+    token_budget: int = 600,
 ) -> Context:
     """``context`` the plain way (``plain_rank``): the reference the fast path is held to."""
     check_budget(token_budget)

@@ -63,7 +63,7 @@ import numpy as np
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, Model, QuerySet
 from django.utils import timezone
 
 from knowledge import statements, word_stats
@@ -174,7 +174,7 @@ def _walking(words: list[str]) -> list[bool]:
     return walks
 
 
-def text_matches(facts, text: str, limit: int) -> list[Fact]:
+def text_matches[M: Model](facts: QuerySet[M], text: str, limit: int) -> list[M]:
     """The facts of ``facts`` sharing the most words with ``text``, best first.
 
     Ranked over the stored ``search_vector`` (GIN index), widening tier by tier only while
@@ -182,7 +182,7 @@ def text_matches(facts, text: str, limit: int) -> list[Fact]:
     TEXT_CANDIDATES matches not already found are ranked. Ties go to the newer fact.
     """
     words = _words(text)
-    found: list[Fact] = []
+    found: list[M] = []
     enough = min(limit, ENOUGH)
     for tier in _tiers(words):
         query = SearchQuery(tier, config="english", search_type="raw")
