@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from django.apps import apps
 from django.core.exceptions import ValidationError
@@ -38,7 +39,7 @@ from knowledge.models import Fact, Subject
 # they may change, read through the read rule there); what it reads to do so it reads whole.
 _CURATING = "curating what the person was shown"
 
-MAX_NAME = Subject._meta.get_field("name").max_length
+MAX_NAME = cast(int, Subject._meta.get_field("name").max_length)  # a CharField has one
 
 
 class CannotReverse(StateConflict):
@@ -77,9 +78,9 @@ class PageSplit:
 # Merging -------------------------------------------------------------------------------------
 
 
-def _rows_above(subject: Subject) -> list[tuple[models.ForeignKey, list[int]]]:
+def _rows_above(subject: Subject) -> list[tuple[models.ForeignObject, list[int]]]:
     """Rows of the apps above that point at ``subject`` by a foreign key, by field."""
-    found = []
+    found: list[tuple[models.ForeignObject, list[int]]] = []
     for relation in Subject._meta.related_objects:
         field = relation.field
         if relation.many_to_many or field.model._meta.app_label == "knowledge":

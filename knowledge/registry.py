@@ -48,7 +48,7 @@ import json
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 import httpx2  # installed with anthropic; brain's one HTTP client
 import yaml
@@ -81,9 +81,15 @@ SECTIONS = {
     "devices": (Subject.Kind.DEVICE, {"entity_id", "name", "room", "aliases"}),
 }
 # Houses and rooms are made before what refers to them.
-KIND_ORDER = [Subject.Kind.HOUSE, Subject.Kind.ROOM, Subject.Kind.PERSON, Subject.Kind.DEVICE]
-NAME_MAX = Subject._meta.get_field("name").max_length
-ENTITY_ID_MAX = Subject._meta.get_field("entity_id").max_length
+KIND_ORDER: list[str] = [
+    Subject.Kind.HOUSE,
+    Subject.Kind.ROOM,
+    Subject.Kind.PERSON,
+    Subject.Kind.DEVICE,
+]
+# Both are CharFields, which always have a max_length.
+NAME_MAX = cast(int, Subject._meta.get_field("name").max_length)
+ENTITY_ID_MAX = cast(int, Subject._meta.get_field("entity_id").max_length)
 
 
 class RegistryError(Exception):
@@ -470,7 +476,7 @@ def _checked(entry: Entry, source_name: str) -> Entry:
 def _refuse_repeats(entries: list[Entry], source_name: str) -> None:
     seen: dict[object, Entry] = {}
     for entry in entries:
-        keys = [(entry.kind, entry.name.casefold())]
+        keys: list[object] = [(entry.kind, entry.name.casefold())]
         if entry.entity_id:
             keys.append(entry.entity_id)
         if entry.kind == Subject.Kind.HOUSE:
@@ -496,6 +502,7 @@ def _match(entries: list[Entry], known: list[Subject]) -> dict[Entry, Subject]:
     """Which stored subject each entry is, when it is one already."""
     by_entity = {s.entity_id: s for s in known if s.entity_id}
     by_name: dict[tuple[str, str], Subject] = {}
+    subject: Subject | None
     for subject in known:
         by_name.setdefault((subject.kind, subject.name.casefold()), subject)
     house = next((s for s in known if s.kind == Subject.Kind.HOUSE), None)
@@ -533,6 +540,7 @@ def _free_names(
     their entries are applied.
     """
     holders: dict[tuple[str, str], Subject] = {}
+    subject: Subject | None
     for subject in known:
         holders.setdefault((subject.kind, subject.name.casefold()), subject)
     matched = {subject.pk for subject in matches.values()}
@@ -578,7 +586,11 @@ def _room(
 
 def _update(subject: Subject, entry: Entry, room: Subject | None) -> bool:
     """Write what the entry changes about ``subject``; False when it changes nothing."""
-    wanted = {"kind": entry.kind, "name": entry.name, "room_id": room.pk if room else None}
+    wanted: dict[str, object] = {
+        "kind": entry.kind,
+        "name": entry.name,
+        "room_id": room.pk if room else None,
+    }
     if entry.entity_id:
         wanted["entity_id"] = entry.entity_id
     if entry.aliases is not None:
