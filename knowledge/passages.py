@@ -139,10 +139,10 @@ def _add_many(pieces, sources, labels) -> list[Passage]:
     last: dict[int, int] = {}
     chosen: dict[int, list[int]] = {}
     defaults: dict[int, list[int]] = {}
-    for pk, ordinal, label_ids, default_ids in locked:
+    for pk, ordinal, chosen_ids, default_ids in locked:
         if ordinal is not None:
             last[pk] = ordinal
-        chosen[pk] = label_ids
+        chosen[pk] = chosen_ids
         defaults[sources[pk].memory_id] = default_ids
     if labels is None:
         for source in sources.values():
@@ -305,7 +305,11 @@ def lines_for(facts: Sequence[Fact]) -> list[Passage]:
     spare = lines_source(memory) if any(f.source_id is None for f in facts) else None
 
     def key(fact: Fact) -> tuple[int, str]:
-        return fact.source_id or spare.pk, text_hash(" ".join(fact.text.split()))
+        source_id = fact.source_id
+        if not source_id:
+            assert spare is not None  # there is one when a fact has no source
+            source_id = spare.pk
+        return source_id, text_hash(" ".join(fact.text.split()))
 
     wanted: dict[tuple[int, str], str] = {}
     for fact in facts:

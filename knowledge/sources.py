@@ -85,7 +85,7 @@ class SourceAdded:
         cut = f"cut into {count} passage{'' if count == 1 else 's'}"
         labelled = f", labelled {', '.join(self.labels)}" if self.labels else ""
         version = ""
-        if self.source.previous_id:
+        if self.source.previous is not None:
             version = f"; a new version of “{self.source.previous.title}” ({self.kept} unchanged"
             version += " passage kept its labels)" if self.kept == 1 else " passages kept theirs)"
         asked = " Brain was unsure about some of it: see Review." if self.asked else ""
@@ -156,14 +156,14 @@ def _pdf_text(name: str, content: bytes) -> str:
 
 def _email_text(name: str, content: bytes) -> str:
     message = email.message_from_bytes(content, policy=email.policy.default)
-    body = message.get_body(preferencelist=("plain", "html"))  # type: ignore[attr-defined]
+    body = message.get_body(preferencelist=("plain", "html"))
     text = ""
     if body is not None:
         text = body.get_content()
         if body.get_content_type() == "text/html":
             text = html.unescape(_TAGS.sub(" ", text))
     if not text.strip():
-        attached = [part.get_filename() for part in message.iter_attachments()]  # type: ignore[attr-defined]
+        attached = [part.get_filename() for part in message.iter_attachments()]
         if attached:
             names = ", ".join(f"“{n}”" for n in attached if n) or "attachments"
             raise ValidationError(
