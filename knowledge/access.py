@@ -196,6 +196,12 @@ def requires(needed: Permission, /, of=None, **by_method: Permission):
     return decorate
 
 
+class PermittedRequest(HttpRequest):
+    """A request as ``requires`` leaves it, for the type checker: the person's permission."""
+
+    permission: Permission
+
+
 class _May:
     """``may.teach``, ``may.curate``… in templates: what the person may do here."""
 

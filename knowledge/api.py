@@ -245,7 +245,9 @@ class PassageHitSerializer(serializers.Serializer):
     text = serializers.CharField()
     snippet = serializers.SerializerMethodField()
     labels = serializers.SerializerMethodField()
-    source = serializers.SerializerMethodField()
+    # A field called "source": DRF's serializer takes it off the class, the stubs still see
+    # Field.source (the attribute a field reads from).
+    source = serializers.SerializerMethodField()  # type: ignore[assignment]
     url = serializers.SerializerMethodField()
 
     def get_snippet(self, passage) -> str:

@@ -517,6 +517,9 @@ class Passage(models.Model):
 
     objects = PassageQuerySet.as_manager()
 
+    # Not a column: set on the passages a source's page shows (whether the person reads it).
+    readable: bool
+
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["source", "ordinal"], name="one_passage_per_place"),
@@ -953,6 +956,11 @@ class Fact(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = FactQuerySet.as_manager()
+
+    # Not columns: set on the facts a page or a conflict's sides show (review.with_sides and
+    # the page view of knowledge.views): the passages it cites and the pages it is about.
+    cited: list[Passage]
+    pages: list[Subject]
 
     class Meta:
         constraints = [

@@ -32,7 +32,7 @@ def review_context(request: HttpRequest, memory: Memory, item: ReviewItem) -> di
 
 @require_GET
 @access.requires(Permission.READ)
-def review_queue(request: HttpRequest, memory: Memory) -> HttpResponse:
+def review_queue(request: access.PermittedRequest, memory: Memory) -> HttpResponse:
     """Everything waiting on a person that they may read, newest first, a page at a time."""
     page = Paginator(review.waiting(memory, request.user), ITEMS_PER_PAGE).get_page(
         request.GET.get("page")

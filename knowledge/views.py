@@ -315,7 +315,7 @@ def page(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     those facts make to other pages that exist for them, and open conflicts they may read."""
     subject = Subject.objects.readable_by(request.user).filter(pk=pk, memory=memory).first()
     shown = pages.page(subject, request.user) if subject is not None else None
-    if shown is None:
+    if subject is None or shown is None:
         return render(request, "knowledge/page.html", {"page": None}, status=404)
     ids = [fact.pk for fact in shown.facts]
     cited = Citation.objects.filter(fact_id__in=ids).select_related("passage__source")

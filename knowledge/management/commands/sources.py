@@ -150,7 +150,9 @@ class Command(GroupCommand):
         self.stdout.write(f"{count} passage{'' if count == 1 else 's'} you may read hold “{q}”")
         for passage in found[:FOUND_SHOWN]:
             where = f"#{passage.source_id} ¶{passage.ordinal + 1} {passage.source.title}"
-            self.stdout.write(f"{where}: {passage_search.snippet_text(passage.snippet)}")
+            # snippet is matching's annotation, which its QuerySet[Passage] does not carry.
+            snippet = passage.snippet  # type: ignore[attr-defined]
+            self.stdout.write(f"{where}: {passage_search.snippet_text(snippet)}")
 
     def do_relabel(self, *, source, **_) -> None:
         one = None
