@@ -151,8 +151,8 @@ def session_start_hook() -> str:
             .live()
             .count()
         )
-        with tempfile.TemporaryDirectory(prefix="brain-bench-hook-") as folder:
-            folder = Path(folder)
+        with tempfile.TemporaryDirectory(prefix="brain-bench-hook-") as name:
+            folder = Path(name)
             store = None
             if cli is not None:
                 rows = list(

@@ -130,6 +130,7 @@ def load(path: Path | str | None = None) -> list[Conversation]:
         marks: dict = {"tag": "", "needed": False, "repeats": "", "changes": ""}
         for mark in _MARK.finditer(turn.group("marks")):
             kind = mark.lastgroup
+            assert kind is not None  # each of _MARK's alternatives is a named group
             marks[kind] = True if kind == "needed" else mark.group(kind)
         for kind in ("repeats", "changes"):
             if marks[kind] and f"{current['id']}:{marks[kind]}" not in tags:
@@ -301,7 +302,7 @@ def score(taught: Sequence[Taught]) -> Score:
         new_id__in=ids
     )
     asked = {(c.old_id, c.new_id) for c in conflicts.filter(state=Conflict.State.OPEN)}
-    fact_of: dict[str, int] = {}
+    fact_of: dict[str, int | None] = {}
     changed: set[str] = set()
     result = Score(turns=len(taught))
     for t in taught:
@@ -346,7 +347,8 @@ def score(taught: Sequence[Taught]) -> Score:
         result.retired += 1
         mine = {line.key, line.refers(line.repeats) if line.repeats else ""} - {""}
         # Replaced by the same statement said again (a refinement of it): nothing is lost.
-        again = said_again_by.get(replaced_by.get(t.fact))
+        successor = replaced_by.get(t.fact)
+        again = said_again_by.get(successor) if successor is not None else None
         if mine & changed or (again and again in mine):
             result.retired_right += 1
         else:

@@ -179,7 +179,10 @@ class Servers:
 
     def web_memory_mb(self) -> list[float]:
         """Resident memory of each gunicorn worker process, in MB."""
-        master = next(c.process.pid for c in self.supervisor.children if c.program.name == "web")
+        assert self.supervisor is not None  # started by start()
+        web = next(c for c in self.supervisor.children if c.program.name == "web")
+        assert web.process is not None  # running while the load is measured
+        master = web.process.pid
         sizes = []
         for entry in Path("/proc").iterdir():
             try:
@@ -194,6 +197,7 @@ class Servers:
     def stop(self) -> None:
         if self.supervisor is not None:
             self.supervisor.stop()
+            assert self.thread is not None  # started with the supervisor
             self.thread.join(timeout=60)
         if self.out is not None:
             self.out.close()

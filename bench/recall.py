@@ -240,7 +240,7 @@ def _people(labelled: LabelledSet) -> dict[str, object]:
     """The people who ask questions, as superusers (they read every fact, as the system does;
     their own page is what they add)."""
     User = get_user_model()
-    people = {}
+    people: dict[str, object] = {}
     for name in {question.by for question in labelled.questions if question.by}:
         user, _ = User.objects.get_or_create(
             username=f"bench-recall-{name}",
@@ -486,6 +486,7 @@ def ranked_again(results: Sequence[Asked]) -> list[Asked]:
     again = []
     embedder = get_embedder()
     for result in results:
+        assert result.pool is not None  # asked with its candidates kept
         rows, asked = result.pool
         asked.vector = retrieval._meaning(embedder, asked.embedding, asked)
         ranking = retrieval._ranking(rows, asked, [])
@@ -707,6 +708,7 @@ def _sets_table(run_: Run) -> list[str]:
         facts = sum(run_.facts[labelled.name] for labelled in chosen)
         pages = sum(len(labelled.subjects) for labelled in chosen)
         if kind == "household":
+            assert chosen[0].registry_file is not None  # the household set has its house
             pages = len(registry.read_file(chosen[0].registry_file).entries)
         answerable = sum(1 for result in results if result.answers)
         lines.append(

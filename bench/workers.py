@@ -31,6 +31,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -141,7 +142,7 @@ def _start_worker(server: str, key: str, endpoint: str) -> subprocess.Popen:
 
 def _through_worker(memory, prompt: str) -> float:
     started = time.perf_counter()
-    answer = llm.complete(
+    answer: llm.Answer[Any] = llm.complete(
         task=TASK, system=SYSTEM, prompt=prompt, max_tokens=100, timeout=30, memory=memory
     )
     seconds = time.perf_counter() - started
@@ -189,6 +190,7 @@ def _commit_ms(memory) -> float:
     """p50 of one small write committed on this database now: what each of a call's commits
     costs the machine at the moment (its disk's flush under whatever else runs)."""
     token = WorkerToken.objects.filter(memory=memory).first()
+    assert token is not None  # the worker the benchmark started holds one
     seconds = []
     for _ in range(50):
         started = time.perf_counter()
