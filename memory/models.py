@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
@@ -11,7 +12,7 @@ from django.utils import timezone
 
 from brain import leases
 from knowledge.models import Fact, Memory
-from knowledge.read_layer import ReadQuerySet
+from knowledge.read_layer import ReadManager, ReadQuerySet
 from memory import document
 from memory.composers.base import VOICE_MAX_BYTES
 
@@ -34,7 +35,7 @@ class Confidence(models.TextChoices):
     LOW = "low"
 
 
-class InboxQuerySet(ReadQuerySet):
+class InboxQuerySet(ReadQuerySet["InboxItem"]):
     def pending(self) -> InboxQuerySet:
         return self.filter(state=InboxItem.State.PENDING)
 
@@ -49,6 +50,11 @@ class InboxQuerySet(ReadQuerySet):
         ``Fact.objects.readable_by``), and items about no fact (a queued removal of a line the
         document, which everyone reads, already has)."""
         return self.filter(models.Q(fact__isnull=True) | Fact.objects.readable_at(user, "fact_id"))
+
+
+if TYPE_CHECKING:
+    # For the type checker: the manager InboxQuerySet.as_manager() makes.
+    InboxManager = ReadManager.from_queryset(InboxQuerySet)
 
 
 class InboxItem(models.Model):
@@ -123,7 +129,7 @@ class InboxItem(models.Model):
         return "it worked" if self.outcome else "it went wrong: filed as something to avoid"
 
 
-class RevisionQuerySet(models.QuerySet):
+class RevisionQuerySet(models.QuerySet["DocumentRevision"]):
     def current(self, memory: Memory) -> DocumentRevision:
         """The newest revision, or an unsaved generation-0 template for a new memory."""
         latest = self.filter(memory=memory).order_by("-generation").first()
@@ -188,7 +194,7 @@ class DocumentRevision(models.Model):
         return document.size_bytes(self.text)
 
 
-class RunQuerySet(models.QuerySet):
+class RunQuerySet(models.QuerySet["ConsolidationRun"]):
     def running(self) -> RunQuerySet:
         return self.filter(state=ConsolidationRun.State.RUNNING)
 
@@ -269,7 +275,7 @@ class ConsolidationRun(leases.Lease):
         return f"{label}: {self.reason}" if self.reason else label
 
 
-class ChangeQuerySet(models.QuerySet):
+class ChangeQuerySet(models.QuerySet["Change"]):
     def for_memory(self, memory: Memory) -> ChangeQuerySet:
         return self.filter(memory=memory)
 
@@ -331,7 +337,7 @@ class Change(models.Model):
         return [document.Operation.from_json(data) for data in self.operations]
 
 
-class BriefQuerySet(models.QuerySet):
+class BriefQuerySet(models.QuerySet["Brief"]):
     def latest_for(self, memory: Memory) -> Brief | None:
         return self.filter(memory=memory).order_by("-written_at").first()
 
@@ -353,7 +359,7 @@ class Brief(models.Model):
         return f"Brief for {self.memory} at {self.written_at:%Y-%m-%d %H:%M}"
 
 
-class ReflectionRunQuerySet(models.QuerySet):
+class ReflectionRunQuerySet(models.QuerySet["ReflectionRun"]):
     def running(self) -> ReflectionRunQuerySet:
         return self.filter(state=ReflectionRun.State.RUNNING)
 
@@ -435,7 +441,7 @@ class OneOf(Lookup):
         return f"{lhs} = ANY({rhs})", [*lhs_params, *rhs_params]
 
 
-class StudySessionQuerySet(ReadQuerySet):
+class StudySessionQuerySet(ReadQuerySet["StudySession"]):
     def _narrow(self, user) -> StudySessionQuerySet:
         """A session's report speaks of the facts it read: it is read by those who may read
         every one of them (a session that read none, by everyone who reads the memory)."""
@@ -449,6 +455,11 @@ class StudySessionQuerySet(ReadQuerySet):
 
     def for_memory(self, memory: Memory) -> StudySessionQuerySet:
         return self.filter(memory=memory)
+
+
+if TYPE_CHECKING:
+    # For the type checker: the manager StudySessionQuerySet.as_manager() makes.
+    StudySessionManager = ReadManager.from_queryset(StudySessionQuerySet)
 
 
 class StudySession(leases.Lease):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from typing import TYPE_CHECKING, ClassVar
 
 from django.conf import settings
 from django.db import models
@@ -14,7 +15,7 @@ from pgvector.django import VectorField
 from brain import leases
 from knowledge import read_rule
 from knowledge.models import Fact, Memory, Subject
-from knowledge.read_layer import ReadQuerySet
+from knowledge.read_layer import ReadManager, ReadQuerySet
 
 SUPPRESSION_LAPSES_AFTER = timedelta(days=90)
 GUESS_LIFETIME = timedelta(days=14)
@@ -173,12 +174,13 @@ class Rule(models.Model):
         return self.describe()
 
     def describe(self) -> str:
-        where = {
+        wheres: dict[str, str] = {
             self.Scope.SENSOR: f"“{self.check_id}” on {self._name()}",
             self.Scope.DEVICE: f"every check on {self._name()}",
             self.Scope.ROOM: f"“{self.check_id}” anywhere in {self.room or 'the room'}",
             self.Scope.EVERYWHERE: f"“{self.check_id}” everywhere",
-        }[self.scope]
+        }
+        where = wheres[self.scope]
         lasting = f" until {timezone.localtime(self.until):%-d %b %Y}" if self.until else ""
         return f"Not raised: {where}{lasting}"
 
@@ -269,7 +271,7 @@ class Guess(models.Model):
         return f"{self.text.rstrip('.?! ')} — right?"
 
 
-class EventQuerySet(ReadQuerySet):
+class EventQuerySet(ReadQuerySet["Event"]):
     def for_memory(self, memory: Memory) -> EventQuerySet:
         return self.filter(memory=memory)
 
@@ -285,6 +287,11 @@ class EventQuerySet(ReadQuerySet):
         return self.annotate(named_fact=named).filter(
             ~models.Q(kind=Event.Kind.LEARNED) | Fact.objects.readable_at(user, "named_fact")
         )
+
+
+if TYPE_CHECKING:
+    # For the type checker: the manager EventQuerySet.as_manager() makes.
+    EventManager = ReadManager.from_queryset(EventQuerySet)
 
 
 class Event(models.Model):
@@ -471,7 +478,7 @@ class DeepReview(InsightRun):
     """One Deep review: started from the Knowledge tab or weekly on beat, settled with its report
     in words. An insight run of kind ``deep_review``, with its row and lease."""
 
-    objects = _DeepReviews()
+    objects: ClassVar[_DeepReviews] = _DeepReviews()
 
     class Meta:
         proxy = True
