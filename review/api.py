@@ -59,7 +59,7 @@ def _guess(memory: Memory, pk: int) -> Guess:
 class FindingSerializer(serializers.ModelSerializer):
     check = serializers.CharField(source="check_id")
     todo = serializers.BooleanField(source="is_todo")
-    subject = serializers.StringRelatedField()
+    subject: serializers.StringRelatedField = serializers.StringRelatedField()
     returned_after = serializers.CharField(read_only=True)
 
     class Meta:
@@ -138,8 +138,8 @@ def findings(request: Request, memory: Memory) -> Response:
 
 class RuleSerializer(serializers.ModelSerializer):
     check = serializers.CharField(source="check_id")
-    subject = serializers.StringRelatedField()
-    room = serializers.StringRelatedField()
+    subject: serializers.StringRelatedField = serializers.StringRelatedField()
+    room: serializers.StringRelatedField = serializers.StringRelatedField()
     description = serializers.CharField(source="describe", read_only=True)
 
     class Meta:
@@ -267,7 +267,7 @@ def rule(request: Request, pk: int, memory: Memory) -> Response:
 
 
 class GuessSerializer(serializers.ModelSerializer):
-    subject = serializers.StringRelatedField()
+    subject: serializers.StringRelatedField = serializers.StringRelatedField()
 
     class Meta:
         model = Guess

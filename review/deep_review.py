@@ -501,6 +501,7 @@ def _ask_the_model(
         report.model = f"The model could not be used ({error}); the offline checks ran alone."
         logger.warning("deep review without the model: %s", error)
         return []
+    assert answer.parsed is not None  # asked with output=SuggestedGuesses
     suggested = answer.parsed.guesses[:NEW_GUESSES_PER_RUN]
     report.model = f"The model suggested {_count(len(suggested), 'guess', 'guesses')}."
     return [

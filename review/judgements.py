@@ -90,12 +90,15 @@ def recount(*, memory: Memory, check_id: str, subject: Subject | None) -> Judgem
         .select_related("fact")
         .first()
     )
-    if previous is not None and previous.fact.is_live and previous.fact.text == text:
-        fact = previous.fact  # the same arithmetic again: renewed below
+    previous_fact = previous.fact if previous is not None else None  # asked for with a fact
+    if previous_fact is not None and previous_fact.is_live and previous_fact.text == text:
+        fact = previous_fact  # the same arithmetic again: renewed below
     else:
         # brain's own arithmetic is its own fact: it replaces its previous judgement on this
         # thing, never something a person taught.
-        live_previous = previous.fact if previous is not None and previous.fact.is_live else None
+        live_previous = (
+            previous_fact if previous_fact is not None and previous_fact.is_live else None
+        )
         fact = memory_actions.learn(
             memory=memory,
             text=text,

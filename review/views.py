@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
+from django_htmx.middleware import HtmxDetails
 
 from brain import htmx
 from brain.htmx import Toast
@@ -78,13 +79,13 @@ def _scopes(finding: Finding) -> list[tuple[str, str]]:
 
 
 def _prepare(finding: Finding, form: dict | None = None) -> Finding:
-    finding.form = {**_blank_finding_form(), **(form or {})}
-    finding.scopes = _scopes(finding)
+    finding.form = {**_blank_finding_form(), **(form or {})}  # type: ignore[attr-defined]  # for the template
+    finding.scopes = _scopes(finding)  # type: ignore[attr-defined]  # for the template
     return finding
 
 
 def _prepare_guess(guess: Guess, form: dict | None = None) -> Guess:
-    guess.form = {"reason": "", **(form or {})}
+    guess.form = {"reason": "", **(form or {})}  # type: ignore[attr-defined]  # for the template
     return guess
 
 
@@ -198,7 +199,8 @@ def _again(
 def _bad_request(request: HttpRequest, message: str = NOT_SENT_BY_THIS_PAGE) -> HttpResponse:
     """A value no form on this page offers: refused, not guessed at."""
     response = HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
-    return htmx.raise_toast(response, Toast(message, "error")) if request.htmx else response
+    hx: HtmxDetails | None = getattr(request, "htmx", None)  # set by django-htmx's middleware
+    return htmx.raise_toast(response, Toast(message, "error")) if hx else response
 
 
 # The page ------------------------------------------------------------------------------------
@@ -208,7 +210,8 @@ def _bad_request(request: HttpRequest, message: str = NOT_SENT_BY_THIS_PAGE) -> 
 @vary_on_headers("HX-Request")
 @access.requires(Permission.READ)
 def findings(request: HttpRequest, memory: Memory) -> HttpResponse:
-    if request.htmx:  # Cancel on the wide-rule question: the list as it is
+    hx: HtmxDetails | None = getattr(request, "htmx", None)  # set by django-htmx's middleware
+    if hx:  # Cancel on the wide-rule question: the list as it is
         return render(request, f"{PAGE}#findings-list", _list_context(memory))
     return _page(request, memory)
 
