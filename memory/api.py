@@ -32,7 +32,7 @@ from memory.models import (
 
 
 class InboxItemSerializer(serializers.ModelSerializer):
-    label = serializers.CharField(read_only=True)
+    label = serializers.CharField(read_only=True)  # type: ignore[assignment]  # a field, not Field.label
 
     class Meta:
         model = InboxItem

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import re
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.utils import timezone
 
@@ -56,6 +57,7 @@ def compose(memory: Memory, *, reader, now=None) -> str:
     else:
         sentences.append("Nothing is waiting to be filed.")
     if change_count:
+        assert last_change is not None  # the newest of the changes counted
         sentences.append(
             sentence(
                 f"The document changed {_plural(change_count, 'time')}; the last: "
@@ -95,7 +97,7 @@ def write(memory: Memory) -> Brief:
     text, composer = compose(memory, reader=visibility.household(memory)), "offline"
     if llm.configured(memory, "brief"):
         try:
-            answer = llm.complete(
+            answer: llm.Answer[Any] = llm.complete(
                 task="brief",
                 memory=memory,
                 max_tokens=400,

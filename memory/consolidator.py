@@ -66,7 +66,7 @@ from memory.composers.base import (
     statement_of,
 )
 from memory.composers.offline import distil_voice
-from memory.models import ConsolidationRun, DocumentRevision, InboxItem
+from memory.models import Change, ConsolidationRun, DocumentRevision, InboxItem
 from memory.switches import LearningOff
 
 logger = logging.getLogger(__name__)
@@ -523,7 +523,7 @@ def _write(
                 "was written, and a new pass has been asked for without it.",
             )
             return
-        changes = []
+        changes: list[Change] = []
         filed = [item.fact_id for item in items if item.fact_id]
         # What a person asked to go is forgotten with its line, never left out for space.
         asked_to_go = knowledge_actions.withdrawn_by(
@@ -709,6 +709,7 @@ def restart_if_due(memory: Memory) -> None:
         return
     failures, last = _failures_in_a_row(memory)
     if failures:
+        assert last is not None  # the newest of the failures counted
         finished = last.finished_at or last.started_at
         if timezone.now() - finished >= retry_pause(failures):
             request_if_learning(memory, ConsolidationRun.Trigger.SWEEP)

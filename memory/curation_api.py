@@ -24,7 +24,7 @@ REVIEW_ITEMS_SHOWN = 200
 
 class CitedPassageSerializer(serializers.Serializer):
     id = serializers.IntegerField(source="pk")
-    source = serializers.IntegerField(source="source_id")
+    source = serializers.IntegerField(source="source_id")  # type: ignore[assignment]  # a field, not Field.source
     source_title = serializers.CharField(source="source.title")
     ordinal = serializers.IntegerField()
     text = serializers.CharField()
@@ -52,7 +52,7 @@ class ReviewConflictSerializer(serializers.Serializer):
 class ReviewItemSerializer(serializers.ModelSerializer):
     passages = CitedPassageSerializer(many=True)
     conflict = ReviewConflictSerializer(allow_null=True)
-    source = serializers.IntegerField(source="source_id", allow_null=True)
+    source = serializers.IntegerField(source="source_id", allow_null=True)  # type: ignore[assignment]  # a field, not Field.source
 
     class Meta:
         model = ReviewItem

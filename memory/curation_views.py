@@ -121,6 +121,7 @@ def split_page(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
         done = curation.split_page(page=page, **form.cleaned_data, by=request.user)
     except htmx.REFUSALS as why:
         return _back_to(request, here, Toast(htmx.reason(why), "error"))
+    assert done.page is not None  # the new page the split made
     return _back_to(request, reverse("knowledge:page", args=[done.page.pk]), Toast(done.message))
 
 

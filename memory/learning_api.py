@@ -110,7 +110,7 @@ class UsedFactSerializer(serializers.ModelSerializer):
 
 class UsedPassageSerializer(serializers.Serializer):
     id = serializers.IntegerField(source="passage.pk")
-    source = serializers.IntegerField(source="passage.source_id")
+    source = serializers.IntegerField(source="passage.source_id")  # type: ignore[assignment]  # a field, not Field.source
     source_title = serializers.CharField()
     text = serializers.CharField()
     url = serializers.CharField()

@@ -194,7 +194,7 @@ def tool_errors[**P, T](tool: Callable[P, Awaitable[T]]) -> Callable[P, Awaitabl
     @functools.wraps(tool)
     async def checked(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
-            kwargs = {key: inputs.clean(key, value) for key, value in kwargs.items()}
+            kwargs = {key: inputs.clean(key, value) for key, value in kwargs.items()}  # type: ignore[assignment]  # the same arguments, cleaned
             return await tool(*args, **kwargs)
         except ToolError:
             raise

@@ -47,7 +47,7 @@ def _when(moment) -> str:
 
 
 # The last measurement's label, by how the last pass ended: a sentence, never the state's code.
-LAST_PASS_WORDS = {
+LAST_PASS_WORDS: dict[str, str] = {
     ConsolidationRun.State.FILED: "last filed",
     ConsolidationRun.State.KEPT: "last pass kept the queue",
     ConsolidationRun.State.REFUSED: "last pass refused its answer",

@@ -18,6 +18,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
+from django_htmx.middleware import HtmxDetails
 
 from brain import htmx
 from brain.htmx import Toast
@@ -138,7 +139,7 @@ def _waiting_context(request: HttpRequest, memory: Memory) -> dict:
     # queue costs no query more than a short one.
     shown = waiting.annotate(all_waiting=Window(Count("pk"))).in_filing_order()
     items = list(shown[:WAITING_SHOWN])
-    count = items[0].all_waiting if items else 0
+    count = items[0].all_waiting if items else 0  # type: ignore[attr-defined]  # annotated above
     return {"waiting": items, "waiting_count": count, "memory": memory}
 
 
@@ -478,7 +479,8 @@ def banner(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
 def facts(request: HttpRequest, memory: Memory) -> HttpResponse:
     """The list (a filter changed) or, with ``page`` > 1, only the next rows (Show more)."""
     context = _facts_context(request, memory)
-    if not request.htmx:
+    hx: HtmxDetails | None = getattr(request, "htmx", None)  # set by django-htmx's middleware
+    if not hx:
         return redirect(f"{reverse('memory:knowledge')}?{context['query']}#facts")
     response = _partial(request, "fact-rows" if context["page"] > 1 else "facts", context)
     if context["page"] == 1:  # the address bar follows the filters, so a view can be bookmarked

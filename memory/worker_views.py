@@ -75,8 +75,8 @@ def workers_context(memory: Memory) -> dict:
         .order_by("created_at")[:SHOWN_AT_MOST]
     )
     for call in waiting:
-        call.age_s = int((now - call.created_at).total_seconds())
-        call.left_s = int((call.deadline - now).total_seconds())
+        call.age_s = int((now - call.created_at).total_seconds())  # type: ignore[attr-defined]  # for the template
+        call.left_s = int((call.deadline - now).total_seconds())  # type: ignore[attr-defined]  # for the template
     return {
         "memory": memory,
         "workers_seen": seen,
