@@ -226,8 +226,9 @@ def sleep(request: Request, memory: Memory) -> Response:
             "fact_ids": [learned.fact.pk for learned in slept.distilled.learned],
             "dropped": slept.distilled.dropped,
             "waiting": slept.distilled.waiting,
-            "decayed": _ids(slept.decayed.retired),
-            "pruned": _ids(slept.pruned.retired),
+            # None when nothing was decayed or pruned (learning off, or nothing to distil)
+            "decayed": _ids(slept.decayed.retired) if slept.decayed else [],
+            "pruned": _ids(slept.pruned.retired) if slept.pruned else [],
         }
     )
 

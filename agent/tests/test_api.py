@@ -99,6 +99,21 @@ def test_the_sleep_pass_runs_now_when_asked_to_wait(client, home, token):
     assert Fact.objects.get().text == "Deploys take 20 minutes."
 
 
+def test_the_sleep_pass_asked_to_wait_with_learning_off_says_so_and_changes_nothing(
+    client, home, token
+):
+    actions.encode(memory=home, text="Deploys take 20 minutes.", outcome="ok")
+    home.learning = False
+    home.save(update_fields=["learning"])
+
+    response = _post(client, token, "/api/agent/sleep", {"wait": True})
+
+    assert response.status_code == 200
+    assert (response.json()["decayed"], response.json()["pruned"]) == ([], [])
+    assert "learning" in response.json()["message"].lower()
+    assert not Fact.objects.exists()
+
+
 def test_the_sleep_pass_is_queued_when_the_caller_does_not_wait(
     client, home, token, django_capture_on_commit_callbacks, monkeypatch
 ):
