@@ -381,7 +381,8 @@ class EventsSection(Section[Event, Memory]):
         if not data:  # the file carries none: nothing to say
             return
         here: set[tuple] = set()
-        for chunk in in_batches({when(e["created_at"]) for e in data}, LOOKUP_BATCH):
+        stamps = {stamp for e in data if (stamp := when(e["created_at"])) is not None}
+        for chunk in in_batches(stamps, LOOKUP_BATCH):  # a time no row has matches none
             here.update(
                 Event.objects.as_system("an import finds what it names")
                 .for_memory(memory)
