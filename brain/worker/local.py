@@ -84,13 +84,13 @@ class LocalModel:
         return ModelAnswer(vectors=_vectors(self._embeddings(data), len(texts)))
 
     def _chat_options(self, max_tokens: int, schema: dict[str, Any] | None) -> dict[str, Any]:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must say what a chat adds to the body")
 
     def _chat_answer(self, data: Any) -> ModelAnswer:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must say where a chat's answer is")
 
     def _embeddings(self, data: Any) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must say where the vectors are")
 
     def _post(self, path: str, body: dict[str, Any], *, timeout: float) -> Any:
         try:
