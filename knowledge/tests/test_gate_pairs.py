@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from bench.gate_quality import CASES, PairsError, load_pairs
+from bench.gate_quality import CASES, CONVERSATIONAL, PairsError, load_pairs
 from knowledge.embedding import MiniLMEmbedder
 from knowledge.gate import Said, relate
 
@@ -40,17 +40,6 @@ MINIMUMS = {
     "change_of_state": 15,
     "conversation_restatement": 15,
 }
-CONVERSATIONAL = (
-    "greeting",
-    "thanks",
-    "two_speakers",
-    "change_of_value",
-    "change_of_owner",
-    "change_of_date",
-    "change_of_place",
-    "change_of_state",
-    "conversation_restatement",
-)
 CHANGES = [case for case in CONVERSATIONAL if case.startswith("change_of_")]
 
 
