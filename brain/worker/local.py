@@ -16,6 +16,7 @@ the broken JSON it leads to.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +51,7 @@ class ModelAnswer:
         }
 
 
-class LocalModel:
+class LocalModel(abc.ABC):
     """A chat and an embedding call in one API's shape: a subclass names its paths and says
     what a chat request adds to the common body and where the answer's parts are."""
 
@@ -83,14 +84,17 @@ class LocalModel:
         data = self._post(self.embed_path, {"model": self.model, "input": texts}, timeout=timeout)
         return ModelAnswer(vectors=_vectors(self._embeddings(data), len(texts)))
 
+    @abc.abstractmethod
     def _chat_options(self, max_tokens: int, schema: dict[str, Any] | None) -> dict[str, Any]:
-        raise NotImplementedError(f"{type(self).__name__} must say what a chat adds to the body")
+        """What a chat adds to the request's body (its length, the answer's shape)."""
 
+    @abc.abstractmethod
     def _chat_answer(self, data: Any) -> ModelAnswer:
-        raise NotImplementedError(f"{type(self).__name__} must say where a chat's answer is")
+        """The answer's text and counts, from the chat's reply."""
 
+    @abc.abstractmethod
     def _embeddings(self, data: Any) -> Any:
-        raise NotImplementedError(f"{type(self).__name__} must say where the vectors are")
+        """The vectors, from the embedding call's reply."""
 
     def _post(self, path: str, body: dict[str, Any], *, timeout: float) -> Any:
         try:
