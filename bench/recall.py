@@ -725,18 +725,23 @@ def _quality_table(run_: Run) -> list[str]:
     ]
     names = {"block": "brain: the block", "ask bar": "brain: the ask bar's first line",
              "bm25": "BM25 top-k", "dense": "dense-only top-k"}  # fmt: skip
+    for label, pages, scores in _by_set(run_):
+        shown = RANKINGS if pages else ("block", "ask bar")
+        for name in shown:
+            lines.append(
+                f"| {label} | {'with' if pages else 'without'} | {names[name]} | "
+                f"{_f(scores.recall5[name])} | {_f(scores.recall10[name])} | "
+                f"{_f(scores.mrr[name])} |"
+            )
+    return lines
+
+
+def _by_set(run_: Run) -> Iterator[tuple[str, bool, Scores]]:
+    """Each set's scores with pages and without, then every set's together."""
     for kind in (*KINDS, ""):
         label = KINDS.get(kind, "**all**")
         for pages in (True, False):
-            scores = score(_all(run_, pages, kinds=(kind,) if kind else ()))
-            shown = RANKINGS if pages else ("block", "ask bar")
-            for name in shown:
-                lines.append(
-                    f"| {label} | {'with' if pages else 'without'} | {names[name]} | "
-                    f"{_f(scores.recall5[name])} | {_f(scores.recall10[name])} | "
-                    f"{_f(scores.mrr[name])} |"
-                )
-    return lines
+            yield label, pages, score(_all(run_, pages, kinds=(kind,) if kind else ()))
 
 
 def _ask_table(run_: Run) -> list[str]:
@@ -745,14 +750,11 @@ def _ask_table(run_: Run) -> list[str]:
         "know (questions with none) | lines in the block, on average |",
         "|---|---|---:|---:|---:|",
     ]
-    for kind in (*KINDS, ""):
-        label = KINDS.get(kind, "**all**")
-        for pages in (True, False):
-            scores = score(_all(run_, pages, kinds=(kind,) if kind else ()))
-            lines.append(
-                f"| {label} | {'with' if pages else 'without'} | {_f(scores.answers)} | "
-                f"{_f(scores.abstains)} | {scores.lines:.1f} |"
-            )
+    for label, pages, scores in _by_set(run_):
+        lines.append(
+            f"| {label} | {'with' if pages else 'without'} | {_f(scores.answers)} | "
+            f"{_f(scores.abstains)} | {scores.lines:.1f} |"
+        )
     return lines
 
 
