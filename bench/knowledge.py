@@ -45,6 +45,7 @@ from django.db import connection, transaction
 from django.test.utils import override_settings
 from django.utils import timezone
 
+from bench import sections
 from knowledge import embedding, retrieval, search, statements
 from knowledge.embedding import DIMENSIONS, embed_question, get_embedder
 from knowledge.models import Fact, Memory, Source, Subject
@@ -1395,15 +1396,11 @@ def _intake(learn, count: int) -> tuple[float, float, dict[str, int]]:
 SIZED_HEADING = "## Recall at scale, measured on its own (`make bench SIZES=…`)"
 
 
-def _sections(text: str) -> list[str]:
-    return re.split(r"(?m)^(?=## )", text)
-
-
 def sized_section(path: Path) -> str:
     """The section ``make bench SIZES=…`` last wrote into ``path``, or ""."""
     if not path.exists():
         return ""
-    kept = [part for part in _sections(path.read_text()) if part.startswith(SIZED_HEADING)]
+    kept = [part for part in sections.split(path.read_text()) if part.startswith(SIZED_HEADING)]
     return kept[0] if kept else ""
 
 
@@ -1424,7 +1421,7 @@ def recall_at_sizes(spec: str, path: Path) -> str:
         f"{(time.perf_counter() - started) / 60:.0f} min (the household generated, loaded and "
         "indexed, then measured as in the section above).\n" + body
     )
-    parts = _sections(path.read_text()) if path.exists() else ["# Benchmarks\n\n"]
+    parts = sections.split(path.read_text()) if path.exists() else ["# Benchmarks\n\n"]
     parts = [part for part in parts if not part.startswith(SIZED_HEADING)]
     recall = next(
         (index for index, part in enumerate(parts) if part.startswith("## Recall at scale")),

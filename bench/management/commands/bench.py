@@ -11,7 +11,6 @@ was measured on its own.
 
 import logging
 import os
-import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -34,6 +33,7 @@ from bench import (
     workers,
 )
 from bench.machine import machine
+from bench.sections import heading, split
 
 logger = logging.getLogger(__name__)
 
@@ -136,9 +136,7 @@ class Command(BaseCommand):
             )
             text = Path(output).read_text() if Path(output).exists() else "# Benchmarks\n"
             if path not in failed:  # an earlier run's failure of it is no longer news
-                text = "".join(
-                    s for s in _sections_kept(text) if s.partition("\n")[0] != f"## {path}"
-                )
+                text = "".join(s for s in split(text) if heading(s) != f"## {path}")
             Path(output).write_text(replaced(text, sections[0], stamp))
         self.stdout.write(f"wrote {output} in {time.monotonic() - started:.0f} s")
         if failed:
@@ -157,33 +155,18 @@ class Command(BaseCommand):
         self.stdout.write(f"  {time.monotonic() - began:.0f} s")
 
 
-_HEADING = re.compile(r"^## .*$", re.MULTILINE)
-
-
 def replaced(text: str, new: str, stamp: str) -> str:
     """``text`` with each of ``new``'s sections (``## heading`` to the next) in place of the one
     of the same heading, or after the last section; a section a benchmark carries over whole
     (the 1M figures) is left where it is."""
-    for section in _sections(new):
-        heading, _, body = section.partition("\n")
-        section = f"{heading}\n\n{stamp}\n{body.lstrip(chr(10))}".rstrip("\n") + "\n"
-        old = next((s for s in _sections(text) if s.partition("\n")[0] == heading), None)
-        if old is not None and old.strip() == f"{heading}\n\n{body.lstrip(chr(10))}".strip():
+    for section in split(new)[1:]:
+        title, _, body = section.partition("\n")
+        section = f"{title}\n\n{stamp}\n{body.lstrip(chr(10))}".rstrip("\n") + "\n"
+        old = next((s for s in split(text)[1:] if heading(s) == title), None)
+        if old is not None and old.strip() == f"{title}\n\n{body.lstrip(chr(10))}".strip():
             continue  # carried over whole from an earlier run (the 1M figures): not measured now
         if old is not None:
             text = text.replace(old, section + ("\n" if old.endswith("\n\n") else ""), 1)
         else:
             text = text.rstrip("\n") + "\n\n" + section
     return text
-
-
-def _sections_kept(text: str) -> list[str]:
-    """``text`` cut into its head and its sections, which join back into it."""
-    first = _HEADING.search(text)
-    head = text[: first.start()] if first else text
-    return [head, *_sections(text)]
-
-
-def _sections(text: str) -> list[str]:
-    starts = [match.start() for match in _HEADING.finditer(text)]
-    return [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
