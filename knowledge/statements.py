@@ -651,7 +651,7 @@ _HABITUAL_BEFORE = frozenset(_word_set("is are be being gets get usually always"
 # A change verb after these says what keeps happening, not that something changed: "the hall
 # sensor keeps dropping out", "the speaker often drops off the wifi".
 _HABIT_BEFORE = frozenset(
-    _word_set("keeps keep keeps kept often sometimes usually always regularly occasionally tends")
+    _word_set("keeps keep kept often sometimes usually always regularly occasionally tends")
 )
 # A verb in the present ("drops", "lowers") with one of these in its clause says what happens
 # whenever something else does: "drops off the wifi when the microwave is on", "lowers the
@@ -1184,7 +1184,8 @@ def _changed(old: _Parsed, new: _Parsed) -> tuple[Verdict, str] | None:
         return "contradiction", f"{_number_change(old, new, any_overlap=True)}: '{cues[0].cue}'"
     # what it held changed, said of it in the clause that names it ("the router reboots
     # itself on Sundays; devices dropping off then are expected" changed nothing of the router)
-    said_of_it = [change for change in cues if change.cue in _CLAUSE_SPLIT.split(new.norm)[0]]
+    its_clause = _CLAUSE_SPLIT.split(new.norm, maxsplit=1)[0]
+    said_of_it = [change for change in cues if change.cue in its_clause]
     if its_thing and said_of_it and not (same_subject or moved_it or of_its_value):
         # what it held changed, but not surely what it said of it: a person says
         return "conflict", f"may have changed: '{said_of_it[0].cue}'"
