@@ -69,6 +69,18 @@ def confidence(value) -> str:
     return "not sure"
 
 
+_HOW_SURE = {
+    "sure": "brain is sure of it",
+    "probably": "brain thinks it probably holds",
+    "not sure": "brain is not sure of it now",
+}
+
+
+def how_sure(value) -> str:
+    """``confidence`` said as a clause of a sentence: "brain is sure of it"."""
+    return _HOW_SURE.get(confidence(value), "")
+
+
 def plural(count: int, one: str, many: str = "") -> str:
     """A count and its noun: 1 fact, 3 facts, 2 guesses (``many`` when an s will not do)."""
     return f"{count:,} {one if count == 1 else many or one + 's'}"

@@ -18,12 +18,6 @@ from memory import ask
 from memory.forms import OutcomeForm, TextForm
 
 TEMPLATE = "memory/_ask.html"
-# How sure brain now is of a line a person said worked or was wrong, in a sentence.
-SURENESS = {
-    "sure": "brain is sure of it",
-    "probably": "brain thinks it probably holds",
-    "not sure": "brain is not sure of it now",
-}
 CHANGED = "memoryChanged"
 
 
@@ -122,8 +116,7 @@ def outcome(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     success = form.cleaned_data["success"]
     fact = record_outcome(fact=fact, success=success)
     said = "worked" if success else "was wrong"
-    sure = SURENESS[words.confidence(fact.confidence)]
-    toast = Toast(f"Noted that “{fact.text}” {said}: {sure}.")
+    toast = Toast(f"Noted that “{fact.text}” {said}: {words.how_sure(fact.confidence)}.")
     return htmx.answer(
         request, f"{TEMPLATE}#ask-fact", {"fact": fact}, back=_back(), toast=toast, event=CHANGED
     )
