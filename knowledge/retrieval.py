@@ -130,8 +130,9 @@ import heapq
 import math
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -686,31 +687,22 @@ def context(
 ) -> Context:
     """The memory block for one prompt, read as ``reader`` (a person, a ``Reader`` or
     ``read_layer.SYSTEM``). Raises BadBudget, subjects.UnknownSubject."""
-    check_budget(token_budget)
-    if not memory.memory_injection:
-        return Context("")
-    ranking = rank(memory=memory, question=question, subjects=subjects, reader=reader)
-    return _block(memory, token_budget, ranking)
+    ranked = partial(rank, memory=memory, question=question, subjects=subjects, reader=reader)
+    return _block(memory, token_budget, ranked)
 
 
-def plain_context(
-    *,
-    memory: Memory,
-    question: str = "",
-    subjects: Sequence[Any] = (),
-    reader,
-    token_budget: int = 600,
-) -> Context:
+def plain_context(*, memory: Memory, token_budget: int = 600, **asked: Any) -> Context:
     """``context`` the plain way (``plain_rank``): the reference the fast path is held to."""
+    return _block(memory, token_budget, partial(plain_rank, memory=memory, **asked))
+
+
+def _block(memory: Memory, token_budget: int, ranked: Callable[[], Ranking]) -> Context:
+    """The block: the core, then procedures and the relevant lines fitted to the budget (none
+    while the memory's injection is off, and the ranking is then never read)."""
     check_budget(token_budget)
     if not memory.memory_injection:
         return Context("")
-    ranking = plain_rank(memory=memory, question=question, subjects=subjects, reader=reader)
-    return _block(memory, token_budget, ranking)
-
-
-def _block(memory: Memory, token_budget: int, ranking: Ranking) -> Context:
-    """The block: the core, then procedures and the relevant lines fitted to the budget."""
+    ranking = ranked()
     core = [line.strip() for line in memory.core.splitlines() if line.strip()]
     nonce = envelope.new_nonce()
     headings = [FAILURES_HEADING, FACTS_HEADING]
