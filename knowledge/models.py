@@ -15,8 +15,7 @@ from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
-from brain import leases
-from knowledge import label_names, read_rule
+from knowledge import label_names, read_rule, runs
 from knowledge.read_layer import ReadManager, ReadQuerySet
 
 MEMORY_MAX_KB_RANGE = (1, 64)
@@ -681,15 +680,12 @@ class PageType(models.Model):
         return self.name
 
 
-class CompileRunQuerySet(models.QuerySet["CompileRun"]):
-    def running(self) -> CompileRunQuerySet:
-        return self.filter(state=CompileRun.State.RUNNING)
-
+class CompileRunQuerySet(runs.RunQuerySet["CompileRun"]):
     def for_source(self, source: Source) -> CompileRunQuerySet:
         return self.filter(source=source)
 
 
-class CompileRun(leases.Lease):
+class CompileRun(runs.Run, runs.Requested, runs.Reasoned):
     """One compile of a note, document or email into facts on pages (memory/compiling.py):
     asked for when the source is added or by "Compile again", claimed by a worker, and settled
     with what it filed or why it filed nothing.
@@ -705,13 +701,8 @@ class CompileRun(leases.Lease):
         NOTHING = "nothing", "compiled nothing"
         FAILED = "failed"
 
-    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="compile_runs")
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="compile_runs")
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
     state = models.CharField(max_length=8, choices=State.choices, default=State.RUNNING)
-    reason = models.TextField(blank=True, help_text="Why it failed or filed nothing.")
     compiler = models.CharField(max_length=16, blank=True, help_text="offline or model")
     passages_total = models.PositiveIntegerField(default=0)
     passages_done = models.PositiveIntegerField(default=0)
@@ -730,13 +721,8 @@ class CompileRun(leases.Lease):
     objects = CompileRunQuerySet.as_manager()
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["source"],
-                condition=models.Q(state="running"),
-                name="one_compile_running_per_source",
-            ),
-        ]
+        default_related_name = "compile_runs"
+        constraints = [runs.one_running("source", name="one_compile_running_per_source")]
         indexes = [models.Index(fields=["source", "-started_at"], name="compile_run_newest")]
 
     def __str__(self) -> str:

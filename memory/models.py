@@ -10,7 +10,7 @@ from django.db.models import Func
 from django.db.models.lookups import LessThanOrEqual, Lookup
 from django.utils import timezone
 
-from brain import leases
+from knowledge import runs
 from knowledge.models import Fact, Memory
 from knowledge.read_layer import ReadManager, ReadQuerySet
 from memory import document
@@ -194,15 +194,12 @@ class DocumentRevision(models.Model):
         return document.size_bytes(self.text)
 
 
-class RunQuerySet(models.QuerySet["ConsolidationRun"]):
-    def running(self) -> RunQuerySet:
-        return self.filter(state=ConsolidationRun.State.RUNNING)
-
+class RunQuerySet(runs.RunQuerySet["ConsolidationRun"]):
     def latest_for(self, memory: Memory) -> ConsolidationRun | None:
         return self.filter(memory=memory).order_by("-started_at", "-pk").first()
 
 
-class ConsolidationRun(leases.Lease):
+class ConsolidationRun(runs.Run, runs.Requested, runs.Reasoned):
     """One consolidation pass: requested, claimed by a worker, and settled with a named reason.
 
     At most one runs per memory (a partial unique index): the row itself is the lease.
@@ -226,13 +223,8 @@ class ConsolidationRun(leases.Lease):
         RETRY = "retry", "a retry after the document changed"
         TEACH = "teach", "Teach it something"
 
-    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="runs")
     state = models.CharField(max_length=10, choices=State.choices, default=State.RUNNING)
     trigger = models.CharField(max_length=8, choices=Trigger.choices)
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    reason = models.TextField(blank=True)
     composer = models.CharField(max_length=32, blank=True)
     generation_read = models.PositiveIntegerField(null=True, blank=True)
     items_read = models.PositiveIntegerField(default=0)
@@ -245,13 +237,8 @@ class ConsolidationRun(leases.Lease):
     objects = RunQuerySet.as_manager()
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["memory"],
-                condition=models.Q(state="running"),
-                name="one_running_pass_per_memory",
-            ),
-        ]
+        default_related_name = "runs"
+        constraints = [runs.one_running("memory", name="one_running_pass_per_memory")]
         indexes = [models.Index(fields=["memory", "-started_at"])]
 
     def __str__(self) -> str:
@@ -359,15 +346,12 @@ class Brief(models.Model):
         return f"Brief for {self.memory} at {self.written_at:%Y-%m-%d %H:%M}"
 
 
-class ReflectionRunQuerySet(models.QuerySet["ReflectionRun"]):
-    def running(self) -> ReflectionRunQuerySet:
-        return self.filter(state=ReflectionRun.State.RUNNING)
-
+class ReflectionRunQuerySet(runs.RunQuerySet["ReflectionRun"]):
     def for_source(self, source) -> ReflectionRunQuerySet:
         return self.filter(source=source)
 
 
-class ReflectionRun(leases.Lease):
+class ReflectionRun(runs.Run, runs.Reasoned):
     """One reflection over a conversation (memory/reflection.py): the turns it read, what it
     filed through ``learn``, and why it filed nothing when it did.
 
@@ -382,7 +366,6 @@ class ReflectionRun(leases.Lease):
         NOTHING = "nothing", "filed nothing"
         FAILED = "failed"
 
-    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="reflections")
     source = models.ForeignKey(
         "knowledge.Source", on_delete=models.CASCADE, related_name="reflections"
     )
@@ -394,7 +377,6 @@ class ReflectionRun(leases.Lease):
     )
     turns_read = models.PositiveIntegerField(default=0)
     state = models.CharField(max_length=8, choices=State.choices, default=State.RUNNING)
-    reason = models.TextField(blank=True)
     extractor = models.CharField(max_length=32, blank=True)
     # What the extractor said, kept before anything is filed, so a run taken over after its
     # worker died files the same statements without asking the model again.
@@ -405,6 +387,7 @@ class ReflectionRun(leases.Lease):
     objects = ReflectionRunQuerySet.as_manager()
 
     class Meta:
+        default_related_name = "reflections"
         constraints = [
             models.UniqueConstraint(
                 fields=["source", "since_turn"], name="one_reflection_per_reading"
@@ -441,7 +424,7 @@ class OneOf(Lookup):
         return f"{lhs} = ANY({rhs})", [*lhs_params, *rhs_params]
 
 
-class StudySessionQuerySet(ReadQuerySet["StudySession"]):
+class StudySessionQuerySet(ReadQuerySet["StudySession"], runs.RunQuerySet["StudySession"]):
     def _narrow(self, user) -> StudySessionQuerySet:
         """A session's report speaks of the facts it read: it is read by those who may read
         every one of them (a session that read none, by everyone who reads the memory)."""
@@ -449,9 +432,6 @@ class StudySessionQuerySet(ReadQuerySet["StudySession"]):
             OneOf(models.F("pk"), models.OuterRef("read_facts"))
         )
         return self.filter(~models.Exists(unread))
-
-    def running(self) -> StudySessionQuerySet:
-        return self.filter(state=StudySession.State.RUNNING)
 
     def for_memory(self, memory: Memory) -> StudySessionQuerySet:
         return self.filter(memory=memory)
@@ -462,7 +442,7 @@ if TYPE_CHECKING:
     StudySessionManager = ReadManager.from_queryset(StudySessionQuerySet)
 
 
-class StudySession(leases.Lease):
+class StudySession(runs.Run, runs.Requested):
     """One study session on one subject (memory/study.py): asked for, claimed by a worker, and
     settled with its report kept.
 
@@ -476,7 +456,6 @@ class StudySession(leases.Lease):
         DONE = "done"
         FAILED = "failed"
 
-    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="study_sessions")
     topic = models.CharField(max_length=200, help_text="What was studied, as it was asked.")
     subject = models.ForeignKey(
         "knowledge.Subject",
@@ -489,9 +468,6 @@ class StudySession(leases.Lease):
         default=False, help_text="No topic was given: brain chose the stalest subject."
     )
     state = models.CharField(max_length=8, choices=State.choices, default=State.RUNNING)
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
     step = models.CharField(max_length=200, blank=True, help_text="What it is doing now.")
     facts_read = models.PositiveIntegerField(default=0)
     read_facts = ArrayField(
@@ -510,13 +486,8 @@ class StudySession(leases.Lease):
     objects = StudySessionQuerySet.as_manager()
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["memory"],
-                condition=models.Q(state="running"),
-                name="one_study_session_at_a_time",
-            ),
-        ]
+        default_related_name = "study_sessions"
+        constraints = [runs.one_running("memory", name="one_study_session_at_a_time")]
         indexes = [models.Index(fields=["memory", "-started_at"], name="study_session_newest")]
 
     def __str__(self) -> str:

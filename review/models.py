@@ -12,8 +12,7 @@ from django.db.models.fields.json import KT
 from django.utils import timezone
 from pgvector.django import VectorField
 
-from brain import leases
-from knowledge import read_rule
+from knowledge import read_rule, runs
 from knowledge.models import Fact, Memory, Subject
 from knowledge.read_layer import ReadManager, ReadQuerySet
 
@@ -404,17 +403,12 @@ class HouseEvent(models.Model):
         return f"{self.entity_id} → {self.state} {self.get_cause_display()}"
 
 
-class InsightRunQuerySet(models.QuerySet):
-    def running(self) -> InsightRunQuerySet:
-        return self.filter(state=InsightRun.State.RUNNING)
-
-
-class _RunsOfOneKind(models.Manager.from_queryset(InsightRunQuerySet)):  # type: ignore[misc]
+class _RunsOfOneKind(models.Manager.from_queryset(runs.RunQuerySet)):  # type: ignore[misc]
     """The insight runs of one ``kind``: every read is narrowed to it, every row made is of it."""
 
     kind = "insight"
 
-    def get_queryset(self) -> InsightRunQuerySet:
+    def get_queryset(self) -> runs.RunQuerySet[InsightRun]:
         return super().get_queryset().filter(kind=self.kind)
 
     def create(self, **fields) -> InsightRun:
@@ -425,7 +419,7 @@ class _DeepReviews(_RunsOfOneKind):
     kind = "deep_review"
 
 
-class InsightRun(leases.Lease):
+class InsightRun(runs.Run, runs.Requested):
     """One insight run over a memory's recent house events and facts (``review/insight.py``),
     or, of kind ``deep_review``, one Deep review (``DeepReview``, ``review/deep_review.py``).
 
@@ -445,12 +439,8 @@ class InsightRun(leases.Lease):
         INSIGHT = "insight", "insight run"
         DEEP_REVIEW = "deep_review", "Deep review"
 
-    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="insight_runs")
     kind = models.CharField(max_length=11, choices=Kind.choices, default=Kind.INSIGHT)
     state = models.CharField(max_length=8, choices=State.choices, default=State.RUNNING)
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
     events_read = models.PositiveIntegerField(default=0)
     read_to_event = models.BigIntegerField(
         null=True, blank=True, help_text="The newest house event it read (by id)."
@@ -461,12 +451,9 @@ class InsightRun(leases.Lease):
     objects = _RunsOfOneKind()
 
     class Meta:
+        default_related_name = "insight_runs"
         constraints = [
-            models.UniqueConstraint(
-                fields=["memory", "kind"],
-                condition=models.Q(state="running"),
-                name="one_running_insight_run_of_a_kind_per_memory",
-            ),
+            runs.one_running("memory", "kind", name="one_running_insight_run_of_a_kind_per_memory")
         ]
         indexes = [models.Index(fields=["memory", "-started_at"], name="insight_run_newest")]
 
