@@ -25,24 +25,13 @@ def favicon(request: HttpRequest) -> HttpResponse:
 
 
 urlpatterns = [
-    path("", include("review.house_urls")),
     path("healthz", views.healthz, name="healthz"),
     path("favicon.ico", favicon, name="favicon"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("knowledge/", include("memory.urls")),
-    path("knowledge/", include("agent.urls")),
-    path("findings/", include("review.urls")),
-    path("sources/", include("knowledge.urls")),
-    path("pages/", include("knowledge.page_urls")),
-    path("settings/", include("agent.settings_urls")),
-    path("api/memory/", include("surfaces.api_urls")),
-    path("api/", include("knowledge.api_urls")),
-    path("api/", include("review.api_urls")),
-    path("api/", include("memory.learning_api_urls")),
-    path("api/", include("memory.conversation_api_urls")),
-    path("api/", include("agent.api_urls")),
+    path("", include("surfaces.urls")),
+    path("api/", include("surfaces.api_urls")),
     path("api/worker/", include("surfaces.worker_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]

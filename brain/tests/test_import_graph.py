@@ -9,11 +9,16 @@ The rules:
 - Layers: ``knowledge`` ← ``memory`` ← ``review`` ← ``agent`` ← ``surfaces``. A module of an app
   never imports a module of an app above it; a higher app's behaviour reaches a lower one through
   URL names in templates, or through ``surfaces``, the top layer, which assembles what a person
-  or a program uses (navigation, the terminal, the MCP server, the export) from the apps below.
+  or a program uses (the pages and their URLs, the API's URLs, navigation, the terminal, the MCP
+  server, the export) from the apps below and may import any of them. No app imports
+  ``surfaces``: it is reached by name only (``include("surfaces.urls")`` in brain/urls.py, its
+  management commands, the context processor in settings), and by the benchmarks.
 - ``brain`` is the platform: it imports no app. Apps are wired into it by name (``include(
-  "memory.urls")``, the context processors and middleware in settings), never by import.
+  "surfaces.urls")``, the context processors and middleware in settings), never by import.
 - The top-level ``bench`` package measures everything: it may import any module, and none
   imports it.
+- A worker's answer is checked against a class found among the modules already loaded, so
+  ``surfaces/worker_urls.py`` imports every module whose model calls name an answer class.
 - Nothing is imported by a name held in data (``import_string``, ``import_module``): a module
   that needs another imports it, so every edge is in this graph and a layer is held by it.
 
@@ -245,3 +250,46 @@ def test_every_task_sent_by_name_is_one_the_worker_runs():
     for name in names:
         importlib.import_module(name.rpartition(".")[0])  # as the worker's autodiscovery does
     assert [name for name in names if name not in celery_app.tasks] == []
+
+
+# The modules a worker's answer is checked against -------------------------------------------
+
+
+def asking_for_an_answer_class(root: Path, packages: tuple[str, ...]) -> list[str]:
+    """Every module with a model call that names the class its answer must be: a call of
+    ``complete`` (``llm.complete``) given ``output=``."""
+    found = []
+    for name, path in modules(root, packages).items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", "")) == "complete"
+                and any(keyword.arg == "output" for keyword in node.keywords)
+            ):
+                found.append(name)
+                break
+    return sorted(found)
+
+
+def test_the_worker_urls_load_every_module_whose_model_calls_name_an_answer_class():
+    # A worker's answer is checked against a class looked up among the modules already loaded
+    # (brain.workers), so the process taking the answer must have loaded each of them.
+    asking = asking_for_an_answer_class(ROOT, ("brain", *APPS))
+    assert len(asking) >= 10, "the model calls were not found where they are looked for"
+
+    assert [name for name in asking if name not in GRAPH["surfaces.worker_urls"]] == []
+
+
+def test_the_walk_sees_a_model_call_that_names_an_answer_class(tmp_path):
+    package = tmp_path / "shop"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "pricing.py").write_text(
+        "from brain import llm\n\n"
+        "def price():\n    return llm.complete(task='price', output=Price)\n"
+    )
+    (package / "summary.py").write_text(
+        "from brain import llm\n\ndef say():\n    return llm.complete(task='say')\n"
+    )
+
+    assert asking_for_an_answer_class(tmp_path, ("shop",)) == ["shop.pricing"]

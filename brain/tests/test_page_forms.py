@@ -14,8 +14,9 @@ SKIPPED_FOLDERS = {"tests", "migrations", "__pycache__"}
 
 
 def view_modules() -> list[Path]:
-    """``views.py`` and ``*_views.py`` of every app and the platform."""
-    found = []
+    """The page views (``surfaces/views/``), and any ``views.py`` or ``*_views.py`` of an app
+    or the platform."""
+    found = sorted((ROOT / "surfaces" / "views").glob("*.py"))
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*views.py")):
             if not SKIPPED_FOLDERS & set(path.relative_to(ROOT).parts):

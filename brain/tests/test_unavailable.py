@@ -82,12 +82,12 @@ def browser(admin_user, home):
 def database_gone_in_view(monkeypatch):
     """The House page's view and the API's context view meet a database that went away."""
     import knowledge.api
-    import review.views
+    import surfaces.views.house
 
     def gone(*args, **kwargs):
         raise _refused()
 
-    monkeypatch.setattr(review.views, "overview", gone)
+    monkeypatch.setattr(surfaces.views.house, "overview", gone)
     monkeypatch.setattr(knowledge.api.retrieval, "context", gone)
 
 

@@ -8,8 +8,8 @@ import re
 from django.urls import reverse
 
 from knowledge.models import Source
-from knowledge.views import SOURCES_PER_PAGE
 from memory import actions
+from surfaces.views.sources import SOURCES_PER_PAGE
 
 
 def _rows(page: str) -> list[str]:

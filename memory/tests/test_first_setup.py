@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from knowledge import sources
 from memory import actions, demo, study
-from memory.study_views import FIRST_SETUP_UNTIL
+from surfaces.views.study import FIRST_SETUP_UNTIL
 
 HTMX = {"HX-Request": "true"}
 

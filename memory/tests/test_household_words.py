@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from knowledge.models import Memory, PageType, Subject
 from memory import actions, consolidator
-from memory.views import without_empty_sections
+from surfaces.views.knowledge import without_empty_sections
 
 HTMX = {"HX-Request": "true"}
 

@@ -9,7 +9,7 @@ from brain.tests.pages import sign_in
 from knowledge.models import Fact, Memory, Subject
 from memory import actions, consolidator, demo
 from memory.models import Origin
-from memory.views import FACTS_PER_PAGE
+from surfaces.views.knowledge import FACTS_PER_PAGE
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

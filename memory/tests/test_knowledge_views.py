@@ -56,7 +56,7 @@ def test_the_tab_costs_the_same_number_of_queries_for_30_or_90_facts(
 
 
 def test_a_long_queue_lists_the_next_to_be_filed_and_counts_them_all(signed_in, home, monkeypatch):
-    from memory import views
+    from surfaces.views import knowledge as views
 
     monkeypatch.setattr(views, "WAITING_SHOWN", 2)
     for text in ("The loft is warm.", "The cellar is damp.", "The porch light is broken."):

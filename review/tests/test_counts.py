@@ -17,8 +17,8 @@ from memory import actions, brief, consolidator, counts, measurements
 from memory.models import Brief
 from review import counts as all_counts
 from review import findings, guesses, status
-from review.house import overview
 from review.models import Event, Finding
+from surfaces.house import overview
 
 HTMX = {"HX-Request": "true"}
 

@@ -13,8 +13,8 @@ from knowledge.models import Fact, Memory
 from knowledge.read_layer import SYSTEM
 from memory import actions
 from review import findings, guesses
-from review.house import WEEKS, overview
 from review.models import Finding
+from surfaces.house import WEEKS, overview
 
 
 def _number(page: str, name: str) -> str:

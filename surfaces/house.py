@@ -1,8 +1,8 @@
 """The House page (``/``): the overview of one home, read for one person.
 
-It lives in review because review is the highest app whose data it shows (what waits on you is
-review's; what was learned is knowledge's; the brief and the queue are memory's), so it reads
-every part by import and the platform (``brain/``) still imports no app.
+It reads every app whose data it shows by import (what waits on you is review's; what was
+learned is knowledge's; the brief and the queue are memory's); its view is
+``surfaces.views.house``.
 
 What it holds, each number the same count as the page it links to shows:
 

@@ -26,20 +26,11 @@ from brain.words import quoted, sentence
 from knowledge import access, listing, reembedding
 from knowledge.models import Conflict, Fact, Memory, PageType, Permission, Subject
 from knowledge.subjects import UnknownSubject
-from memory import (
-    actions,
-    ask_views,
-    brief,
-    consolidator,
-    curation_views,
-    measurements,
-    revisions,
-    study_views,
-    worker_views,
-)
+from memory import actions, brief, consolidator, measurements, revisions
 from memory.forms import DocumentForm, TextForm
 from memory.models import Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
 from memory.rendering import render_markdown
+from surfaces.views import ask, curation, study, workers
 
 PAGE = "memory/knowledge.html"
 FACTS_PER_PAGE = 15  # a phone's worth; Show more brings the next
@@ -157,7 +148,7 @@ def _banner_context(run: ConsolidationRun | None) -> dict:
             stalled = f"still running after {minutes} min — the worker may be down"
     return {
         "run": run,
-        "worker_wait": worker_views.waiting_words(run) if run.is_running else "",
+        "worker_wait": workers.waiting_words(run) if run.is_running else "",
         "elapsed": f"{minutes} m {seconds:02d} s" if minutes else f"{seconds} s",
         "stalled": stalled,
     }
@@ -361,12 +352,12 @@ def _full_context(request: HttpRequest, memory: Memory) -> dict:
         **_reembedding_context(memory),
         **_waiting_context(request, memory),
         **_banner_context(ConsolidationRun.objects.running().filter(memory=memory).first()),
-        **study_views.study_context(memory, request.user, request),
-        **ask_views.ask_context(request, memory),
+        **study.study_context(memory, request.user, request),
+        **ask.ask_context(request, memory),
         **_facts_context(request, memory),
         **_to_settle_context(request, memory),
         **_changes_context(memory, _changes_shown(request)),
-        **study_views.first_setup_context(request, memory),
+        **study.first_setup_context(request, memory),
     }
 
 
@@ -537,7 +528,7 @@ def settle(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     conflict = get_object_or_404(
         Conflict.objects.for_memory(memory).readable_by(request.user), pk=pk
     )
-    settled, toast = curation_views.settle_as_posted(request, conflict)
+    settled, toast = curation.settle_as_posted(request, conflict)
     event = CHANGED if settled is not None else None
     return _answer(
         request,

@@ -25,13 +25,11 @@ from brain import htmx
 from brain.htmx import Toast
 from knowledge import access
 from knowledge.models import Memory, Permission, Subject
-from memory import study_views
 from review import check_names, counts, deep_review
 from review import findings as review_findings
 from review import guesses as review_guesses
 from review import timeline as review_timeline
 from review.forms import UNTIL, AnswerGuessForm, MarkFixedForm, NotAProblemForm
-from review.house import overview
 from review.models import DeepReview, Event, Finding, Guess, Rule, Severity
 
 PAGE = "review/findings.html"
@@ -400,20 +398,3 @@ def deep_review_status(request: HttpRequest, pk: int, memory: Memory) -> HttpRes
     return htmx.partial(
         request, f"{DEEP_REVIEW}#status", {"review": review}, event=CHANGED if finished else None
     )
-
-
-# The House page ---------------------------------------------------------------------------------
-
-
-@require_GET
-@access.requires(Permission.READ)
-def house(request: HttpRequest, memory: Memory) -> HttpResponse:
-    """``/``: the overview of one home (review.house); a memory being set up first shows the
-    three steps of a first setup (``memory.study_views``)."""
-    shown = overview(memory, request.user)
-    context = {
-        "memory": memory,
-        "house": shown,
-        **study_views.first_setup_context(request, memory, known=shown.counts.known),
-    }
-    return render(request, "review/house.html", context)

@@ -9,8 +9,8 @@ the model calls (``#model-routes``), the workers (``#workers``), whether brain i
 long things are kept (``#retention``).
 
 Everyone who may read the memory may read this page; changing a setting needs administer (the
-forms post to the views that own them: ``memory.switch_views``, ``memory.worker_views``,
-``agent.views``). The page lives in the highest app because it gathers every app's settings.
+forms post to the views that own them: ``surfaces.views.switches``, ``surfaces.views.workers``,
+``surfaces.views.core``).
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ from knowledge.models import (
     Permission,
     Role,
 )
-from memory import worker_views
 from review import house_events
 from review import models as review_models
+from surfaces.views import workers as worker_views
 
 PAGE = "agent/settings.html"
 
