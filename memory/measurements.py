@@ -1,15 +1,14 @@
-"""The seven things the Knowledge tab measures, each one indexed query, counted by
-``memory.counts`` (the House page and the brief count the same way)."""
+"""The seven things the Knowledge tab measures: five counted for their reader by
+``review.counts`` (the House page and the brief count the same way), the document's size and
+the last pass."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.utils import timezone
 
-from knowledge.models import Fact, Memory
-from memory import counts
+from knowledge.models import Memory
 from memory.models import ConsolidationRun, DocumentRevision
 
 
@@ -19,22 +18,6 @@ class Measurement:
     label: str
     value: str
     detail: str = ""
-
-
-# Counts a higher app keeps (open guesses, rules), by name: handed in at startup by the top
-# layer (surfaces/apps.py), which imports that app. Without them a memory has no open guesses
-# and its rules are the facts of kind rule.
-review_counts: dict[str, Callable[[Memory], int]] = {}
-
-
-def count_with(**counters: Callable[[Memory], int]) -> None:
-    """Count ``open_guesses`` and ``rules`` with these functions of a memory."""
-    review_counts.update(counters)
-
-
-def _review_count(name: str, memory: Memory) -> int | None:
-    counter = review_counts.get(name)
-    return counter(memory) if counter else None
 
 
 def _when(moment) -> str:
@@ -61,23 +44,14 @@ def _plural(count: int, word: str, plural: str = "") -> str:
     return word if count == 1 else plural or f"{word}s"
 
 
-def measure(memory: Memory, reader, counted=None) -> list[Measurement]:
-    """What brain measures, counted for ``reader``: the facts and waiting lines they may read.
+def measure(memory: Memory, counted) -> list[Measurement]:
+    """What brain measures about ``memory`` for one reader.
 
-    ``counted``: the counts already taken for this reader (``review.counts.Counts``: known,
-    learned_this_week, waiting_to_be_filed, guesses, rules), so a page that shows them beside
-    the measurements counts once."""
-    if counted is not None:
-        known, this_week = counted.known, counted.learned_this_week
-        waiting, guesses, rules = counted.waiting_to_be_filed, counted.guesses, counted.rules
-    else:
-        known = counts.known(memory, reader)
-        this_week = counts.learned_this_week(memory, reader)
-        waiting = counts.waiting_to_be_filed(memory, reader)
-        guesses = _review_count("open_guesses", memory) or 0
-        rules = _review_count("rules", memory)
-        if rules is None:
-            rules = counts.facts(memory, reader).live().filter(kind=Fact.Kind.RULE).count()
+    ``counted``: the counts taken for that reader (``review.counts.for_reader``: known,
+    learned_this_week, waiting_to_be_filed, guesses, rules, of the facts and waiting lines they
+    may read), so a page that shows them beside the measurements counts once."""
+    known, this_week = counted.known, counted.learned_this_week
+    waiting, guesses, rules = counted.waiting_to_be_filed, counted.guesses, counted.rules
     revision = DocumentRevision.objects.current(memory)
     size_kb = revision.size_bytes / 1024
     last = (

@@ -159,9 +159,7 @@ def overview(memory: Memory, reader, *, now: datetime | None = None) -> House:
             readable.live(now=now).without_vectors().order_by("-created_at", "-pk")[:RECENT]
         ),
         counts=counted,
-        measured={
-            measure.key: measure for measure in measurements.measure(memory, reader, counted)
-        },
+        measured={measure.key: measure for measure in measurements.measure(memory, counted)},
         worker=worker["status"],
         worker_seen=datetime.fromisoformat(worker["last_seen"]) if worker["last_seen"] else None,
         chart=chart(memory, readable, now=now),

@@ -28,7 +28,7 @@ from knowledge.sources import add_source
 from memory import brief, compiling, measurements
 from memory.actions import learn
 from memory.models import Origin
-from review import status
+from review import counts, status
 
 
 @pytest.fixture
@@ -239,12 +239,20 @@ def test_the_status_api_counts_only_what_the_person_asking_may_read(client, worl
 
 def test_measurements_and_the_brief_count_for_their_reader(world):
     reader = world.people["norole"]
-    measured = {m.key: m.value for m in measurements.measure(world.team, reader)}
+    measured = {
+        m.key: m.value
+        for m in measurements.measure(world.team, counts.for_reader(world.team, reader))
+    }
     assert measured["known"] == "0" and measured["week"] == "0"
     said = brief.compose(world.team, reader=reader)
     assert "Nothing new was learned" in said and "Nothing is waiting" in said
 
-    sales = {m.key: m.value for m in measurements.measure(world.team, world.people["sales"])}
+    sales = {
+        m.key: m.value
+        for m in measurements.measure(
+            world.team, counts.for_reader(world.team, world.people["sales"])
+        )
+    }
     assert int(sales["known"]) > 0
 
 

@@ -110,7 +110,9 @@ def test_learned_this_week_is_since_monday_and_is_the_charts_last_bar(home, sett
     assert counts.learned_this_week(home, SYSTEM) == 1
     assert overview(home, SYSTEM).chart.weeks[-1].learned == 1
     assert overview(home, SYSTEM).chart.weeks[-2].learned == 1
-    measured = {m.key: m.value for m in measurements.measure(home, SYSTEM)}
+    measured = {
+        m.key: m.value for m in measurements.measure(home, all_counts.for_reader(home, SYSTEM))
+    }
     assert measured["week"] == "1"
 
 

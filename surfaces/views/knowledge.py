@@ -30,6 +30,7 @@ from memory import actions, brief, consolidator, measurements, revisions
 from memory.forms import DocumentForm, TextForm
 from memory.models import Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
 from memory.rendering import render_markdown
+from review import counts as review_counts
 from surfaces.views import ask, curation, study, workers
 
 PAGE = "memory/knowledge.html"
@@ -248,7 +249,7 @@ def _changes_context(memory: Memory, shown: int = CHANGES_SHOWN) -> dict:
 
 
 def _measures_context(memory: Memory, reader) -> dict:
-    return {"measures": measurements.measure(memory, reader)}
+    return {"measures": measurements.measure(memory, review_counts.for_reader(memory, reader))}
 
 
 def _reembedding_context(memory: Memory, *, polled: bool = False) -> dict:
