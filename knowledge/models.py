@@ -944,7 +944,7 @@ class Fact(models.Model):
     objects = FactQuerySet.as_manager()
 
     # Not columns: set on the facts a page or a conflict's sides show (review.with_sides and
-    # the page view of knowledge.views): the passages it cites and the pages it is about.
+    # the page view of surfaces.views.pages): the passages it cites and the pages it is about.
     cited: list[Passage]
     pages: list[Subject]
 
