@@ -74,7 +74,6 @@ that the limit was reached; Compile again goes on from there.
 
 from __future__ import annotations
 
-import logging
 import re
 import time
 from collections.abc import Sequence
@@ -104,8 +103,6 @@ from knowledge.models import (
 from knowledge.read_rule import Reader
 from memory import actions, reflection, switches
 from memory.models import Confidence, Origin
-
-logger = logging.getLogger(__name__)
 
 MAX_STATEMENTS_PER_PASSAGE = 12
 MAX_PASSAGES_PER_CALL = 20
@@ -623,16 +620,11 @@ def compile_now(source: Source, *, by=None) -> CompileRun | None:
 def execute(run_id: int) -> None:
     """Run the compile behind ``run_id``. Exits quietly when the row is gone or settled, or
     another living process holds it. Safe to run twice."""
-    rows = CompileRun.objects.select_related("source", "memory")
-    run = leases.claim_running(rows, run_id, lease=requests.LEASE, or_take_over=True)
-    if run is None:
-        return
-    try:
-        _compile(run)
-    except Exception as error:
-        logger.exception("compile %s failed", run.pk)
-        _finish(run, CompileRun.State.FAILED, f"something went wrong: {error}"[:400])
-        raise
+    leases.drive(COMPILES, run_id)
+
+
+def _failed(run: CompileRun, error: Exception) -> None:
+    _finish(run, CompileRun.State.FAILED, f"something went wrong: {error}"[:400])
 
 
 def _to_compile(source: Source, run: CompileRun) -> list[Passage]:
@@ -743,14 +735,20 @@ def _compile(run: CompileRun) -> None:
         _finish(run, CompileRun.State.NOTHING, _nothing_reason(run))
 
 
+COMPILES = leases.Kind(
+    rows=lambda: CompileRun.objects.select_related("source", "memory"),
+    lease=lambda: requests.LEASE,
+    work=_compile,
+    failed=_failed,
+    takes_over=True,
+)
+
+
 def _hand_over(run: CompileRun) -> None:
     """This turn is over: let go of the claim and send the run to the back of the compile queue,
     where the next turn claims it and goes on from the first passage not compiled. Only the
     process holding the run lets it go."""
-    released = CompileRun.objects.filter(
-        pk=run.pk, state=CompileRun.State.RUNNING, executor=leases.executor()
-    ).update(claimed_at=None, executor="", lease_expires_at=timezone.now() + requests.LEASE)
-    if released:
+    if leases.release(run, lease=requests.LEASE):
         send_on_commit(requests.TASK, run.pk)
 
 
@@ -810,7 +808,7 @@ def _done(run: CompileRun, passage: Passage) -> bool:
     lease renewed. False: the run was taken over (or settled), and this process stops."""
     with transaction.atomic():
         Passage.objects.filter(pk=passage.pk).update(compiled_at=timezone.now())
-        if not leases.renew(run, lease=requests.LEASE):
+        if not run.renew():
             return False
         run.passages_done += 1
         CompileRun.objects.filter(pk=run.pk).update(

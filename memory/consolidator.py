@@ -198,36 +198,46 @@ def request_if_learning(memory: Memory, trigger: str) -> None:
 
 
 def execute(run_id: int) -> None:
-    """Run the pass behind ``run_id``. Exits quietly when the row is gone, settled or claimed."""
-    run = ConsolidationRun.objects.select_related("memory").filter(pk=run_id).first()
-    if run is None or not run.is_running:
-        return
-    if not leases.claim(run, lease=lease_length()):
-        # A redelivery after its worker process died: settle the pass, and start another.
-        if settle_lost_runs(memory=run.memory):
-            restart_if_due(run.memory)
-        return
-    deadline = time.monotonic() + deadline_seconds()
-    try:
-        _run(run, deadline)
-    finally:
+    """Run the pass behind ``run_id`` (``leases.drive``). Exits quietly when the row is gone,
+    settled or claimed; a claimed one whose worker is gone is settled as lost and another pass
+    asked for."""
+    run = leases.drive(PASSES, run_id)
+    if run is not None:
         _file_taught_next(run)
 
 
-def _run(run: ConsolidationRun, deadline: float) -> None:
+def _work(run: ConsolidationRun) -> None:
+    """One pass within its deadline; running out of time, or the composer failing, settles it
+    with its own words."""
     try:
-        _pass(run, deadline)
+        _pass(run, time.monotonic() + deadline_seconds())
     except (ComposerTimeout, SoftTimeLimitExceeded) as error:
         _finish(run, ConsolidationRun.State.TIMED_OUT, _timeout_reason(error))
     except ComposerError as error:  # the model is out or said no: its own words are the reason
         logger.warning("consolidation pass %s failed: %s", run.pk, _failure_reason(error))
         _finish(run, ConsolidationRun.State.FAILED, _failure_reason(error))
-    except Exception as error:
-        logger.exception("consolidation pass %s failed", run.pk)
-        if retry.is_retryable(error):  # a lock race: nothing was written, the next pass may win
-            _retry_later(run, _lost_race_reason(error))
-        else:
-            _finish(run, ConsolidationRun.State.FAILED, _failure_reason(error))
+
+
+def _failed(run: ConsolidationRun, error: Exception) -> None:
+    if retry.is_retryable(error):  # a lock race: nothing was written, the next pass may win
+        _retry_later(run, _lost_race_reason(error))
+    else:
+        _finish(run, ConsolidationRun.State.FAILED, _failure_reason(error))
+
+
+def _not_claimed(run: ConsolidationRun) -> None:
+    """A redelivery after its worker process died: settle the pass, and start another."""
+    if settle_lost_runs(memory=run.memory):
+        restart_if_due(run.memory)
+
+
+PASSES = leases.Kind(
+    rows=lambda: ConsolidationRun.objects.select_related("memory"),
+    lease=lease_length,
+    work=_work,
+    failed=_failed,
+    not_claimed=_not_claimed,
+)
 
 
 def _pass(run: ConsolidationRun, deadline: float) -> None:

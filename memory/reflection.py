@@ -57,7 +57,6 @@ twice. No transaction is open while the model thinks.
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -77,8 +76,6 @@ from knowledge.secret_filter import secret_in
 from memory import actions, switches
 from memory.conversations import Recorded, Turn, record_conversation, turns_of
 from memory.models import Confidence, ReflectionRun
-
-logger = logging.getLogger(__name__)
 
 MAX_FACTS = 3
 MAX_TURNS_READ = 40  # twenty exchanges
@@ -648,16 +645,11 @@ def sweep() -> None:
 def execute(run_id: int) -> None:
     """Run the reflection behind ``run_id``. Exits quietly when the row is gone or settled, or
     another living process holds it; takes over one whose worker died. Safe to run twice."""
-    rows = ReflectionRun.objects.select_related("source", "memory")
-    run = leases.claim_running(rows, run_id, lease=LEASE, or_take_over=True)
-    if run is None:
-        return
-    try:
-        _reflect(run)
-    except Exception as error:
-        logger.exception("reflection %s failed", run.pk)
-        _finish(run, ReflectionRun.State.FAILED, f"Something went wrong: {error}"[:400])
-        raise
+    leases.drive(REFLECTIONS, run_id)
+
+
+def _failed(run: ReflectionRun, error: Exception) -> None:
+    _finish(run, ReflectionRun.State.FAILED, f"Something went wrong: {error}"[:400])
 
 
 def _finish(run: ReflectionRun, state: str, reason: str = "", **fields) -> None:
@@ -711,6 +703,15 @@ def _reflect(run: ReflectionRun) -> None:
         _finish(run, ReflectionRun.State.NOTHING, _nothing_reason(run), filed=[])
         return
     _finish(run, ReflectionRun.State.FILED, "", filed=filed)
+
+
+REFLECTIONS = leases.Kind(
+    rows=lambda: ReflectionRun.objects.select_related("source", "memory"),
+    lease=lambda: LEASE,
+    work=_reflect,
+    failed=_failed,
+    takes_over=True,
+)
 
 
 def _nothing_reason(run: ReflectionRun) -> str:

@@ -411,8 +411,9 @@ def _conclusions(found: Findings, answer: StudyAnswer) -> list[tuple[str, list[i
 
 
 def _step(session: StudySession, words: str) -> None:
+    """What the session is doing now, written as it renews its lease: each step is one."""
     session.step = words
-    StudySession.objects.filter(pk=session.pk, state=StudySession.State.RUNNING).update(step=words)
+    session.renew(step=words)
 
 
 def _source(session: StudySession) -> Source:
@@ -485,24 +486,34 @@ def study(session: StudySession, *, now: datetime | None = None) -> Findings:
 def execute(session_id: int) -> StudySession | None:
     """The task's body: claim the session, study, keep the report. Safe to run twice: a
     session already claimed, settled or gone is left alone."""
-    rows = StudySession.objects.as_system("the session a worker claims")
-    session = leases.claim_running(
-        rows.select_related("memory", "subject"), session_id, lease=LEASE, step="Starting"
-    )
-    if session is None:
-        return None
+    return leases.drive(SESSIONS, session_id)
+
+
+def _work(session: StudySession) -> None:
     if not switches.learning_on(session.memory):
-        return _finish(session, StudySession.State.FAILED, "learning is switched off.")
-    try:
-        found = study(session)
-    except Exception as error:
-        logger.exception("study session %s failed", session_id)
-        return _finish(session, StudySession.State.FAILED, str(error) or type(error).__name__)
+        _finish(session, StudySession.State.FAILED, "learning is switched off.")
+        return
+    found = study(session)
     session.facts_read = len(found.facts)
     session.stale, session.thin = len(found.stale), len(found.thin)
     session.contradictions, session.filed = len(found.contradictions), len(found.filed)
     session.lines = found.lines[:100]
-    return _finish(session, StudySession.State.DONE, found.text)
+    _finish(session, StudySession.State.DONE, found.text)
+
+
+def _failed(session: StudySession, error: Exception) -> None:
+    _finish(session, StudySession.State.FAILED, str(error) or type(error).__name__)
+
+
+SESSIONS = leases.Kind(
+    rows=lambda: StudySession.objects.as_system("the session a worker claims").select_related(
+        "memory", "subject"
+    ),
+    lease=lambda: LEASE,
+    work=_work,
+    failed=_failed,
+    claimed={"step": "Starting"},
+)
 
 
 # What a settled session keeps of what it found, beside its report.

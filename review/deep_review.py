@@ -239,23 +239,30 @@ def start(*, memory: Memory, by=None) -> DeepReview:
     return review
 
 
-def run_for_id(review_id: int) -> Report | None:
-    """The task's body: claim the review, run it and keep its report. Safe to run twice: a
-    review already settled, held by a living process, or gone is left alone; one whose worker
-    is gone is taken over."""
-    rows = DeepReview.objects.select_related("memory")
-    review = leases.claim_running(rows, review_id, lease=LEASE, or_take_over=True)
-    if review is None:
-        return None
-    try:
-        report = run(review.memory)
-    except Exception as error:
-        logger.exception("deep review %s failed", review_id)
-        leases.finish(review, DeepReview.State.FAILED, report=f"Deep review failed: {error}")
-        return None
+def execute(review_id: int) -> DeepReview | None:
+    """The task's body (``leases.drive``): claim the review, run it and keep its report. Safe
+    to run twice: a review already settled, held by a living process, or gone is left alone;
+    one whose worker is gone is taken over."""
+    return leases.drive(REVIEWS, review_id)
+
+
+def _work(review: DeepReview) -> None:
+    report = run(review.memory)
     leases.finish(review, DeepReview.State.DONE, report=report.text)
     logger.info("%s", report.text)
-    return report
+
+
+def _failed(review: DeepReview, error: Exception) -> None:
+    leases.finish(review, DeepReview.State.FAILED, report=f"Deep review failed: {error}")
+
+
+REVIEWS = leases.Kind(
+    rows=lambda: DeepReview.objects.select_related("memory"),
+    lease=lambda: LEASE,
+    work=_work,
+    failed=_failed,
+    takes_over=True,
+)
 
 
 def _propose(memory: Memory, candidate: Candidate, report: Report) -> int:

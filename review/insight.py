@@ -406,6 +406,8 @@ def look(memory: Memory, *, run: InsightRun | None = None, now: datetime | None 
         else:
             report.model = "Nothing new since the last run: the model was not asked."
 
+    if run is not None:
+        run.renew()  # the model may have taken long: the run is renewed before it proposes
     for number, routine in enumerate(fresh, 1):
         _propose(memory, wording.get(number) or routine.statement, routine, report)
     return report
@@ -508,23 +510,31 @@ def start(memory: Memory, *, send: bool = True) -> InsightRun | None:
 def execute(run_id: int) -> InsightRun | None:
     """The task's body: claim the run, look, and keep the report. Safe to run twice: a run
     already claimed, settled or gone is left alone."""
-    run = leases.claim_running(InsightRun.objects.select_related("memory"), run_id, lease=LEASE)
-    if run is None:
-        return None
+    return leases.drive(RUNS, run_id)
+
+
+def _work(run: InsightRun) -> None:
     if not switches.learning_on(run.memory):
-        return _finish(
-            run, InsightRun.State.SKIPPED, "Learning is switched off: nothing looked at."
-        )
-    try:
-        report = look(run.memory, run=run)
-    except Exception as error:
-        logger.exception("insight run %s failed", run_id)
-        return _finish(run, InsightRun.State.FAILED, f"Insight run failed: {error}")
+        _finish(run, InsightRun.State.SKIPPED, "Learning is switched off: nothing looked at.")
+        return
+    report = look(run.memory, run=run)
     run.read_to_event = report.read_to_event
     run.events_read = report.events_read
     run.lines = report.lines[:100]
     logger.info("%s", report.text)
-    return _finish(run, InsightRun.State.DONE, report.text)
+    _finish(run, InsightRun.State.DONE, report.text)
+
+
+def _failed(run: InsightRun, error: Exception) -> None:
+    _finish(run, InsightRun.State.FAILED, f"Insight run failed: {error}")
+
+
+RUNS = leases.Kind(
+    rows=lambda: InsightRun.objects.select_related("memory"),
+    lease=lambda: LEASE,
+    work=_work,
+    failed=_failed,
+)
 
 
 # What a settled run keeps of what it read, beside its report.

@@ -1,9 +1,9 @@
 import httpx2
 from celery import shared_task
 
+from review import deep_review as deep_reviews
 from review import findings, guesses, house_events, timeline
 from review import insight as review_insight
-from review.deep_review import run_for_id, start_every_deep_review
 from review.models import Event
 
 
@@ -35,7 +35,7 @@ def tend() -> None:
 @shared_task(acks_late=True, ignore_result=True)
 def deep_review(review_id: int) -> None:
     """Deep review from the Knowledge tab. Safe to run twice; exits when its row is settled."""
-    run_for_id(review_id)
+    deep_reviews.execute(review_id)
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -54,4 +54,4 @@ def insight_every_memory() -> None:
 @shared_task(ignore_result=True)
 def deep_review_every_memory() -> None:
     """Beat: Deep review of every learning memory, as the Knowledge tab's button starts it."""
-    start_every_deep_review()
+    deep_reviews.start_every_deep_review()
