@@ -424,7 +424,8 @@ class OneOf(Lookup):
         return f"{lhs} = ANY({rhs})", [*lhs_params, *rhs_params]
 
 
-class StudySessionQuerySet(ReadQuerySet["StudySession"], runs.RunQuerySet["StudySession"]):
+# ReadQuerySet's as_manager (a ReadManager, which asks for whom it reads) is the one it takes.
+class StudySessionQuerySet(ReadQuerySet["StudySession"], runs.RunQuerySet["StudySession"]):  # type: ignore[misc]
     def _narrow(self, user) -> StudySessionQuerySet:
         """A session's report speaks of the facts it read: it is read by those who may read
         every one of them (a session that read none, by everyone who reads the memory)."""
