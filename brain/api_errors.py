@@ -31,7 +31,7 @@ from rest_framework.views import set_rollback
 
 from brain.db import retry
 from brain.embedded import EmbeddedServiceError
-from brain.errors import StateConflict
+from brain.errors import StateConflict, in_words
 
 # SQLSTATEs of a server that is going away or not there yet: class 08 (the connection), and
 # 57P01-57P03 (an administrator's shutdown, a crash's, "the database system is starting up").
@@ -113,7 +113,7 @@ def exception_handler(error: Exception, context: dict) -> Response | None:
     if answer is not None:
         response = unavailable_response(answer)
     elif isinstance(error, ValidationError):
-        response = bad_request(" ".join(error.messages))
+        response = bad_request(in_words(error))
     elif isinstance(error, StateConflict):
         response = Response(
             {"detail": error.message, **error.extra}, status=status.HTTP_409_CONFLICT

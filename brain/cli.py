@@ -20,7 +20,10 @@ import argparse
 import logging
 from typing import Any
 
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from brain.errors import StateConflict, in_words
 
 ANYWHERE = ("--memory", "--as")
 MEMORY_HELP = "which memory (default: the default one, usually 'home')"
@@ -55,11 +58,16 @@ class GroupCommand(BaseCommand):
     """A group of verbs (``brain memory …``) or one command (``brain reembed``) that takes
     ``--memory`` and ``--as`` anywhere on its line; ``handle`` gets them as ``memory`` and
     ``person``. A group whose ``--memory`` or ``--as`` means something of its own says so in
-    ``memory_help`` / ``person_help``."""
+    ``memory_help`` / ``person_help``.
+
+    A refusal a verb raises (``refusals``: bad input, no permission, the state things are in;
+    a group adds its own) ends the command with its words in one line (``errors.in_words``)
+    and a non-zero exit, never a traceback."""
 
     requires_system_checks: list[str] = []
     memory_help = MEMORY_HELP
     person_help = PERSON_HELP
+    refusals: tuple[type[Exception], ...] = (ValidationError, PermissionDenied, StateConflict)
 
     def memory_default(self) -> str:
         return ""
@@ -67,7 +75,10 @@ class GroupCommand(BaseCommand):
     def execute(self, *args: Any, **options: Any) -> Any:
         if options.get("verbosity", 1) < 2:
             logging.getLogger().setLevel(logging.WARNING)
-        return super().execute(*args, **options)
+        try:
+            return super().execute(*args, **options)
+        except self.refusals as refusal:
+            raise CommandError(in_words(refusal)) from None
 
     def add_anywhere(self, parser: CommandParser, **default: Any) -> None:
         """The options the group and each verb take; ``default`` is empty for a verb (argparse's

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError
+
 
 class StateConflict(Exception):
     """Refused because of the state things are in; nothing was written. ``message`` says why in
@@ -29,3 +31,13 @@ class StateConflict(Exception):
         super().__init__(message)
         self.message = message
         self.extra = extra
+
+
+def in_words(refusal: Exception) -> str:
+    """The words a person reads for a refusal, in one line: a conflict's message, every message
+    of a ``ValidationError`` in order, or any other refusal's own text (``NotPermitted``)."""
+    if isinstance(refusal, StateConflict):
+        return refusal.message
+    if isinstance(refusal, ValidationError):
+        return " ".join(refusal.messages)
+    return str(refusal)

@@ -33,7 +33,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django_htmx.http import trigger_client_event
 
-from brain.errors import StateConflict
+from brain.errors import StateConflict, in_words
 
 LEVELS = {
     "success": messages.SUCCESS,
@@ -128,11 +128,9 @@ def again(
 def reason(refusal: Refusal) -> str:
     """The words a person reads for a refusal, in one line: a conflict's message, every message
     of a ``ValidationError``, or a form's errors (its fields' in order, then its own)."""
-    if isinstance(refusal, StateConflict):
-        return refusal.message
-    if isinstance(refusal, ValidationError):
-        return " ".join(refusal.messages)
-    return " ".join(str(message) for errors in refusal.errors.values() for message in errors)
+    if isinstance(refusal, forms.BaseForm):
+        return " ".join(str(message) for errors in refusal.errors.values() for message in errors)
+    return in_words(refusal)
 
 
 def refused(

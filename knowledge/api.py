@@ -17,6 +17,7 @@ from rest_framework.response import Response
 
 from brain import inputs
 from brain.api_errors import bad_request
+from brain.errors import in_words
 from brain.inputs import allows_body
 from knowledge import (
     access,
@@ -326,7 +327,7 @@ def passage_search_view(request: Request, memory: Memory) -> Response:
     try:
         q = passage_search.clean_query(request.query_params.get("q", ""))
     except ValidationError as error:
-        return bad_request(" ".join(error.messages))
+        return bad_request(in_words(error))
     if not q:
         return bad_request("Say what to search for: ?q=words.")
     found = passage_search.matching(memory, request.user, q).prefetch_related("labels")

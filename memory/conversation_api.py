@@ -20,6 +20,7 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from brain.errors import in_words
 from brain.inputs import allows_body
 from knowledge import access, visibility
 from knowledge.models import Memory, Permission, Source, name_of
@@ -126,7 +127,7 @@ def new_conversation(request: Request, memory: Memory) -> Response:
             reference=data["reference"] or None,
         )
     except conversations.TooLarge as too_large:
-        return _too_large(" ".join(too_large.messages))
+        return _too_large(in_words(too_large))
     body = {**_conversation(recorded.source, request.user), "created": recorded.created}
     body["detail"] = recorded.message
     return Response(body, status=status.HTTP_201_CREATED if recorded.added else status.HTTP_200_OK)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import PermissionDenied
 from django.core.management.base import CommandError, CommandParser
 
 from agent import actions as agent_actions
@@ -163,8 +163,6 @@ class Command(GroupCommand):
                 local = Local(memory, person)
                 access.require(local.person, local.memory, NEEDS[verb])
                 self.stdout.write(getattr(local, verb)(**opts))
-        except ValidationError as error:
-            raise CommandError(" ".join(error.messages)) from None
         except (
             hooks.ServerError,
             install.CannotInstall,

@@ -9,7 +9,6 @@ The module's name is the verb as written in the docs; Django names a command by 
 from __future__ import annotations
 
 from django.apps import apps
-from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
@@ -52,10 +51,7 @@ class Command(GroupCommand):
             raise CommandError(f"Only a superuser may manage worker tokens; {reader} is not one.")
         if verb == "create" and not options["memory"]:
             raise CommandError("Name the memory the token serves: --memory SLUG.")
-        try:
-            getattr(self, f"_{verb}")(**options)
-        except ValidationError as error:
-            raise CommandError(" ".join(error.messages)) from None
+        getattr(self, f"_{verb}")(**options)
 
     def _create(self, *, memory: str, name: str, **_) -> None:
         made = workers.create_token(memory=_memory(memory), name=name)

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError, CommandParser
 
 from brain.cli import GroupCommand
-from brain.errors import StateConflict
 from knowledge import access, compiling, labeller, passage_search, sources
 from knowledge.models import Permission, Source
 from knowledge.read_layer import reader_for
@@ -62,13 +60,8 @@ class Command(GroupCommand):
         self.memory = self.chosen_memory(memory)
         self.person = self.chosen_person(person)
         self.reader = reader_for(self.person)
-        try:
-            access.require(self.person, self.memory, NEEDS[verb])
-            getattr(self, f"do_{verb}")(**options)
-        except ValidationError as error:
-            raise CommandError(" ".join(error.messages)) from None
-        except (access.NotPermitted, StateConflict) as error:
-            raise CommandError(str(error)) from None
+        access.require(self.person, self.memory, NEEDS[verb])
+        getattr(self, f"do_{verb}")(**options)
 
     def do_add(self, *, file: str, label: list[str], title: str, version_of, **_) -> None:
         if file == "-":

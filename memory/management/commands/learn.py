@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import logging
 
-from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError, CommandParser
 
 from brain.cli import GroupCommand
-from brain.errors import StateConflict
 from knowledge import access
 from knowledge.models import Permission
 from memory import study
@@ -36,13 +34,8 @@ class Command(GroupCommand):
     ) -> None:
         chosen = self.chosen_memory(memory)
         by = self.chosen_person(person)
-        try:
-            access.require(by, chosen, Permission.TEACH)
-            started = study.start(memory=chosen, topic=" ".join(topic), by=by, send=background)
-        except ValidationError as error:
-            raise CommandError(" ".join(error.messages)) from None
-        except (access.NotPermitted, StateConflict) as error:
-            raise CommandError(str(error)) from None
+        access.require(by, chosen, Permission.TEACH)
+        started = study.start(memory=chosen, topic=" ".join(topic), by=by, send=background)
         if not started.started:
             raise CommandError(started.message)
         session = started.session
