@@ -21,30 +21,25 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection
 
 from agent import hooks, install
 from bench import brainmem
 from bench import knowledge as knowledge_bench
-from brain.testing import database_url
+from bench.serving import Served, free_port
 from knowledge.models import Fact
 
 FACTS = int(os.environ.get("BRAIN_BENCH_HOOK_FACTS", "100000"))
 ROUNDS = 30
 TARGET_MS = 300
 BUDGET = 600
-SERVER_START_TIMEOUT = 120  # seconds: migrations are not run, but the first import is slow
 
 
 def _size(count: int) -> str:
@@ -55,12 +50,6 @@ def _ms(seconds: list[float]) -> tuple[float, float]:
     return statistics.median(seconds) * 1000, statistics.quantiles(seconds, n=20)[-1] * 1000
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _timed_process(command, *, stdin: str = "", env: dict | None = None, shell=False):
     started = time.perf_counter()
     ran = subprocess.run(
@@ -69,49 +58,13 @@ def _timed_process(command, *, stdin: str = "", env: dict | None = None, shell=F
     return time.perf_counter() - started, ran
 
 
-class Server:
-    """`manage.py runserver` on a free loopback port, as `make run` serves brain."""
-
-    def __init__(self):
-        self.url = f"http://127.0.0.1:{_free_port()}"
-        self.process = None
-
-    def __enter__(self) -> Server:
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                str(Path(settings.BASE_DIR) / "manage.py"),
-                "runserver",
-                self.url.removeprefix("http://"),
-                "--noreload",
-                "--skip-checks",
-            ],
-            cwd=settings.BASE_DIR,
-            env={**os.environ, "DATABASE_URL": database_url(connection.settings_dict)},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + SERVER_START_TIMEOUT
-        while time.monotonic() < deadline:
-            try:  # any answer will do: a refused sign-in is an answer (healthz waits on Valkey)
-                with urllib.request.urlopen(f"{self.url}/api/context", timeout=2):
-                    return self
-            except urllib.error.HTTPError:
-                return self
-            except OSError:
-                if self.process.poll() is not None:
-                    break
-                time.sleep(0.5)
-        self.__exit__()
-        raise RuntimeError(f"runserver did not answer at {self.url}")
-
-    def __exit__(self, *_) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+def _runserver() -> Served:
+    """`manage.py runserver` on a free loopback port, as `make dev` serves brain; a refused
+    sign-in at /api/context is its answer (healthz would wait on Valkey)."""
+    url = f"http://127.0.0.1:{free_port()}"
+    manage = str(Path(settings.BASE_DIR) / "manage.py")
+    argv = [sys.executable, manage, "runserver", url.removeprefix("http://"), "--noreload"]
+    return Served([*argv, "--skip-checks"], url=url, probe="/api/context")
 
 
 def _payload(goal: str, cwd: str) -> str:
@@ -162,7 +115,7 @@ def session_start_hook() -> str:
                     .values_list("text", "confidence", "support")
                 )
                 store = brainmem.load(cli, rows, folder)
-            with Server() as server:
+            with _runserver() as server:
                 figures = _measure(server, token.key, slug, goals, others, folder, cli, store)
     finally:
         if made_token:

@@ -24,7 +24,6 @@ import io
 import itertools
 import json
 import os
-import socket
 import statistics
 import threading
 import time
@@ -32,6 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.serving import free_port
 from brain import embedded, gunicorn_conf, run
 from brain.env import env_int
 
@@ -203,12 +203,6 @@ class Servers:
             self.out.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _ms(seconds: list[float]) -> tuple[float, float]:
     """p50 and p95 in milliseconds."""
     if len(seconds) < 2:
@@ -229,7 +223,7 @@ def production_server_under_load() -> str:
     memory = Memory.objects.create(slug=slug, name="Benchmark: load")
     user = get_user_model().objects.create_user(username=slug, is_staff=True)
     token = Token.objects.create(user=user).key
-    servers = Servers(port=_free_port(), log=embedded.VAR_DIR / "log" / "bench-load.log")
+    servers = Servers(port=free_port(), log=embedded.VAR_DIR / "log" / "bench-load.log")
     busy_before = os.getloadavg()[0]  # others' work on the machine slows every figure
     try:
         servers.start()

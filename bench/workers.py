@@ -24,22 +24,18 @@ person's job pays for a model on their own machine; a local model's own answer t
 from __future__ import annotations
 
 import os
-import socket
 import statistics
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 
+from bench.serving import Served, free_port
 from brain import llm, run, workers
 from brain.models import ModelCall, WaitingCall, WorkerToken
-from brain.testing import database_url
 from brain.tests.stubs.local_model import OllamaStub, local_json
 from brain.worker.local import OllamaAPI
 
@@ -54,48 +50,16 @@ SYSTEM = "Decide whether to keep the line. Answer with one JSON object."
 ANSWER = {"decision": "keep", "reason": "It is new."}
 
 
-class Server:
-    """gunicorn on a free loopback port, as `make run` serves with ``DJANGO_DEBUG=0``."""
-
-    def __init__(self) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.process: subprocess.Popen | None = None
-
-    def __enter__(self) -> Server:
-        web = run.programs(self.port, debug=False)[0]
-        env = {**os.environ, **run.PLAIN_HTTP_ON_LOOPBACK, "DJANGO_DEBUG": "0"}
-        env["DATABASE_URL"] = database_url(connection.settings_dict)
-        self.process = subprocess.Popen(
-            web.argv,
-            cwd=settings.BASE_DIR,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:  # any answer will do: a worker endpoint refusing no token is one
-                with urllib.request.urlopen(f"{self.url}/api/worker/calls/next", timeout=2):
-                    return self
-            except urllib.error.HTTPError:
-                return self
-            except OSError:
-                if self.process.poll() is not None:
-                    break
-                time.sleep(0.5)
-        self.__exit__()
-        raise RuntimeError(f"gunicorn did not answer at {self.url}")
-
-    def __exit__(self, *_: object) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+def _gunicorn() -> Served:
+    """gunicorn on a free loopback port, as `make run` serves with ``DJANGO_DEBUG=0``; a worker
+    endpoint refusing a request with no token is its answer."""
+    port = free_port()
+    return Served(
+        run.programs(port, debug=False)[0].argv,
+        url=f"http://127.0.0.1:{port}",
+        probe="/api/worker/calls/next",
+        env={**run.PLAIN_HTTP_ON_LOOPBACK, "DJANGO_DEBUG": "0"},
+    )
 
 
 def _ms(seconds: list[float]) -> tuple[float, float]:
@@ -113,7 +77,7 @@ def worker_round_trip() -> str:
     try:
         key = workers.create_token(memory=memory, name="bench").key
         workers.set_route(memory=memory, task=TASK, provider="worker", model=MODEL)
-        with OllamaStub(models=(MODEL,)) as stub, Server() as server:
+        with OllamaStub(models=(MODEL,)) as stub, _gunicorn() as server:
             stub.script(local_json(ANSWER))
             worker = _start_worker(server.url, key, stub.base_url)
             try:
