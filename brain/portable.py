@@ -1,50 +1,54 @@
 """The app-independent part of export and import: the error, the options, the ``Section`` every
-app declares its part of the file with, and the uid rules sections share.
+app declares its part of the file with, the serializers its entries are (``Entry``, built on
+Django REST framework's ``ModelSerializer``), and the uid rules sections share.
 
-A section is an object with ``key``, ``dump(memory)``, ``check(data)`` and
+A section is an object with ``key``, ``dump(memory, context)``, ``check(data)`` and
 ``load(memory, data, options)``; ``surfaces.portable`` lists them in load order and
 ``memory.portable`` runs them. ``check`` sees only its own part of the file and raises
 :class:`ImportRejected` naming the first bad entry; ``load`` runs inside the import's one
 transaction, so anything it raises leaves nothing written. Nothing here knows any app's models.
 
-Rules of a declared section (:class:`Section`, a list of entries, one per row):
+Rules of a section (:class:`Section`, whose ``entries`` is a serializer):
 
-- Its columns are the model's own fields, named once (``col("text")``, or
-  ``col("taught_by_name", key="taught_by")`` where the file says it differently). Dumping,
-  checking and building a row all read that one list, and every check comes from the field
-  itself: its type, ``max_length``, ``choices``, ``null``, ``blank`` and ``validators``
-  (including the database's integer range). A new column is one edit: add it to the list.
-- A column is required when the model has no default for it and refuses null and blank, or when
-  the section says so; a column the file leaves out takes the model's default, so files written
-  before a column existed still import. A reference to another model's field (``ref``) is
-  checked the same way, and the app dumps and resolves it.
-- What spans rows stays with the app: uids and how rows find each other (``links``,
-  ``check_entry``, ``check_all`` and ``load``).
+- An entry's keys are the model's own fields, named once in ``Meta.fields`` (and
+  ``Meta.keys`` where the file says it differently). Dumping, checking and building a row all
+  read that one serializer, and every check comes from the field itself through DRF: its type,
+  ``max_length``, ``choices``, ``null``, ``blank`` and ``validators`` (including the database's
+  integer range), strict about JSON types, and each message says what a valid value looks like.
+  A new column is one edit: add it to ``Meta.fields``.
+- A key is required when the model has no default for it and refuses null and blank, or when
+  ``Meta.extra_kwargs`` says so; a key the file leaves out takes the model's default, so files
+  written before a column existed still import. A reference to another model's field (``ref``)
+  is checked the same way, and the app resolves it when it loads.
+- What spans keys is the serializer's ``validate_<key>`` and ``validate``; what spans entries
+  (uids, how rows find each other) is its list serializer's ``validate`` (``Entries``), and
+  ``load``.
 
-An export is made for a reader (``exporting_for``): a person who may not read everything in
-the memory gets only what they read. A section whose rows hold what some readers may not read
-narrows them by ``export_reader()`` through its app's read rule (``readable_by``); None, the
-default, is the system, which reads everything.
+An export is made for a reader (``export_context``): a person who may not read everything in
+the memory gets only what they read. The reader is in the serializers' ``context``, and each
+section's ``rows(memory, reader)`` narrows its rows by it through its app's read rule
+(``readable_by``); the read layer's ``SYSTEM`` reads everything.
 """
 
 from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from itertools import batched
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from django.contrib.postgres.fields import ArrayField
-from django.core.exceptions import ValidationError
-from django.core.validators import MaxLengthValidator, MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from rest_framework import serializers
+from rest_framework.fields import empty
+from rest_framework.settings import api_settings
+from rest_framework.validators import UniqueValidator
 
 LOOKUP_BATCH = 10_000  # uids per ``uid IN (...)`` query
 
@@ -105,11 +109,6 @@ def is_datetime(value: Any) -> bool:
         return False
 
 
-def is_name(value: Any, limit: int) -> bool:
-    """Whether ``value`` is text of at most ``limit`` characters (empty allowed)."""
-    return isinstance(value, str) and len(value) <= limit
-
-
 def when(value: str | None) -> datetime | None:
     """A checked date and time as an aware datetime; without an offset it is read in the
     current time zone. None stays None."""
@@ -121,384 +120,497 @@ def when(value: str | None) -> datetime | None:
     return moment if timezone.is_aware(moment) else timezone.make_aware(moment)
 
 
+def refused(index: int, detail: Any) -> serializers.ValidationError:
+    """A list serializer's refusal of its entry ``index`` (``said`` numbers it)."""
+    return serializers.ValidationError(cast(Any, {index: detail}))
+
+
 def check_chains(
-    key: str,
     links: dict[uuid.UUID, uuid.UUID],
-    numbers: dict[uuid.UUID, int],
+    indexes: dict[uuid.UUID, int],
     *,
-    missing: str = "{where} points at {target!r}, which no entry of the file is.",
-    circle: str = "{where} comes back to itself through the entries it points at.",
+    missing: str = "points at {target!r}, which no entry of the file is.",
+    circle: str = "comes back to itself through the entries it points at.",
 ) -> None:
     """Each link (an entry's uid → the uid it points at, like a fact's successor) names an entry
-    of the file, and following links never comes back to where it started. ``missing`` and
-    ``circle`` are the messages, with ``{where}`` and ``{target}`` filled in."""
+    of the file, and following links never comes back to where it started. ``indexes``: each
+    entry's place in the list; ``missing`` and ``circle`` are the messages (``{target}`` filled
+    in), raised as a list serializer's ``ValidationError`` naming the entry."""
     for uid, target in links.items():
-        require(
-            target in numbers,
-            missing.format(where=f"{key} entry {numbers[uid]}", target=str(target)),
-        )
+        if target not in indexes:
+            raise refused(indexes[uid], missing.format(target=str(target)))
     done: set[uuid.UUID] = set()
     for start in links:
         path: list[uuid.UUID] = []
         at: uuid.UUID | None = start
         while at is not None and at not in done:
-            require(at not in path, circle.format(where=f"{key} entry {numbers[start]}"))
+            if at in path:
+                raise refused(indexes[start], circle)
             path.append(at)
             at = links.get(at)
         done.update(path)
 
 
-# Columns: a model's field as a key of the file ------------------------------------------------
+# Entries: a model's rows as DRF serializers ---------------------------------------------------
+
+NON_FIELD = api_settings.NON_FIELD_ERRORS_KEY
 
 
-@dataclass(frozen=True)
-class Column:
-    """One key of a section's entries, checked by the model field it names.
+def _escaped(text: str) -> str:
+    """``text`` as a literal inside a message DRF formats (``str.format``)."""
+    return text.replace("{", "{{").replace("}", "}}")
 
-    ``own``: a field of the section's model, which the section dumps and loads itself; else a
-    reference to another model's field, checked here and dumped and resolved by the app.
-    """
 
-    key: str
-    field: models.Field
-    required: bool = False
-    validators: tuple[Callable[[Any], None], ...] = ()
-    own: bool = True
-    null: bool | None = None  # None: as the field says
-    blank: bool | None = None
+class Checked(serializers.Field):
+    """A key of the file, checked by its JSON type as well as its limits: ``7`` is not text,
+    ``"7"`` not a number, ``1`` not true. Its messages say what a valid value looks like
+    (``expected``), under the key it has in the file; any validator that refuses a value says
+    it is invalid. Messages given as ``error_messages`` win over these."""
 
-    @property
-    def name(self) -> str:
-        return self.field.name
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.given = dict(kwargs.get("error_messages") or {})
+        super().__init__(*args, **kwargs)
 
-    @property
-    def allows_null(self) -> bool:
-        return self.field.null if self.null is None else self.null
-
-    @property
-    def allows_blank(self) -> bool:
-        return self.field.blank if self.blank is None else self.blank
-
-    def check(self, where: str, entry: dict) -> None:
-        if self.key not in entry:
-            require(not self.required, f'{where} has no "{self.key}" ({self.expected}).')
-            return
-        value = entry[self.key]
-        if value is None:
-            require(self.allows_null, f'{where} has an invalid "{self.key}" ({self.expected}).')
-            return
-        if value == "" and self.allows_blank:
-            return
-        flat = self.field.flatchoices if self.field.choices else None
-        if flat:
-            allowed = [str(choice) for choice, _ in flat]
-            require(
-                value in [choice for choice, _ in flat] and not isinstance(value, bool),
-                f"{where} has an unknown {self.key} {value!r}: use one of {', '.join(allowed)}.",
-            )
-            return
-        require(
-            _valid(self.field, value, self.validators),
-            f'{where} has an invalid "{self.key}" ({self.expected}).',
-        )
-        require(
-            self.allows_blank or not isinstance(value, str) or value.strip() != "",
-            f'{where} has an empty "{self.key}".',
-        )
-
-    def accepts(self, value: Any) -> bool:
-        """Whether ``value`` passes this column's checks."""
-        try:
-            self.check("", {self.key: value})
-        except ImportRejected:
-            return False
-        return True
-
-    @property
     def expected(self) -> str:
-        described = _expected(self.field, self.validators, blank=self.allows_blank)
-        return f"{described}, or null" if self.allows_null else described
+        return "a JSON value"
 
-    def dumped(self, row: models.Model) -> Any:
-        return to_json(getattr(row, self.name))
+    def described(self) -> str:
+        described = self.expected()
+        return f"{described}, or null" if self.allow_null else described
 
-    def loaded(self, entry: dict) -> Any:
-        """The entry's value as the field holds it; the model's default when it has none."""
-        if self.key not in entry:
-            return self.field.get_default()
-        value = entry[self.key]
-        if value is not None and isinstance(self.field, models.DateTimeField):
-            return when(value)
-        if value is not None and isinstance(self.field, models.UUIDField):
-            return uuid.UUID(value)
+    def bind(self, field_name: str, parent: Any) -> None:
+        super().bind(field_name, parent)
+        key, described = _escaped(field_name), _escaped(self.described())
+        invalid = f'has an invalid "{key}" ({described}).'
+        self.error_messages.update(
+            required=f'has no "{key}" ({described}).',
+            invalid=invalid,
+            null=invalid,
+            blank=f'has an empty "{key}".',
+        )
+        self.error_messages.update(self.given)
+
+    def run_validators(self, value: Any) -> None:
+        try:
+            super().run_validators(value)
+        except serializers.ValidationError:
+            self.fail("invalid")
+
+
+class Text(Checked, serializers.CharField):
+    """Text, kept as it is written (no trimming); a field that refuses blank refuses text of
+    spaces alone."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+    def run_validation(self, data: Any = empty) -> Any:
+        if data == "" and self.allow_blank:
+            return ""
+        value = serializers.Field.run_validation(self, data)
+        if isinstance(value, str) and not self.allow_blank and not value.strip():
+            self.fail("blank")
+        return value
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return data
+
+    def expected(self) -> str:
+        least = "" if self.allow_blank else "not empty, "
+        if self.max_length is None:
+            return "text" if self.allow_blank else "text, not empty"
+        return f"text, {least}at most {self.max_length:,} characters"
+
+
+class Whole(Checked, serializers.IntegerField):
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, int) or isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+    def expected(self) -> str:
+        return _ranged("a whole number", self.min_value, self.max_value)
+
+
+class Number(Checked, serializers.FloatField):
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, int | float) or isinstance(data, bool) or not math.isfinite(data):
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+    def expected(self) -> str:
+        return _ranged("a number", self.min_value, self.max_value)
+
+
+def _ranged(what: str, low: Any, high: Any) -> str:
+    if low is not None and high is not None:
+        return f"{what} from {low:,} to {high:,}"
+    if low is not None:
+        return f"{what}, {low:,} or more"
+    return what
+
+
+class Flag(Checked, serializers.BooleanField):
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+    def expected(self) -> str:
+        return "true or false"
+
+
+class Moment(Checked, serializers.DateTimeField):
+    """A date and time in ISO 8601, written as Python writes it; read without an offset, it is
+    in the current time zone."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not is_datetime(data):
+            self.fail("invalid")
+        return when(data)
+
+    def to_representation(self, value: Any) -> Any:
+        return value.isoformat()
+
+    def expected(self) -> str:
+        return "a date and time"
+
+
+class Uid(Checked, serializers.UUIDField):
+    def to_internal_value(self, data: Any) -> Any:
+        if not is_uuid(data):
+            self.fail("invalid")
+        return uuid.UUID(data)
+
+    def to_representation(self, value: Any) -> Any:
+        return str(value)
+
+    def expected(self) -> str:
+        return "a uid"
+
+
+class Choice(Checked, serializers.ChoiceField):
+    """One of the field's choices, exactly (``"1"`` is not ``1``, nor ``true``)."""
+
+    def bind(self, field_name: str, parent: Any) -> None:
+        allowed = ", ".join(str(choice) for choice in self.choices)
+        self.given.setdefault(
+            "invalid_choice",
+            f"has an unknown {_escaped(field_name)} {{input!r}}: use one of {_escaped(allowed)}.",
+        )
+        super().bind(field_name, parent)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if data == "" and self.allow_blank:
+            return ""
+        try:
+            known = not isinstance(data, bool) and data in self.choices
+        except TypeError:  # a list or an object
+            known = False
+        if not known:
+            self.fail("invalid_choice", input=data)
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+    def expected(self) -> str:
+        return f"one of {', '.join(str(choice) for choice in self.choices)}"
+
+
+class Items(Checked, serializers.ListField):
+    """A list, each item checked as ``child`` is (its type and limits)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, list):
+            self.fail("invalid")
+        try:
+            items = [self.child.to_internal_value(item) for item in data]
+            for item in items:
+                self.child.run_validators(item)
+        except serializers.ValidationError:
+            self.fail("invalid")
+        return items
+
+    def to_representation(self, value: Any) -> Any:
+        return [self.child.to_representation(item) for item in value]
+
+    def expected(self) -> str:
+        child = self.child.expected() if isinstance(self.child, Checked) else "a JSON value"
+        return f"a list, each {child}"
+
+
+class Json(Checked, serializers.JSONField):
+    def to_internal_value(self, data: Any) -> Any:
+        return data  # parsed from JSON: whatever it is, it is a JSON value
+
+    def to_representation(self, value: Any) -> Any:
         return value
 
 
-@dataclass(frozen=True)
-class Declared:
-    """A column named by its field, resolved against the section's model (see ``col``)."""
-
-    name: str
-    key: str | None = None
-    required: bool | None = None
-    validators: tuple[Callable[[Any], None], ...] = ()
-    null: bool | None = None
-
-    def resolve(self, model: type[models.Model]) -> Column:
-        found = model._meta.get_field(self.name)
-        if not isinstance(found, models.Field):
-            raise TypeError(
-                f"{model.__name__}.{self.name} is a relation seen from the other side, not a column"
-            )
-        return Column(
-            key=self.key or self.name,
-            field=found,
-            required=_required(found) if self.required is None else self.required,
-            validators=self.validators,
-            null=self.null,
-        )
+# An entry's own uid: refused in one sentence whatever is wrong with it.
+UID_MESSAGES = dict.fromkeys(("required", "invalid", "null"), "has an invalid uid.")
 
 
-def col(
-    name: str,
-    *,
-    key: str | None = None,
-    required: bool | None = None,
-    validators: tuple[Callable[[Any], None], ...] = (),
-    null: bool | None = None,
-) -> Declared:
-    """A column of the section's model: the field ``name``, called ``key`` in the file.
-    ``required`` None: required when the model has no default and refuses null and blank.
-    ``null``: whether the file may say null where the field itself says otherwise (the app
-    then fills the value in)."""
-    return Declared(name, key, required, validators, null)
-
-
-def ref(
-    key: str,
-    field: models.Field | Any,
-    *,
-    required: bool = False,
-    null: bool | None = None,
-    blank: bool | None = None,
-    validators: tuple[Callable[[Any], None], ...] = (),
-) -> Column:
-    """A key that names a row of another model by one of its fields (a subject's entity id, a
-    room's name, a uid): checked as that field, dumped and resolved by the app. ``field`` is a
-    field or a model's field descriptor (``Subject.entity_id``); ``null`` and ``blank`` say
-    whether the reference may be left empty, when the field itself says otherwise."""
-    found = getattr(field, "field", field)
-    return Column(key, found, required, validators, own=False, null=null, blank=blank)
-
-
-# A reference by uid, to a row the file carries (a fact's successor, an observation's episode).
-UID = models.UUIDField()
-
-
-def between(low: float, high: float) -> tuple[MinValueValidator, MaxValueValidator]:
-    """Validators for a number from ``low`` to ``high``, for columns the model leaves open."""
-    return MinValueValidator(low), MaxValueValidator(high)
-
-
-def _required(found: models.Field) -> bool:
-    return not found.has_default() and not found.null and not found.blank
-
-
-def _valid(found: models.Field, value: Any, extra: tuple) -> bool:
-    if isinstance(found, ArrayField):
-        return isinstance(value, list) and all(_valid(found.base_field, v, ()) for v in value)
-    if isinstance(found, models.BooleanField):
-        return isinstance(value, bool)
-    if isinstance(found, models.DateTimeField):
-        return is_datetime(value)
-    if isinstance(found, models.UUIDField):
-        return is_uuid(value)
-    if isinstance(found, models.JSONField):
-        return True
-    if isinstance(found, models.IntegerField):
-        if not isinstance(value, int) or isinstance(value, bool):
-            return False
-    elif isinstance(found, models.FloatField):
-        if not _is_number(value):
-            return False
-    elif isinstance(found, models.CharField | models.TextField):
-        if not isinstance(value, str):
-            return False
-        if found.max_length is not None and len(value) > found.max_length:
-            return False
+def accepts(field: serializers.Field, value: Any) -> bool:
+    """Whether ``value`` passes ``field``'s checks."""
     try:
-        for validator in [*found.validators, *extra]:
-            validator(value)
-    except ValidationError:
+        field.run_validation(value)
+    except serializers.ValidationError:
         return False
     return True
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+class Entry(serializers.ModelSerializer):
+    """One entry of a section: a row of ``Meta.model``, its keys the model's own fields, each
+    checked by what the field says (type, ``max_length``, ``choices``, ``null``, ``blank`` and
+    ``validators``, the database's integer range among them) through DRF's field for it, made
+    strict about JSON types (``Checked``). A new column is one edit: add it to ``Meta.fields``.
+
+    - ``Meta.keys`` names a field the file calls otherwise (``{"taught_by_name":
+      "taught_by"}``); ``Meta.extra_kwargs`` narrows a field (``required``, ``min_value``,
+      ``max_length``, ``allow_null``: the file may say null where the app fills a value in).
+    - A key is required when the model has no default for it and refuses null and blank (DRF's
+      rule); one the file leaves out takes the model's default, so files written before a column
+      existed still import.
+    - A reference to another row is a declared field (``ref``: checked as the field it names),
+      placed in ``Meta.fields`` where the file writes it.
+    - What spans keys is ``validate_<key>`` and ``validate``; what spans entries is the
+      section's list serializer (``Entries``). Nothing here reads the database: rows are matched
+      when they load.
+
+    The serializer's ``context`` is the export's (``Export``): who it is for and what it
+    worked out once.
+    """
+
+    serializer_field_mapping = {
+        **serializers.ModelSerializer.serializer_field_mapping,
+        models.CharField: Text,
+        models.TextField: Text,
+        models.IntegerField: Whole,
+        models.BigIntegerField: Whole,
+        models.SmallIntegerField: Whole,
+        models.PositiveIntegerField: Whole,
+        models.PositiveSmallIntegerField: Whole,
+        models.PositiveBigIntegerField: Whole,
+        models.FloatField: Number,
+        models.BooleanField: Flag,
+        models.DateTimeField: Moment,
+        models.UUIDField: Uid,
+        models.JSONField: Json,
+        ArrayField: Items,
+    }
+    serializer_choice_field = Choice
+    default_error_messages = {"invalid": "is not an object."}
+
+    class Meta:
+        model: type[models.Model]
+        list_serializer_class: type[serializers.ListSerializer]  # Entries, below
+        # Uniqueness is the import's to settle (an entry already here wins), never a refusal.
+        validators: tuple = ()
+
+    uid = Uid(error_messages=UID_MESSAGES)
+
+    def build_standard_field(self, field_name: str, model_field: models.Field) -> tuple:
+        field_class, kwargs = super().build_standard_field(field_name, model_field)
+        kwargs["validators"] = [
+            v for v in kwargs.get("validators", []) if not isinstance(v, UniqueValidator)
+        ]
+        kwargs.pop("allow_empty", None)  # an empty list is a list; a section says otherwise
+        return field_class, kwargs
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        keys = getattr(self.Meta, "keys", {})
+        fields = {}
+        for name, built in super().get_fields().items():
+            if name in keys:
+                built.source = name
+            fields[keys.get(name, name)] = built
+        return fields
+
+    @cached_property
+    def own(self) -> list[tuple[str, serializers.Field, models.Field]]:
+        """The keys that are the model's own fields: (key, DRF field, model field)."""
+        own = []
+        for key, checked in self.fields.items():
+            if key not in self._declared_fields:
+                found = self.Meta.model._meta.get_field(str(checked.source))
+                assert isinstance(found, models.Field)  # built from the model's own fields
+                own.append((key, checked, found))
+        return own
+
+    def values(self, entry: dict) -> dict[str, Any]:
+        """A checked entry's own keys as keyword arguments for the model; a key the file leaves
+        out is the model's default."""
+        values = {}
+        for key, checked, model_field in self.own:
+            if key not in entry:
+                values[model_field.name] = model_field.get_default()
+            elif entry[key] is None:
+                values[model_field.name] = None
+            else:
+                values[model_field.name] = checked.to_internal_value(entry[key])
+        return values
 
 
-def _expected(found: models.Field, extra: tuple = (), *, blank: bool | None = None) -> str:
-    """What a valid value looks like, in words, for the messages."""
-    blank = found.blank if blank is None else blank
-    if found.choices:
-        described = f"one of {', '.join(str(choice) for choice, _ in found.flatchoices)}"
-    elif isinstance(found, ArrayField):
-        described = f"a list, each {_expected(found.base_field)}"
-    elif isinstance(found, models.BooleanField):
-        described = "true or false"
-    elif isinstance(found, models.DateTimeField):
-        described = "a date and time"
-    elif isinstance(found, models.UUIDField):
-        described = "a uid"
-    elif isinstance(found, models.IntegerField | models.FloatField):
-        what = "a whole number" if isinstance(found, models.IntegerField) else "a number"
-        validators = [*found.validators, *extra]
-        lows = [v.limit_value for v in validators if isinstance(v, MinValueValidator)]
-        highs = [v.limit_value for v in validators if isinstance(v, MaxValueValidator)]
-        low, high = (max(lows) if lows else None), (min(highs) if highs else None)
-        if low is not None and high is not None:
-            described = f"{what} from {low:,} to {high:,}"
-        elif low is not None:
-            described = f"{what}, {low:,} or more"
-        else:
-            described = what
-    elif isinstance(found, models.CharField | models.TextField):
-        limits = [found.max_length] if found.max_length else []
-        limits += [v.limit_value for v in extra if isinstance(v, MaxLengthValidator)]
-        least = "" if blank else "not empty, "
-        described = (
-            f"text, {least}at most {min(limits):,} characters"
-            if limits
-            else f"text{'' if blank else ', not empty'}"
-        )
-    else:
-        described = "a JSON value"
-    return described
+def required(*keys: str) -> dict[str, dict[str, Any]]:
+    """``Meta.extra_kwargs`` for keys the file must give although the model has a default."""
+    return {key: {"required": True} for key in keys}
 
 
-def to_json(value: Any) -> Any:
-    """A field's value as the file holds it: dates and times in ISO 8601, uids as text."""
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    return value
+def between(low: float, high: float, *keys: str) -> dict[str, dict[str, Any]]:
+    """``Meta.extra_kwargs`` for numbers from ``low`` to ``high`` the model leaves open."""
+    return {key: {"min_value": low, "max_value": high} for key in keys}
+
+
+def ref(field: models.Field | Any, **kwargs: Any) -> serializers.Field:
+    """A key that names a row of another model by one of its fields (a subject's entity id, a
+    room's name): checked as that field (a reference by uid is a ``Uid``). ``field`` is a field
+    or a model's field descriptor (``Subject.entity_id``); ``kwargs`` are the DRF field's
+    (``source`` where the row holds it, ``allow_null`` and ``allow_blank`` where the reference
+    may be left empty); not required unless they say so."""
+    found = getattr(field, "field", field)
+    built_class, built = Entry().build_standard_field(found.name, found)
+    return built_class(**{**built, "required": False, **kwargs})
+
+
+class Entries(serializers.ListSerializer):
+    """A section's entries: each checked by the child (``Entry``), the first bad one refused
+    (``{index: what is wrong}``); then ``validate`` for what spans entries, which raises
+    ``refused(index, message)`` naming the entry. Entries with a uid never repeat one."""
+
+    child: Any  # an Entry
+
+    def to_internal_value(self, data: Any) -> list:
+        if not isinstance(data, list):
+            raise serializers.ValidationError({NON_FIELD: ["must be a list."]})
+        checked = []
+        for index, item in enumerate(data):
+            try:
+                checked.append(self.child.run_validation(item))
+            except serializers.ValidationError as error:
+                raise refused(index, error.detail) from None
+        return checked
+
+    def validate(self, attrs: list) -> list:
+        if "uid" in self.child.fields:
+            source = self.child.fields["uid"].source
+            seen: set[uuid.UUID] = set()
+            for index, entry in enumerate(attrs):
+                if entry[source] in seen:
+                    raise refused(index, "repeats the uid of an earlier entry.")
+                seen.add(entry[source])
+        return attrs
+
+
+Entry.Meta.list_serializer_class = Entries
+
+
+def said(detail: Any, where: str = "", name: str = "") -> str:
+    """The first message of a DRF error ``detail`` as a sentence: about ``where`` (a
+    section's entry, "facts entry 2"; a nested object, "facts entry 2's source"); ``name`` is
+    the list an index is an entry of."""
+    while isinstance(detail, dict | list):
+        if isinstance(detail, list):
+            detail = detail[0]
+            continue
+        key, inner = next(iter(detail.items()))
+        if isinstance(key, int):
+            where = f"{name} entry {key + 1}"
+        elif key != NON_FIELD and isinstance(inner, dict):
+            nested = next(iter(inner), None)
+            if isinstance(nested, int):
+                name = key
+            elif nested != NON_FIELD:
+                where = f"{where}'s {key}"
+        detail = inner
+    return f"{where} {detail}" if where else str(detail)
 
 
 # Who an export is for ---------------------------------------------------------------------------
 
-_EXPORT_READER: ContextVar[Any] = ContextVar("export_reader", default=None)
-_EXPORT_MEMO: ContextVar[dict | None] = ContextVar("export_memo", default=None)
 
-
-@contextmanager
-def exporting_for(reader: Any) -> Iterator[None]:
-    """Sections dumped inside this block hold only what ``reader`` may read (a person, a
-    ``Reader``, or the read layer's ``SYSTEM``: never None)."""
+def export_context(reader: Any) -> dict[str, Any]:
+    """The serializers' context for an export made for ``reader`` (a person, a ``Reader``, or
+    the read layer's ``SYSTEM``: never None): ``reader``, whom the sections narrow their rows
+    to, and ``memo``, what the export worked out once (a source as its reader may see it)."""
     if reader is None:
         raise ValueError("An export is made for a reader: name the person, or the system.")
-    token, memo = _EXPORT_READER.set(reader), _EXPORT_MEMO.set({})
-    try:
-        yield
-    finally:
-        _EXPORT_MEMO.reset(memo)
-        _EXPORT_READER.reset(token)
-
-
-def export_reader() -> Any:
-    """The reader the export being made is for."""
-    reader = _EXPORT_READER.get()
-    if reader is None:
-        raise RuntimeError("export_reader() outside exporting_for(reader)")
-    return reader
-
-
-def export_memo() -> dict:
-    """What the export being made worked out once (a source as its reader may see it), kept
-    for the rest of it."""
-    memo = _EXPORT_MEMO.get()
-    return memo if memo is not None else {}
+    return {"reader": reader, "memo": {}}
 
 
 # Sections -------------------------------------------------------------------------------------
 
 
-class Section[Row: models.Model, Owner: models.Model]:
-    """A list of entries, one per row of ``model``: declare ``key``, ``model``, ``columns``
-    (``col`` for the model's fields, ``ref`` for references the app resolves) and ``uid``
-    (entries carry the row's uid), then write ``rows`` and ``load``; ``links``,
-    ``check_entry`` and ``check_all`` add what spans rows. ``Row`` is ``model``, ``Owner`` the
-    model of the memory its rows are exported from and imported into (``Section[Fact, Memory]``).
+class Section[Owner: models.Model]:
+    """A part of the file: ``key``, and ``entries``, the serializer of its rows (an ``Entry``,
+    ``many``: a list of entries, one per row) or of its one object (``many = False``: then
+    ``where`` names it in messages and ``not_an_object`` says what it must be). Write ``rows``
+    (what the export serializes, for its reader) and ``load``. ``Owner`` is the model of the
+    memory its rows are exported from and imported into (``Section[Memory]``).
     """
 
     key: ClassVar[str]
-    model: ClassVar[type[models.Model]]
-    columns: tuple[Declared | Column, ...] = ()
-    uid: ClassVar[bool] = True
+    entries: ClassVar[type[serializers.Serializer]]
+    many: ClassVar[bool] = True
+    where: ClassVar[str] = ""
+    not_an_object: ClassVar[str] = ""
 
-    def __init__(self) -> None:
-        self.fields = [
-            c.resolve(self.model) if isinstance(c, Declared) else c for c in self.columns
-        ]
-        self.own = [c for c in self.fields if c.own]
+    @cached_property
+    def entry(self) -> Any:
+        return self.entries()
 
     # Export
 
-    def rows(self, memory: Owner) -> Iterable[Row]:
-        """The memory's rows this section exports. Every section says which (abstract)."""
+    def rows(self, memory: Owner, reader: Any) -> Any:
+        """The memory's rows this section exports (or its one object), as ``reader`` may read
+        them. Every section says which (abstract)."""
         raise NotImplementedError(f"{type(self).__name__} must say which rows it exports")
 
-    def dump(self, memory: Owner) -> list[dict]:
-        return [self.entry(row) for row in self.rows(memory)]
-
-    def entry(self, row: Row) -> dict:
-        entry = {"uid": str(row.serializable_value("uid"))} if self.uid else {}
-        entry.update((column.key, column.dumped(row)) for column in self.own)
-        entry.update(self.links(row))
-        return entry
-
-    def links(self, row: Row) -> dict:
-        """The entry's references to other rows, as the file names them."""
-        return {}
+    def dump(self, memory: Owner, context: dict[str, Any]) -> Any:
+        rows = self.rows(memory, context["reader"])
+        return self.entries(rows, many=self.many, context=context).data
 
     # Checking
 
     def check(self, data: Any) -> None:
-        require(isinstance(data, list), f'"{self.key}" must be a list.')
-        seen: set[uuid.UUID] = set()
-        for number, entry in enumerate(data, start=1):
-            where = f"{self.key} entry {number}"
-            require(isinstance(entry, dict), f"{where} is not an object.")
-            if self.uid:
-                require(is_uuid(entry.get("uid")), f"{where} has an invalid uid.")
-                uid = uuid.UUID(entry["uid"])
-                require(uid not in seen, f"{where} repeats the uid of an earlier entry.")
-                seen.add(uid)
-            for column in self.fields:
-                column.check(where, entry)
-            self.check_entry(where, entry)
-        self.check_all(data)
-
-    def check_entry(self, where: str, entry: dict) -> None:
-        """Rules for one entry beyond its fields' own."""
-
-    def check_all(self, data: list[dict]) -> None:
-        """Rules across entries: references between them, repeats."""
+        if self.many:
+            require(isinstance(data, list), f'"{self.key}" must be a list.')
+        else:
+            require(isinstance(data, dict), self.not_an_object)
+        serializer = self.entries(data=data, many=self.many)
+        if not serializer.is_valid():
+            raise ImportRejected(said(serializer.errors, self.where, self.key))
 
     # Import
 
     def values(self, entry: dict) -> dict[str, Any]:
-        """The entry's own columns as keyword arguments for the model."""
-        return {column.name: column.loaded(entry) for column in self.own}
+        """The entry's own keys as keyword arguments for the model."""
+        return self.entry.values(entry)
 
-    def load(self, memory: Owner, data: list[dict], options: ImportOptions) -> None:
+    def load(self, memory: Owner, data: Any, options: ImportOptions) -> None:
         """Write the checked entries into ``memory``. Every section says how (abstract): what
         matches a row already here differs by section."""
         raise NotImplementedError(f"{type(self).__name__} must say how it imports")
 
-    def summary(self, options: ImportOptions, name: str, added: int, total: int) -> None:
-        options.report.append(f"{name}: {added} added, {total - added} already here.")
+    def summary(
+        self, options: ImportOptions, name: str, added: int, total: int, note: str = ""
+    ) -> None:
+        """The report's line for this section: of ``total`` entries, ``added`` were new; ``note``
+        says more, after the count of those already here."""
+        options.report.append(f"{name}: {added} added, {total - added} already here{note}.")
 
 
 # Uids: importing the same file twice, or into a second memory -------------------------------

@@ -1,9 +1,9 @@
 """The facts store in the portable export: its subjects, every fact with its history, and the
 agent's memory (episodes, procedures, the core), and who may do what.
 
-Sections of the export (declared with ``brain.portable.Section``: each column's checks come
-from the model; ``memory.portable`` lists and runs them), loaded in this order because each
-names rows of the ones before:
+Sections of the export (declared with ``brain.portable.Section``, their entries DRF serializers
+whose checks come from the model; ``memory.portable`` lists and runs them), loaded in this
+order because each names rows of the ones before:
 
 - ``subjects``: matched by entity id, then by kind and name. Import adds the ones this memory
   does not know and never changes or removes one it does: the house as this install knows it
@@ -43,36 +43,38 @@ cannot resolve still leaves nothing written.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.validators import MaxLengthValidator
 from django.db import models
 from django.db.models import F, Prefetch
+from rest_framework import serializers
 
 from brain.celery import send_on_commit
 from brain.db.copying import copy_create
 from brain.portable import (
-    UID,
-    Column,
+    UID_MESSAGES,
+    Choice,
+    Entries,
+    Entry,
     ImportOptions,
     ImportRejected,
+    Json,
     Section,
+    Text,
+    Uid,
+    accepts,
     between,
     check_chains,
-    col,
-    export_memo,
-    export_reader,
     in_batches,
-    is_datetime,
-    is_name,
     is_uuid,
     placements,
     ref,
+    refused,
     remember,
-    require,
+    required,
     when,
 )
 from knowledge import label_names, passages, statements, visibility
@@ -98,24 +100,9 @@ from knowledge.models import (
 
 EMBED_BATCH = 256  # texts per embedder call
 WRITE_BATCH = 1000  # rows per INSERT or UPDATE
-SOURCE = [
-    c.resolve(Source)
-    for c in (
-        col("kind"),
-        col("title"),
-        col("reference"),
-        col("text"),
-        col("channel"),
-        col("turns"),  # a conversation's messages, so See the run opens it at its turn
-    )
-]
 TURN_KEYS = ("speaker", "person", "role", "text", "at")
 # How a fact names a subject: by entity id, or by kind and name.
-ENTITY_ID, KIND, NAME = (
-    ref("entity_id", Subject.entity_id),
-    ref("kind", Subject.kind),
-    ref("name", Subject.name),
-)
+ENTITY_ID, KIND, NAME = ref(Subject.entity_id), ref(Subject.kind), ref(Subject.name)
 
 
 # Subjects -------------------------------------------------------------------------------------
@@ -125,10 +112,10 @@ def _names_a_subject(reference: Any) -> bool:
     if not isinstance(reference, dict):
         return False
     entity_id = reference.get("entity_id", "")
-    if not ENTITY_ID.accepts(entity_id):
+    if not accepts(ENTITY_ID, entity_id):
         return False
     return entity_id != "" or (
-        KIND.accepts(reference.get("kind")) and NAME.accepts(reference.get("name"))
+        accepts(KIND, reference.get("kind")) and accepts(NAME, reference.get("name"))
     )
 
 
@@ -164,21 +151,40 @@ class _Subjects:
         return None if kind is None or name is None else self.by_name.get((kind, name))
 
 
-class SubjectsSection(Section[Subject, Memory]):
-    key = "subjects"
-    model = Subject
-    uid = False
-    columns = (
-        col("kind"),
-        col("name"),
-        col("entity_id"),
-        ref("room", Subject.name, null=True),  # a room's name
-        col("aliases"),
-        col("present"),
-        col("removed_at"),
-    )
+class SubjectEntries(Entries):
+    def validate(self, attrs: list) -> list:
+        names: set[tuple[str, str]] = set()
+        entities: set[str] = set()
+        for index, entry in enumerate(attrs):
+            name, entity_id = (entry["kind"], entry["name"]), entry.get("entity_id", "")
+            if name in names:
+                raise refused(index, "repeats an earlier subject.")
+            if entity_id in entities:
+                raise refused(index, f"repeats the entity id {entity_id!r}.")
+            names.add(name)
+            if entity_id:
+                entities.add(entity_id)
+        for index, entry in enumerate(attrs):
+            room = entry.get("room", {}).get("name")
+            if room is not None and (Subject.Kind.ROOM, room) not in names:
+                raise refused(index, f"is in the room {room!r}, which no entry names.")
+        return super().validate(attrs)
 
-    def rows(self, memory: Memory):
+
+class SubjectEntry(Entry):
+    room = ref(Subject.name, source="room.name", allow_null=True)  # a room's name
+
+    class Meta(Entry.Meta):
+        model = Subject
+        fields = ("kind", "name", "entity_id", "aliases", "present", "removed_at", "room")
+        list_serializer_class = SubjectEntries
+
+
+class SubjectsSection(Section[Memory]):
+    key = "subjects"
+    entries = SubjectEntry
+
+    def rows(self, memory: Memory, reader: Any):
         # Every subject, narrowed below to what the export's reader may see.
         subjects = (
             Subject.objects.as_system("narrowed for the reader below")
@@ -186,7 +192,6 @@ class SubjectsSection(Section[Subject, Memory]):
             .select_related("room")
             .order_by("pk")
         )
-        reader = export_reader()
         if visibility.may_read_all_of(reader, memory):
             return subjects
         # Pages that exist for the reader, what has no fact at all (nothing to hide), and the
@@ -196,27 +201,6 @@ class SubjectsSection(Section[Subject, Memory]):
         return subjects.filter(
             models.Q(pk__in=shown.values("pk")) | models.Q(devices__in=shown.values("pk"))
         ).distinct()
-
-    def links(self, subject: Subject) -> dict:
-        return {"room": subject.room.name if subject.room is not None else None}
-
-    def check_all(self, data: list[dict]) -> None:
-        names: set[tuple[str, str]] = set()
-        entities: set[str] = set()
-        for number, entry in enumerate(data, start=1):
-            where, name = f"subjects entry {number}", entry["name"]
-            entity_id = entry.get("entity_id", "")
-            require((entry["kind"], name) not in names, f"{where} repeats an earlier subject.")
-            require(entity_id not in entities, f"{where} repeats the entity id {entity_id!r}.")
-            names.add((entry["kind"], name))
-            if entity_id:
-                entities.add(entity_id)
-        for number, entry in enumerate(data, start=1):
-            room = entry.get("room")
-            require(
-                room is None or (Subject.Kind.ROOM, room) in names,
-                f"subjects entry {number} is in the room {room!r}, which no entry names.",
-            )
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         known = _Subjects(memory)
@@ -249,38 +233,39 @@ class SubjectsSection(Section[Subject, Memory]):
 # Sources, shared by facts and observations ----------------------------------------------------
 
 
-def _source(source: Source | None) -> dict | None:
-    """``source`` as the export's reader may see it: the passages they may not read masked in
-    its text, and a conversation's turns only when they read all of it."""
-    if source is None:
-        return None
-    memo = export_memo()
-    key = ("source", source.pk)
-    if key not in memo:
-        visibility.mask(source, export_reader())
-        memo[key] = {column.key: column.dumped(source) for column in SOURCE}
-    return memo[key]
+class SourceEntry(Entry):
+    """A source as an entry cites it, as the export's reader may see it: the passages they may
+    not read masked in its text, and a conversation's turns only when they read all of it. The
+    export works each source out once (the context's ``memo``)."""
+
+    default_error_messages = {"invalid": 'has an invalid "source" (an object, or null).'}
+
+    class Meta(Entry.Meta):
+        model = Source
+        # ``turns``: a conversation's messages, so See the run opens it at its turn.
+        fields = ("kind", "title", "reference", "text", "channel", "turns")
+
+    def to_representation(self, source: Source) -> dict:
+        memo = self.context["memo"]
+        key = ("source", source.pk)
+        if key not in memo:
+            visibility.mask(source, self.context["reader"])
+            memo[key] = super().to_representation(source)
+        return memo[key]
+
+    def validate_turns(self, turns: Any) -> Any:
+        if not isinstance(turns, list) or not all(
+            isinstance(turn, dict) and all(isinstance(turn.get(k, ""), str) for k in TURN_KEYS)
+            for turn in turns
+        ):
+            raise serializers.ValidationError(
+                f'has invalid "turns" (a list of {{{", ".join(TURN_KEYS)}}}, each text).'
+            )
+        return turns
 
 
 def _source_key(source: dict) -> tuple[str, str, str, str]:
     return (source["kind"], source["title"], source.get("reference", ""), source.get("text", ""))
-
-
-def _check_source(where: str, source: Any) -> None:
-    if source is None:
-        return
-    require(isinstance(source, dict), f'{where} has an invalid "source" (an object, or null).')
-    for column in SOURCE:
-        column.check(f"{where}'s source", source)
-    turns = source.get("turns", [])
-    require(
-        isinstance(turns, list)
-        and all(
-            isinstance(turn, dict) and all(isinstance(turn.get(k, ""), str) for k in TURN_KEYS)
-            for turn in turns
-        ),
-        f'{where}\'s source has invalid "turns" (a list of {{{", ".join(TURN_KEYS)}}}, each text).',
-    )
 
 
 def _sources(memory: Memory, entries: list[dict]) -> dict[tuple, Source]:
@@ -363,46 +348,95 @@ def _embedded(memory: Memory, rows: list) -> None:
 # Facts ----------------------------------------------------------------------------------------
 
 
-class FactsSection(Section[Fact, Memory]):
-    key = "facts"
-    model = Fact
-    columns = (
-        col("text"),
-        col("kind", required=True),
-        col("valence", required=True),
-        col("outcome"),
-        col("channel"),
-        col("taught_by_name", key="taught_by"),
-        col("confidence", validators=between(0, 1)),
-        col("prior", validators=between(0, 1)),
-        col("support"),
-        col("successes"),
-        col("failures"),
-        col("used_at"),
-        col("valid_from", required=True),
-        col("valid_to"),
-        ref("superseded_by", UID, null=True),
-        col("expires_at"),
-        col("status", required=True),
-        col("forgotten_at"),
-        col("forgotten_reason"),
-        col("subject_removed"),
-        col("in_document"),
-        col("created_at", required=True),
+class SubjectsNamed(serializers.ListField):
+    """The subjects a fact is about, each by entity id, or by kind and name."""
+
+    default_error_messages = {
+        "not_a_list": 'has invalid "subjects" (a list).',
+        "invalid": "names a subject by neither an entity id nor a kind and name.",
+    }
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, list):
+            self.fail("not_a_list")
+        if not all(_names_a_subject(reference) for reference in data):
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, subjects: Any) -> list[dict]:
+        return [_reference(subject) for subject in subjects.all()]
+
+
+class FactEntries(Entries):
+    def validate(self, attrs: list) -> list:
+        attrs = super().validate(attrs)
+        check_chains(
+            {entry["uid"]: entry["successor"] for entry in attrs if entry.get("successor")},
+            {entry["uid"]: index for index, entry in enumerate(attrs)},
+            missing="is superseded by {target!r}, a fact the file does not hold.",
+            circle="is, through its successors, superseded by itself.",
+        )
+        return attrs
+
+
+class FactEntry(Entry):
+    source = SourceEntry(  # type: ignore[assignment]  # the file's key, not DRF's source
+        allow_null=True, required=False
     )
+    superseded_by = Uid(source="successor", allow_null=True, required=False)  # a fact's uid
+    subjects = SubjectsNamed(required=False)
 
-    def dump(self, memory: Memory) -> list[dict]:
-        return list(self._dumped(memory))
+    class Meta(Entry.Meta):
+        model = Fact
+        fields = (
+            "uid",
+            "text",
+            "kind",
+            "valence",
+            "outcome",
+            "channel",
+            "taught_by_name",
+            "confidence",
+            "prior",
+            "support",
+            "successes",
+            "failures",
+            "used_at",
+            "valid_from",
+            "valid_to",
+            "expires_at",
+            "status",
+            "forgotten_at",
+            "forgotten_reason",
+            "subject_removed",
+            "in_document",
+            "created_at",
+            "source",
+            "superseded_by",
+            "subjects",
+        )
+        keys = {"taught_by_name": "taught_by"}
+        extra_kwargs = {
+            **required("kind", "valence", "valid_from", "status", "created_at"),
+            **between(0, 1, "confidence", "prior"),
+        }
+        list_serializer_class = FactEntries
 
-    def _dumped(self, memory: Memory) -> Iterator[dict]:
-        for fact in self.rows(memory).iterator(chunk_size=2000):
-            yield self.entry(fact)
+    def validate(self, attrs: dict) -> dict:
+        if attrs.get("successor") == attrs["uid"]:
+            raise serializers.ValidationError("is superseded by itself.")
+        return attrs
 
-    def rows(self, memory: Memory):
-        # What the person the export is for may read (the system, None, reads everything).
+
+class FactsSection(Section[Memory]):
+    key = "facts"
+    entries = FactEntry
+
+    def rows(self, memory: Memory, reader: Any):
+        # What the person the export is for may read, a chunk at a time.
         return (
             Fact.objects.for_memory(memory)
-            .readable_by(export_reader())
+            .readable_by(reader)
             .select_related("source")
             .defer("embedding", "normalized")
             .annotate(successor=F("superseded_by__uid"))
@@ -415,43 +449,7 @@ class FactsSection(Section[Fact, Memory]):
                 )
             )
             .order_by("created_at", "pk")
-        )
-
-    def links(self, fact: Fact) -> dict:
-        return {
-            "source": _source(fact.source),
-            "superseded_by": str(fact.successor) if fact.successor else None,  # type: ignore[attr-defined]  # annotated by rows()
-            "subjects": [_reference(subject) for subject in fact.subjects.all()],
-        }
-
-    def check_entry(self, where: str, entry: dict) -> None:
-        successor = entry.get("superseded_by")
-        require(
-            successor is None or uuid.UUID(successor) != uuid.UUID(entry["uid"]),
-            f"{where} is superseded by itself.",
-        )
-        _check_source(where, entry.get("source"))
-        subjects = entry.get("subjects", [])
-        require(isinstance(subjects, list), f'{where} has invalid "subjects" (a list).')
-        for reference in subjects:
-            require(
-                _names_a_subject(reference),
-                f"{where} names a subject by neither an entity id nor a kind and name.",
-            )
-
-    def check_all(self, data: list[dict]) -> None:
-        uids = {uuid.UUID(entry["uid"]): number for number, entry in enumerate(data, start=1)}
-        successors = {
-            uuid.UUID(entry["uid"]): uuid.UUID(entry["superseded_by"])
-            for entry in data
-            if entry.get("superseded_by") is not None
-        }
-        check_chains(
-            "facts",
-            successors,
-            uids,
-            missing="{where} is superseded by {target!r}, a fact the file does not hold.",
-            circle="{where} is, through its successors, superseded by itself.",
+            .iterator(chunk_size=2000)
         )
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
@@ -585,54 +583,69 @@ def episode_uid(key: tuple) -> uuid.UUID:
     )
 
 
-class EpisodesSection(Section[Episode, Memory]):
-    key = "episodes"
-    model = Episode
-    columns = (
-        col("text", validators=(MaxLengthValidator(MAX_EPISODE_CHARS),)),
-        col("outcome"),
-        col("occurred_at", required=True),
-        col("recorded_by_name", key="recorded_by"),
-        ref("restates", UID, null=True),
-        col("distilled_at"),
-        col("created_at", required=True),
-    )
+class EpisodeUid(Uid):
+    """An episode of the export by the uid the file gives it, from its pk (the episodes
+    section works them out once, in the context's ``memo``)."""
 
-    def rows(self, memory: Memory):
+    def to_representation(self, pk: int) -> str | None:
+        uid = self.context["memo"]["episodes"].get(pk)
+        return str(uid) if uid else None
+
+
+class EpisodeEntries(Entries):
+    def to_representation(self, rows: Any) -> list[dict]:
+        rows = list(rows)
+        uids = {row.pk: episode_uid(_key_of(row)) for row in rows}
+        self.context["memo"]["episodes"] = uids
+        entries: dict[uuid.UUID, dict] = {}
+        for row in rows:  # two episodes alike in all four are one: the file carries it once
+            entries.setdefault(uids[row.pk], self.child.to_representation(row))
+        return list(entries.values())
+
+    def validate(self, attrs: list) -> list:
+        attrs = super().validate(attrs)
+        check_chains(
+            {entry["pk"]: entry["restates_id"] for entry in attrs if entry.get("restates_id")},
+            {entry["pk"]: index for index, entry in enumerate(attrs)},
+            missing="restates {target!r}, an episode the file does not hold.",
+            circle="is, through what it restates, a restatement of itself.",
+        )
+        return attrs
+
+
+class EpisodeEntry(Entry):
+    uid = EpisodeUid(source="pk", error_messages=UID_MESSAGES)
+    restates = EpisodeUid(source="restates_id", allow_null=True, required=False)
+
+    class Meta(Entry.Meta):
+        model = Episode
+        fields = (
+            "uid",
+            "text",
+            "outcome",
+            "occurred_at",
+            "recorded_by_name",
+            "distilled_at",
+            "created_at",
+            "restates",
+        )
+        keys = {"recorded_by_name": "recorded_by"}
+        extra_kwargs = {
+            "text": {"max_length": MAX_EPISODE_CHARS},
+            **required("occurred_at", "created_at"),
+        }
+        list_serializer_class = EpisodeEntries
+
+
+class EpisodesSection(Section[Memory]):
+    key = "episodes"
+    entries = EpisodeEntry
+
+    def rows(self, memory: Memory, reader: Any):
         return (
             Episode.objects.for_memory(memory)
             .defer("embedding", "normalized")
             .order_by("created_at", "pk")
-        )
-
-    def dump(self, memory: Memory) -> list[dict]:
-        rows = list(self.rows(memory))
-        uids = {row.pk: episode_uid(_key_of(row)) for row in rows}
-        entries: dict[uuid.UUID, dict] = {}
-        for row in rows:  # two episodes alike in all four are one: the file carries it once
-            restates = uids.get(row.restates_id)
-            entries.setdefault(
-                uids[row.pk],
-                {
-                    "uid": str(uids[row.pk]),
-                    **{column.key: column.dumped(row) for column in self.own},
-                    "restates": str(restates) if restates else None,
-                },
-            )
-        return list(entries.values())
-
-    def check_all(self, data: list[dict]) -> None:
-        uids = {uuid.UUID(entry["uid"]): number for number, entry in enumerate(data, start=1)}
-        check_chains(
-            "episodes",
-            {
-                uuid.UUID(entry["uid"]): uuid.UUID(entry["restates"])
-                for entry in data
-                if entry.get("restates") is not None
-            },
-            uids,
-            missing="{where} restates {target!r}, an episode the file does not hold.",
-            circle="{where} is, through what it restates, a restatement of itself.",
         )
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
@@ -691,41 +704,50 @@ def _episodes_here(memory: Memory, keys: set[tuple]) -> dict[tuple, int]:
 # Observations ---------------------------------------------------------------------------------
 
 
-class ObservationsSection(Section[Observation, Memory]):
-    key = "observations"
-    model = Observation
-    uid = False
-    columns = (
-        ref("fact", UID, required=True),
-        col("kind"),
-        col("text"),
-        col("said_by_name", key="said_by"),
-        col("channel"),
-        col("outcome"),
-        ref("episode", UID, null=True),
-        col("turn"),
-        col("created_at", required=True),
-    )
+class EpisodeOf(Uid):
+    """The episode an entry cites, by the uid the file gives it."""
 
-    def rows(self, memory: Memory):
+    def to_representation(self, episode: Episode) -> str:
+        return str(episode_uid(_key_of(episode)))
+
+
+class ObservationEntry(Entry):
+    fact = Uid(source="fact_uid")  # annotated by rows()
+    source = SourceEntry(  # type: ignore[assignment]  # the file's key, not DRF's source
+        allow_null=True, required=False
+    )
+    episode = EpisodeOf(allow_null=True, required=False)
+
+    class Meta(Entry.Meta):
+        model = Observation
+        fields = (
+            "kind",
+            "text",
+            "said_by_name",
+            "channel",
+            "outcome",
+            "turn",
+            "created_at",
+            "fact",
+            "source",
+            "episode",
+        )
+        keys = {"said_by_name": "said_by"}
+        extra_kwargs = required("created_at")
+
+
+class ObservationsSection(Section[Memory]):
+    key = "observations"
+    entries = ObservationEntry
+
+    def rows(self, memory: Memory, reader: Any):
         return (
-            Observation.objects.readable_by(export_reader())
+            Observation.objects.readable_by(reader)
             .filter(fact__memory=memory)
             .select_related("source", "episode")
             .annotate(fact_uid=F("fact__uid"))
             .order_by("created_at", "pk")
         )
-
-    def links(self, observation: Observation) -> dict:
-        episode = observation.episode
-        return {
-            "fact": str(observation.fact_uid),  # type: ignore[attr-defined]  # annotated by rows()
-            "source": _source(observation.source),
-            "episode": str(episode_uid(_key_of(episode))) if episode else None,
-        }
-
-    def check_entry(self, where: str, entry: dict) -> None:
-        _check_source(where, entry.get("source"))
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         added = options.added.get("facts", set())
@@ -762,52 +784,57 @@ class ObservationsSection(Section[Observation, Memory]):
 # Conflicts ------------------------------------------------------------------------------------
 
 
-class ConflictsSection(Section[Conflict, Memory]):
-    key = "conflicts"
-    model = Conflict
-    uid = False
-    columns = (
-        ref("old", UID, required=True),
-        ref("new", UID, required=True),
-        col("reason"),
-        col("state"),
-        col("resolution"),
-        col("settled_by_name", key="settled_by"),
-        col("settled_at"),
-        col("created_at", required=True),
-    )
+class ConflictEntries(Entries):
+    def validate(self, attrs: list) -> list:
+        open_pairs: set[tuple] = set()
+        for index, entry in enumerate(attrs):
+            if entry.get("state", Conflict.State.OPEN) == Conflict.State.OPEN:
+                pair = (entry["old_uid"], entry["new_uid"])
+                if pair in open_pairs:
+                    raise refused(index, "repeats an open conflict of an earlier entry.")
+                open_pairs.add(pair)
+        return super().validate(attrs)
 
-    def rows(self, memory: Memory):
+
+class ConflictEntry(Entry):
+    old = Uid(source="old_uid")  # annotated by rows()
+    new = Uid(source="new_uid")
+
+    class Meta(Entry.Meta):
+        model = Conflict
+        fields = (
+            "reason",
+            "state",
+            "resolution",
+            "settled_by_name",
+            "settled_at",
+            "created_at",
+            "old",
+            "new",
+        )
+        keys = {"settled_by_name": "settled_by"}
+        extra_kwargs = required("created_at")
+        list_serializer_class = ConflictEntries
+
+    def validate(self, attrs: dict) -> dict:
+        if attrs["old_uid"] == attrs["new_uid"]:
+            raise serializers.ValidationError("is between a fact and itself.")
+        if (attrs.get("state") == Conflict.State.SETTLED) != bool(attrs.get("resolution")):
+            raise serializers.ValidationError('has a "resolution" exactly when it is settled.')
+        return attrs
+
+
+class ConflictsSection(Section[Memory]):
+    key = "conflicts"
+    entries = ConflictEntry
+
+    def rows(self, memory: Memory, reader: Any):
         return (
             Conflict.objects.for_memory(memory)
-            .readable_by(export_reader())
+            .readable_by(reader)
             .annotate(old_uid=F("old__uid"), new_uid=F("new__uid"))
             .order_by("created_at", "pk")
         )
-
-    def links(self, conflict: Conflict) -> dict:
-        return {"old": str(conflict.old_uid), "new": str(conflict.new_uid)}  # type: ignore[attr-defined]  # annotated by rows()
-
-    def check_entry(self, where: str, entry: dict) -> None:
-        require(
-            uuid.UUID(entry["old"]) != uuid.UUID(entry["new"]),
-            f"{where} is between a fact and itself.",
-        )
-        require(
-            (entry.get("state") == Conflict.State.SETTLED) == bool(entry.get("resolution")),
-            f'{where} has a "resolution" exactly when it is settled.',
-        )
-
-    def check_all(self, data: list[dict]) -> None:
-        open_pairs: set[tuple] = set()
-        for number, entry in enumerate(data, start=1):
-            if entry.get("state", Conflict.State.OPEN) == Conflict.State.OPEN:
-                pair = (uuid.UUID(entry["old"]), uuid.UUID(entry["new"]))
-                require(
-                    pair not in open_pairs,
-                    f"conflicts entry {number} repeats an open conflict of an earlier entry.",
-                )
-                open_pairs.add(pair)
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         added = options.added.get("facts", set())
@@ -841,38 +868,51 @@ class ConflictsSection(Section[Conflict, Memory]):
 # Procedures -----------------------------------------------------------------------------------
 
 
-class ProceduresSection(Section[Procedure, Memory]):
-    key = "procedures"
-    model = Procedure
-    uid = False
-    columns = (
-        col("task"),
-        col("steps"),
-        col("text"),
-        col("successes"),
-        col("failures"),
-        col("confidence", validators=between(0, 1)),
-        col("recorded_by_name", key="recorded_by"),
-        col("created_at", required=True),
-        col("last_run_at"),
-    )
+class ProcedureEntries(Entries):
+    def validate(self, attrs: list) -> list:
+        ways: set[str] = set()
+        for index, entry in enumerate(attrs):
+            way = statements.normalise(entry["text"])
+            if way in ways:
+                raise refused(index, "repeats an earlier procedure.")
+            ways.add(way)
+        return super().validate(attrs)
 
-    def rows(self, memory: Memory):
+
+class ProcedureEntry(Entry):
+    class Meta(Entry.Meta):
+        model = Procedure
+        fields = (
+            "task",
+            "steps",
+            "text",
+            "successes",
+            "failures",
+            "confidence",
+            "recorded_by_name",
+            "created_at",
+            "last_run_at",
+        )
+        keys = {"recorded_by_name": "recorded_by"}
+        extra_kwargs = {**between(0, 1, "confidence"), **required("created_at")}
+        list_serializer_class = ProcedureEntries
+
+    def validate_steps(self, steps: list) -> list:
+        if not steps:
+            raise serializers.ValidationError("has no steps.")
+        return steps
+
+
+class ProceduresSection(Section[Memory]):
+    key = "procedures"
+    entries = ProcedureEntry
+
+    def rows(self, memory: Memory, reader: Any):
         return (
             Procedure.objects.for_memory(memory)
             .defer("search_vector", "normalized")
             .order_by("created_at", "pk")
         )
-
-    def check_entry(self, where: str, entry: dict) -> None:
-        require(len(entry["steps"]) > 0, f"{where} has no steps.")
-
-    def check_all(self, data: list[dict]) -> None:
-        ways: set[str] = set()
-        for number, entry in enumerate(data, start=1):
-            way = statements.normalise(entry["text"])
-            require(way not in ways, f"procedures entry {number} repeats an earlier procedure.")
-            ways.add(way)
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         ways = {statements.normalise(entry["text"]): entry for entry in data}
@@ -893,21 +933,27 @@ class ProceduresSection(Section[Procedure, Memory]):
 # The core -------------------------------------------------------------------------------------
 
 
-class CoreSection:
+class CoreEntry(Entry):
+    class Meta(Entry.Meta):
+        model = Memory
+        fields = ("core",)
+        keys = {"core": "text"}
+
+
+class CoreSection(Section[Memory]):
     """The pinned block, as ``{"text": ...}``."""
 
     key = "core"
-    text: Column = col("core", key="text").resolve(Memory)
+    entries = CoreEntry
+    many = False
+    where = "The core"
+    not_an_object = '"core" must be an object with the core\'s "text".'
 
-    def dump(self, memory: Memory) -> dict:
-        return {"text": memory.core}
-
-    def check(self, data: Any) -> None:
-        require(isinstance(data, dict), '"core" must be an object with the core\'s "text".')
-        self.text.check("The core", data)
+    def rows(self, memory: Memory, reader: Any) -> Memory:
+        return memory
 
     def load(self, memory: Memory, data: dict, options: ImportOptions) -> None:
-        text = self.text.loaded(data)
+        text = self.values(data)["core"]
         ours = Memory.objects.filter(pk=memory.pk).values_list("core", flat=True).get()
         if text == ours or not text.strip():
             options.report.append("Core: unchanged.")
@@ -926,45 +972,55 @@ class CoreSection:
 # Who may do what ------------------------------------------------------------------------------
 
 PERMISSION_WORDS = {str(p.label): p.value for p in Permission}
-# The file writes a permission as its word (read, teach …), not the number the row holds.
-PERMISSION = models.CharField(choices=[(word, word) for word in PERMISSION_WORDS])
 
 
-class GrantsSection(Section[Membership, Memory]):
-    key = "grants"
-    model = Membership
-    uid = False
+class PermissionWord(Choice):
+    """A permission as the file writes it: its word (read, teach …), not the number the row
+    holds."""
 
-    def __init__(self) -> None:
+    def to_representation(self, value: int) -> str:
+        return Permission(value).label
+
+
+class GrantEntries(Entries):
+    def validate(self, attrs: list) -> list:
+        people: set[str] = set()
+        for index, entry in enumerate(attrs):
+            person = next(iter(entry["user"].values()))
+            if person in people:
+                raise refused(index, "repeats the grant of an earlier entry.")
+            people.add(person)
+        return super().validate(attrs)
+
+
+class GrantEntry(serializers.Serializer):
+    """Who may do what, by user name."""
+
+    default_error_messages = Entry.default_error_messages
+
+    class Meta:
+        list_serializer_class = GrantEntries
+
+    def get_fields(self) -> dict[str, serializers.Field]:
         User = get_user_model()
-        self.columns = (
-            ref("person", User._meta.get_field(User.USERNAME_FIELD), required=True),
-            ref("permission", PERMISSION, required=True),
-        )
-        super().__init__()
+        name = User.USERNAME_FIELD
+        return {
+            "person": ref(User._meta.get_field(name), source=f"user.{name}", required=True),
+            "permission": PermissionWord(choices=list(PERMISSION_WORDS)),
+        }
 
-    def rows(self, memory: Memory):
+
+class GrantsSection(Section[Memory]):
+    key = "grants"
+    entries = GrantEntry
+
+    def rows(self, memory: Memory, reader: Any):
         User = get_user_model()
         return (
             Membership.objects.filter(memory=memory)
             .select_related("user")
             .order_by(f"user__{User.USERNAME_FIELD}")
         )
-
-    def links(self, grant: Membership) -> dict:
-        return {
-            "person": grant.user.get_username(),
-            "permission": Permission(grant.permission).label,
-        }
-
-    def check_all(self, data: list[dict]) -> None:
-        people: set[str] = set()
-        for number, entry in enumerate(data, start=1):
-            require(
-                entry["person"] not in people,
-                f"grants entry {number} repeats the grant of an earlier entry.",
-            )
-            people.add(entry["person"])
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         if not data:
@@ -988,13 +1044,13 @@ class GrantsSection(Section[Membership, Memory]):
                     )
                 )
         Membership.objects.bulk_create(new)
-        line = f"Grants: {len(new)} added, {len(data) - len(new) - len(unknown)} already here"
-        if unknown:
-            line += (
-                f"; {len(unknown)} skipped, for people this install has no account for "
-                f"({', '.join(unknown)})"
-            )
-        options.report.append(line + ".")
+        skipped = (
+            f"; {len(unknown)} skipped, for people this install has no account for "
+            f"({', '.join(unknown)})"
+        )
+        self.summary(
+            options, "Grants", len(new), len(data) - len(unknown), skipped if unknown else ""
+        )
 
 
 subjects_section = SubjectsSection()
@@ -1009,52 +1065,80 @@ grants_section = GrantsSection()
 
 # Who reads what: labels, roles, and passages with their labels and the facts citing them ------
 
-
-def _names(value: Any, where: str, what: str) -> None:
-    require(
-        isinstance(value, list) and all(isinstance(n, str) and n.strip() for n in value),
-        f'{where} has invalid "{what}" (a list of names).',
-    )
+# A label's or role's name, and a passage's words: text of any kind, as the file holds it.
+INVALID = ("required", "invalid", "null", "blank", "max_length")
 
 
-class LabelsSection:
+def _invalid(key: str) -> dict[str, Any]:
+    """What a loosely checked key says when it is wrong: only that."""
+    return {"error_messages": dict.fromkeys(INVALID, f'has an invalid "{key}".')}
+
+
+class Names(serializers.ListField):
+    """Names, each text that is not empty: ``named`` reads a row's."""
+
+    def __init__(self, named: Callable[[Any], str], **kwargs: Any) -> None:
+        self.named = named
+        super().__init__(**kwargs)
+
+    def bind(self, field_name: str, parent: Any) -> None:
+        super().bind(field_name, parent)
+        self.error_messages["invalid"] = f'has invalid "{field_name}" (a list of names).'
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, list) or not all(isinstance(n, str) and n.strip() for n in data):
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, rows: Any) -> list[str]:
+        return sorted(self.named(row) for row in rows.all())
+
+
+class LabelEntry(Entry):
+    default = Json(required=False)  # taken as true or false
+
+    class Meta(Entry.Meta):
+        model = Label
+        fields = ("name", "meaning", "default")
+        extra_kwargs = {
+            "name": {"allow_blank": True, **_invalid("name")},
+            "meaning": {"allow_null": False, "max_length": None, **_invalid("meaning")},
+        }
+
+
+class RoleEntry(Entry):
+    everyone = Json(required=False)
+    labels = Names(lambda label: label.name, required=False)
+    members = Names(lambda person: person.get_username(), required=False)
+
+    class Meta(Entry.Meta):
+        model = Role
+        fields = ("name", "everyone", "labels", "members")
+        extra_kwargs = {"name": {"allow_blank": True, **_invalid("name")}}
+
+
+class LabelsEntry(serializers.Serializer):
+    labels = LabelEntry(many=True, required=False)
+    roles = RoleEntry(many=True, required=False)
+
+
+class LabelsSection(Section[Memory]):
     """The memory's labels (name, meaning, whether new sources take it) and roles (the labels
     each grants, whether everyone holds it, and the people named in it who have an account
     here). Existing labels and roles are matched by name and kept as they are."""
 
     key = "labels"
+    entries = LabelsEntry
+    many = False
+    not_an_object = '"labels" must be an object with "labels" and "roles".'
 
-    def dump(self, memory: Memory) -> dict:
-        roles = Role.objects.filter(memory=memory).prefetch_related("labels", "members")
+    def rows(self, memory: Memory, reader: Any) -> dict:
         return {
-            "labels": [
-                {"name": label.name, "meaning": label.meaning, "default": label.default}
-                for label in Label.objects.filter(memory=memory).order_by("name")
-            ],
-            "roles": [
-                {
-                    "name": role.name,
-                    "everyone": role.everyone,
-                    "labels": sorted(label.name for label in role.labels.all()),
-                    "members": sorted(person.get_username() for person in role.members.all()),
-                }
-                for role in roles.order_by("name")
-            ],
+            "labels": Label.objects.filter(memory=memory).order_by("name"),
+            "roles": Role.objects.filter(memory=memory)
+            .prefetch_related("labels", "members")
+            .order_by("name"),
         }
-
-    def check(self, data: Any) -> None:
-        require(isinstance(data, dict), '"labels" must be an object with "labels" and "roles".')
-        for n, entry in enumerate(data.get("labels", []), start=1):
-            where = f"labels entry {n}"
-            require(isinstance(entry, dict), f"{where} is not an object.")
-            require(is_name(entry.get("name"), 60), f'{where} has an invalid "name".')
-            require(isinstance(entry.get("meaning", ""), str), f'{where} has an invalid "meaning".')
-        for n, entry in enumerate(data.get("roles", []), start=1):
-            where = f"roles entry {n}"
-            require(isinstance(entry, dict), f"{where} is not an object.")
-            require(is_name(entry.get("name"), 60), f'{where} has an invalid "name".')
-            _names(entry.get("labels", []), where, "labels")
-            _names(entry.get("members", []), where, "members")
 
     def load(self, memory: Memory, data: dict, options: ImportOptions) -> None:
         made = 0
@@ -1082,10 +1166,40 @@ class LabelsSection:
                 role.labels.set([label for label in named if label is not None])
                 field = User.USERNAME_FIELD
                 role.members.set(User.objects.filter(**{f"{field}__in": entry.get("members", [])}))
-        options.report.append(f"Labels: {made} added, {len(labels) - made} already here.")
+        self.summary(options, "Labels", made, len(labels))
 
 
-class PassagesSection:
+class CitedBy(serializers.ListField):
+    """The facts that cite a passage, by uid: those its reader may read (``rows``)."""
+
+    default_error_messages = {"invalid": 'has invalid "cited_by" (a list of fact uids).'}
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, list) or not all(is_uuid(uid) for uid in data):
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, facts: Any) -> list[str]:
+        return sorted(str(fact.uid) for fact in facts.all())
+
+
+class PassageEntry(serializers.Serializer):
+    source = SourceEntry(  # type: ignore[assignment]  # the file's key, not DRF's source
+        error_messages=dict.fromkeys(("required", "null"), 'has no "source".')
+    )
+    created_at = ref(Source.created_at, source="source.created_at", **_invalid("created_at"))
+    text = Text(allow_blank=True, **_invalid("text"))
+    labels = Names(lambda label: label.name, required=False)
+    unsure = Json(required=False)  # taken as true or false
+    cited_by = CitedBy(source="facts", required=False)
+
+    default_error_messages = Entry.default_error_messages
+
+    class Meta:
+        list_serializer_class = Entries
+
+
+class PassagesSection(Section[Memory]):
     """Each passage the person exporting may read: its source (as facts name theirs), its
     text, its labels by name, and the facts that cite it (by uid). On import a passage of the
     same source with the same text is the same passage: it takes the file's labels, and the
@@ -1093,45 +1207,17 @@ class PassagesSection:
     people than the file's labels allow. After the facts section: the facts must be there."""
 
     key = "passages"
+    entries = PassageEntry
 
-    def dump(self, memory: Memory) -> list[dict]:
-        reader = export_reader()
-        readable = Fact.objects.for_memory(memory).readable_by(reader)
-        facts = set(readable.values_list("pk", flat=True))
-        rows = (
+    def rows(self, memory: Memory, reader: Any):
+        readable = Fact.objects.for_memory(memory).readable_by(reader).only("pk", "uid")
+        return (
             Passage.objects.for_memory(memory)
             .readable_by(reader)
             .select_related("source")
-            .prefetch_related("labels", Prefetch("facts", queryset=readable.only("pk", "uid")))
+            .prefetch_related("labels", Prefetch("facts", queryset=readable))
             .order_by("source_id", "ordinal")
         )
-        return [
-            {
-                "source": _source(passage.source),
-                "created_at": passage.source.created_at.isoformat(),
-                "text": passage.text,
-                "labels": sorted(label.name for label in passage.labels.all()),
-                "unsure": passage.unsure,
-                "cited_by": sorted(str(f.uid) for f in passage.facts.all() if f.pk in facts),
-            }
-            for passage in rows
-        ]
-
-    def check(self, data: Any) -> None:
-        require(isinstance(data, list), '"passages" must be a list.')
-        for n, entry in enumerate(data, start=1):
-            where = f"passages entry {n}"
-            require(isinstance(entry, dict), f"{where} is not an object.")
-            require(isinstance(entry.get("text"), str), f'{where} has an invalid "text".')
-            require(entry.get("source") is not None, f'{where} has no "source".')
-            _check_source(where, entry.get("source"))
-            require(is_datetime(entry.get("created_at")), f'{where} has an invalid "created_at".')
-            _names(entry.get("labels", []), where, "labels")
-            cited = entry.get("cited_by", [])
-            require(
-                isinstance(cited, list) and all(is_uuid(uid) for uid in cited),
-                f'{where} has invalid "cited_by" (a list of fact uids).',
-            )
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         if not data:
@@ -1164,7 +1250,7 @@ class PassagesSection:
             Citation.objects.bulk_create(
                 [Citation(fact_id=pk, passage=passage) for pk in cited], ignore_conflicts=True
             )
-        options.report.append(f"Passages: {made} added, {len(data) - made} already here.")
+        self.summary(options, "Passages", made, len(data))
 
 
 labels_section = LabelsSection()

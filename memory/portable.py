@@ -5,10 +5,11 @@ uid), the document replaces only an effectively empty one unless asked, and impo
 file twice changes nothing the second time. The whole file is checked before anything is
 written; a bad file imports nothing.
 
-Each app declares its sections (objects with ``key``, ``dump(memory)``, ``check(data)`` and
-``load(memory, data, options)``); a lower app never needs to know what a higher one keeps. What
-sections share (ImportRejected, ImportOptions, ``Section``, which reads each column's checks
-from the model, and the uid rules) is ``brain.portable``, which every app may import. This
+Each app declares its sections (``brain.portable.Section``: ``key``, ``dump(memory, context)``,
+``check(data)`` and ``load(memory, data, options)``, their entries DRF serializers); a lower app
+never needs to know what a higher one keeps. What sections share (ImportRejected,
+ImportOptions, ``Section`` and ``Entry``, which reads each key's checks from the model, and the
+uid rules) is ``brain.portable``, which every app may import. This
 module runs the sections it is given and holds the memory app's own: the change log, the
 document and the inbox; ``SECTIONS`` lists the knowledge app's and this app's in load order
 (what a bulk add imports through), and ``surfaces.portable`` adds the higher apps' for the whole
@@ -26,24 +27,22 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from django.core.validators import MaxLengthValidator
 from django.db import transaction
 from django.utils import timezone
+from rest_framework import serializers
 
 from brain.db.retry import retry_transaction
 from brain.portable import (
-    UID,
+    Entry,
     ImportOptions,
     ImportRejected,
     Section,
-    col,
-    export_reader,
-    exporting_for,
+    Uid,
+    export_context,
     has_nul,
     placed,
     placements,
-    ref,
-    require,
+    required,
 )
 from knowledge import kinds, statements
 from knowledge import portable as knowledge_portable
@@ -75,9 +74,9 @@ def export_memory(memory: Memory, *, reader, sections: Sections) -> dict:
             "memory_injection": memory.memory_injection,
         },
     }
-    with exporting_for(reader):
-        for section in sections:
-            data[section.key] = section.dump(memory)
+    context = export_context(reader)
+    for section in sections:
+        data[section.key] = section.dump(memory, context)
     return data
 
 
@@ -189,25 +188,42 @@ def _rows(value) -> int:
 # The memory app's sections --------------------------------------------------------------------
 
 
-class DocumentSection:
-    key = "document"
+DOCUMENT_TEXT = '"document" must be an object with the document\'s "text".'
+VOICE_TEXT = 'The document\'s "voice" must be text.'
 
-    def dump(self, memory: Memory) -> dict:
-        current = DocumentRevision.objects.current(memory)
-        return {"text": current.text, "voice": current.voice, "generation": current.generation}
 
-    def check(self, data) -> None:
-        require(
-            isinstance(data, dict) and isinstance(data.get("text"), str),
-            '"document" must be an object with the document\'s "text".',
-        )
-        voice = data.get("voice", "")
-        require(isinstance(voice, str), 'The document\'s "voice" must be text.')
+class DocumentEntry(Entry):
+    class Meta(Entry.Meta):
+        model = DocumentRevision
+        fields = ("text", "voice", "generation")
+        extra_kwargs = {
+            "text": {
+                "required": True,
+                "allow_blank": True,
+                "error_messages": dict.fromkeys(("required", "invalid", "null"), DOCUMENT_TEXT),
+            },
+            "voice": {"error_messages": dict.fromkeys(("invalid", "null"), VOICE_TEXT)},
+            "generation": {"read_only": True},
+        }
+
+    def validate_voice(self, voice: str) -> str:
         size = document.size_bytes(voice)
-        require(
-            size <= VOICE_MAX_BYTES,
-            f"The document's voice distillate is {size:,} bytes; the limit is {VOICE_MAX_BYTES:,}.",
-        )
+        if size > VOICE_MAX_BYTES:
+            raise serializers.ValidationError(
+                f"The document's voice distillate is {size:,} bytes; the limit is "
+                f"{VOICE_MAX_BYTES:,}."
+            )
+        return voice
+
+
+class DocumentSection(Section[Memory]):
+    key = "document"
+    entries = DocumentEntry
+    many = False
+    not_an_object = DOCUMENT_TEXT
+
+    def rows(self, memory: Memory, reader: Any) -> DocumentRevision:
+        return DocumentRevision.objects.current(memory)
 
     def load(self, memory: Memory, data: dict, options: ImportOptions) -> None:
         text = data["text"]
@@ -234,28 +250,38 @@ class DocumentSection:
         options.report.append("Document: imported.")
 
 
-class InboxSection(Section[InboxItem, Memory]):
+class InboxEntry(Entry):
+    fact = Uid(source="fact.uid", allow_null=True, required=False)
+
+    class Meta(Entry.Meta):
+        model = InboxItem
+        fields = (
+            "uid",
+            "text",
+            "action",
+            "origin",
+            "confidence",
+            "taught_by_name",
+            "created_at",
+            "state",
+            "outcome",
+            "valence",
+            "fact",
+        )
+        keys = {"taught_by_name": "taught_by"}
+        extra_kwargs = {
+            "text": {"max_length": actions.MAX_ITEM_CHARS},
+            **required("confidence", "created_at", "state"),
+        }
+
+
+class InboxSection(Section[Memory]):
     key = "inbox"
-    model = InboxItem
-    columns = (
-        col("text", validators=(MaxLengthValidator(actions.MAX_ITEM_CHARS),)),
-        col("action"),
-        col("origin"),
-        col("confidence", required=True),
-        col("taught_by_name", key="taught_by"),
-        col("created_at", required=True),
-        col("state", required=True),
-        col("outcome"),
-        col("valence"),
-        ref("fact", UID, null=True),
-    )
+    entries = InboxEntry
 
-    def rows(self, memory: Memory):
-        items = InboxItem.objects.for_memory(memory).readable_by(export_reader())
+    def rows(self, memory: Memory, reader: Any):
+        items = InboxItem.objects.for_memory(memory).readable_by(reader)
         return items.in_filing_order().select_related("fact")
-
-    def links(self, item: InboxItem) -> dict:
-        return {"fact": str(item.fact.uid) if item.fact is not None else None}
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         fresh = placed(InboxItem, memory, data)
@@ -294,31 +320,32 @@ class InboxSection(Section[InboxItem, Memory]):
         return {here[uid]: pk for uid, pk in rows.values_list("uid", "pk")}
 
 
-class ChangeLogSection(Section[Change, Memory]):
-    key = "changes"
-    model = Change
-    columns = (
-        col("number"),
-        col("source"),
-        col("summary"),
-        col("operations", required=True),
-        col("author_name", key="author"),
-        col("created_at", required=True),
-    )
+class ChangeEntry(Entry):
+    class Meta(Entry.Meta):
+        model = Change
+        fields = ("uid", "number", "source", "summary", "operations", "author_name", "created_at")
+        keys = {"author_name": "author"}
+        extra_kwargs = required("operations", "created_at")
 
-    def rows(self, memory: Memory):
-        return Change.objects.for_memory(memory).order_by("number")
-
-    def check_entry(self, where: str, entry: dict) -> None:
-        operations = entry["operations"]
-        require(isinstance(operations, list), f'{where} has invalid "operations" (a list).')
+    def validate_operations(self, operations: Any) -> Any:
+        if not isinstance(operations, list):
+            raise serializers.ValidationError('has invalid "operations" (a list).')
         for op in operations:
-            require(
+            if not (
                 isinstance(op, dict)
                 and op.get("op") in {"add", "remove"}
-                and isinstance(op.get("line"), str),
-                f"{where} has an invalid operation.",
-            )
+                and isinstance(op.get("line"), str)
+            ):
+                raise serializers.ValidationError("has an invalid operation.")
+        return operations
+
+
+class ChangeLogSection(Section[Memory]):
+    key = "changes"
+    entries = ChangeEntry
+
+    def rows(self, memory: Memory, reader: Any):
+        return Change.objects.for_memory(memory).order_by("number")
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         fresh = sorted(placed(Change, memory, data), key=lambda placed: placed[0]["number"])

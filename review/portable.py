@@ -2,14 +2,14 @@
 problem presses made, the guesses you answered, brain's judgements about its own calls, and the
 timeline.
 
-Declared with ``brain.portable.Section``: each column's checks come from the model (limits,
-choices, null and blank), and this module keeps what spans rows. References are resolved in the
-memory the file is folded into: an entity id becomes that memory's subject when it has one. A
-rule whose entity is not (yet) known keeps its entity id, so the new install stays quiet where
-you told the old one "not here" as soon as the entity appears. Entries already here win
-(matched by uid; a judgement by its check and entity; a timeline event by its kind, time and
-words), so importing the same file twice changes nothing. Every entry is checked before anything
-is written.
+Declared with ``brain.portable.Section``, each entry a DRF serializer whose checks come from the
+model (limits, choices, null and blank); this module keeps what spans rows. References are
+resolved in the memory the file is folded into: an entity id becomes that memory's subject when
+it has one. A rule whose entity is not (yet) known keeps its entity id, so the new install stays
+quiet where you told the old one "not here" as soon as the entity appears. Entries already here
+win (matched by uid; a judgement by its check and entity; a timeline event by its kind, time and
+words), so importing the same file twice changes nothing. Every entry is checked before
+anything is written.
 
 Timeline events name the finding or fact they are about by uid in the file; an import points
 them at that row here, and leaves the reference out when this memory does not hold it. Imported
@@ -22,21 +22,23 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from django.core.validators import MaxLengthValidator, MinValueValidator
 from django.utils import timezone
+from rest_framework import serializers
 
 from brain.portable import (
-    UID,
+    LOOKUP_BATCH,
+    Entries,
+    Entry,
     ImportOptions,
     Section,
-    col,
-    export_reader,
+    Uid,
     in_batches,
     is_uuid,
     placed,
     placements,
     ref,
-    require,
+    refused,
+    required,
     when,
 )
 from knowledge import statements
@@ -45,8 +47,7 @@ from knowledge.models import Fact, Memory, Subject
 from review.models import MAX_TEXT, Event, Finding, Guess, Judgement, Rule
 
 LIVE = (Finding.State.OPEN, Finding.State.SUPPRESSED)
-LOOKUP_BATCH = 10_000
-TEXT = (MaxLengthValidator(MAX_TEXT),)
+TEXT = {"max_length": MAX_TEXT}
 
 
 def _subjects_by_entity(memory: Memory, entity_ids) -> dict[str, Subject]:
@@ -61,36 +62,47 @@ def _subjects_by_entity(memory: Memory, entity_ids) -> dict[str, Subject]:
     }
 
 
-class FindingsSection(Section[Finding, Memory]):
+class FindingEntry(Entry):
+    class Meta(Entry.Meta):
+        model = Finding
+        fields = (
+            "uid",
+            "check_id",
+            "entity_id",
+            "severity",
+            "text",
+            "is_todo",
+            "protected",
+            "state",
+            "settled_how",
+            "first_raised_at",
+            "last_raised_at",
+            "settled_at",
+            "suppressed_until",
+            "times_raised",
+            "reason",
+        )
+        keys = {"check_id": "check", "is_todo": "todo"}
+        extra_kwargs = {
+            "text": TEXT,
+            **required("state", "first_raised_at", "last_raised_at"),
+            "times_raised": {"required": True, "min_value": 1},
+        }
+
+    def validate(self, attrs: dict) -> dict:
+        if attrs["state"] == Finding.State.SUPPRESSED and attrs.get("settled_at") is None:
+            raise serializers.ValidationError('is fixed but has no "settled_at".')
+        return attrs
+
+
+class FindingsSection(Section[Memory]):
     """Findings: what the house checks raised and how each was settled."""
 
     key = "findings"
-    model = Finding
-    columns = (
-        col("check_id", key="check"),
-        col("entity_id"),
-        col("severity"),
-        col("text", validators=TEXT),
-        col("is_todo", key="todo"),
-        col("protected"),
-        col("state", required=True),
-        col("settled_how"),
-        col("first_raised_at", required=True),
-        col("last_raised_at", required=True),
-        col("settled_at"),
-        col("suppressed_until"),
-        col("times_raised", required=True, validators=(MinValueValidator(1),)),
-        col("reason"),
-    )
+    entries = FindingEntry
 
-    def rows(self, memory: Memory):
+    def rows(self, memory: Memory, reader: Any):
         return Finding.objects.for_memory(memory).order_by("first_raised_at", "pk")
-
-    def check_entry(self, where: str, entry: dict) -> None:
-        require(
-            entry["state"] != Finding.State.SUPPRESSED or entry.get("settled_at") is not None,
-            f'{where} is fixed but has no "settled_at".',
-        )
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         if not data:  # the file carries none: nothing to say
@@ -115,42 +127,45 @@ class FindingsSection(Section[Finding, Memory]):
                 live.add(pair)
             new.append(Finding(uid=uid, memory=memory, subject=subjects.get(pair[1]), **values))
         Finding.objects.bulk_create(new)
-        options.report.append(
-            f"Findings: {len(new)} added, {len(data) - len(new)} already here"
-            + (f" ({kept_ours} open here already)." if kept_ours else ".")
+        ours = f" ({kept_ours} open here already)"
+        self.summary(options, "Findings", len(new), len(data), ours if kept_ours else "")
+
+
+class RuleEntry(Entry):
+    room = ref(Subject.name, source="room.name", allow_blank=True, default="")  # or "" for none
+    finding = Uid(source="finding.uid", allow_null=True, required=False)
+
+    class Meta(Entry.Meta):
+        model = Rule
+        fields = (
+            "uid",
+            "check_id",
+            "scope",
+            "entity_id",
+            "until",
+            "reason",
+            "origin",
+            "created_at",
+            "removed_at",
+            "room",
+            "finding",
         )
+        keys = {"check_id": "check"}
+        extra_kwargs = required("scope", "created_at")
 
 
-class RulesSection(Section[Rule, Memory]):
+class RulesSection(Section[Memory]):
     """Rules you set: the checks told "not here", how far and for how long."""
 
     key = "rules"
-    model = Rule
-    columns = (
-        col("check_id", key="check"),
-        col("scope", required=True),
-        col("entity_id"),
-        ref("room", Subject.name, blank=True),  # a room's name, or "" for none
-        col("until"),
-        col("reason"),
-        col("origin"),
-        ref("finding", UID, null=True),
-        col("created_at", required=True),
-        col("removed_at"),
-    )
+    entries = RuleEntry
 
-    def rows(self, memory: Memory):
+    def rows(self, memory: Memory, reader: Any):
         return (
             Rule.objects.for_memory(memory)
             .select_related("room", "finding")
             .order_by("created_at", "pk")
         )
-
-    def links(self, rule: Rule) -> dict:
-        return {
-            "room": rule.room.name if rule.room else "",
-            "finding": str(rule.finding.uid) if rule.finding else None,
-        }
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         if not data:  # the file carries none: nothing to say
@@ -200,28 +215,35 @@ class RulesSection(Section[Rule, Memory]):
         self.summary(options, "Rules", len(new), len(data))
 
 
-class AnsweredGuessesSection(Section[Guess, Memory]):
+ANSWERED = (Guess.State.CONFIRMED, Guess.State.REJECTED)
+
+
+class GuessEntry(Entry):
+    class Meta(Entry.Meta):
+        model = Guess
+        fields = ("uid", "text", "state", "created_at", "answered_at", "reason")
+        extra_kwargs = {
+            "text": TEXT,
+            **required("state"),
+            "created_at": {"allow_null": True},  # none: when it was answered
+        }
+
+    def validate_state(self, state: str) -> str:
+        if state not in ANSWERED:
+            raise serializers.ValidationError(
+                f"is {state!r}; only confirmed or rejected guesses travel."
+            )
+        return state
+
+
+class AnsweredGuessesSection(Section[Memory]):
     """Guesses you answered yes or no: never asked again, in any wording."""
 
     key = "guesses"
-    model = Guess
-    states = (Guess.State.CONFIRMED, Guess.State.REJECTED)
-    columns = (
-        col("text", validators=TEXT),
-        col("state", required=True),
-        col("created_at", null=True),  # none: when it was answered
-        col("answered_at"),
-        col("reason"),
-    )
+    entries = GuessEntry
 
-    def rows(self, memory: Memory):
+    def rows(self, memory: Memory, reader: Any):
         return Guess.objects.for_memory(memory).settled().order_by("answered_at", "pk")
-
-    def check_entry(self, where: str, entry: dict) -> None:
-        require(
-            entry["state"] in self.states,
-            f"{where} is {entry['state']!r}; only confirmed or rejected guesses travel.",
-        )
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         if not data:  # the file carries none: nothing to say
@@ -255,49 +277,49 @@ class AnsweredGuessesSection(Section[Guess, Memory]):
         self.summary(options, "Answered guesses", len(new), len(data))
 
 
-class JudgementsSection(Section[Judgement, Memory]):
+class JudgementEntries(Entries):
+    def validate(self, attrs: list) -> list:
+        seen = set()
+        for index, entry in enumerate(attrs):
+            pair = (entry["check_id"].strip(), entry.get("subject", {}).get("entity_id", ""))
+            if pair in seen:
+                raise refused(index, "repeats the check and entity of an earlier entry.")
+            seen.add(pair)
+        return super().validate(attrs)
+
+
+class JudgementEntry(Entry):
+    entity_id = ref(Subject.entity_id, source="subject.entity_id", default="")
+    # The fact that states it.
+    text = ref(Fact.text, source="fact.text", allow_blank=True, default="", **TEXT)
+
+    class Meta(Entry.Meta):
+        model = Judgement
+        fields = ("check_id", "raised", "marked_not_a_problem", "renewed_at", "entity_id", "text")
+        keys = {"check_id": "check"}
+        extra_kwargs = required("renewed_at")
+        list_serializer_class = JudgementEntries
+
+    def validate(self, attrs: dict) -> dict:
+        if attrs.get("marked_not_a_problem", 0) > attrs.get("raised", 0):
+            raise serializers.ValidationError(
+                'has invalid counts ("marked_not_a_problem" of "raised").'
+            )
+        return attrs
+
+
+class JudgementsSection(Section[Memory]):
     """brain's arithmetic about its own calls, one per check and entity."""
 
     key = "judgements"
-    model = Judgement
-    uid = False
-    columns = (
-        col("check_id", key="check"),
-        ref("entity_id", Subject.entity_id),
-        col("raised"),
-        col("marked_not_a_problem"),
-        col("renewed_at", required=True),
-        ref("text", Fact.text, blank=True, validators=TEXT),  # the fact that states it
-    )
+    entries = JudgementEntry
 
-    def rows(self, memory: Memory):
+    def rows(self, memory: Memory, reader: Any):
         return (
             Judgement.objects.filter(memory=memory)
             .select_related("subject", "fact")
             .order_by("check_id", "pk")
         )
-
-    def links(self, judgement: Judgement) -> dict:
-        return {
-            "entity_id": judgement.subject.entity_id if judgement.subject else "",
-            "text": judgement.fact.text if judgement.fact else "",
-        }
-
-    def check_entry(self, where: str, entry: dict) -> None:
-        require(
-            entry["marked_not_a_problem"] <= entry["raised"],
-            f'{where} has invalid counts ("marked_not_a_problem" of "raised").',
-        )
-
-    def check_all(self, data: list[dict]) -> None:
-        seen = set()
-        for number, entry in enumerate(data, start=1):
-            pair = (entry["check"].strip(), entry.get("entity_id", ""))
-            require(
-                pair not in seen,
-                f"judgements entry {number} repeats the check and entity of an earlier entry.",
-            )
-            seen.add(pair)
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         if not data:  # the file carries none: nothing to say
@@ -326,56 +348,59 @@ class JudgementsSection(Section[Judgement, Memory]):
             )
             new.append(Judgement(memory=memory, subject=subject, fact=fact, **values))
         Judgement.objects.bulk_create(new)
-        options.report.append(
-            f"Judgements: {len(new)} added, {len(data) - len(new)} already here"
-            + (f" ({elsewhere} about entities this memory does not have)." if elsewhere else ".")
-        )
+        about = f" ({elsewhere} about entities this memory does not have)"
+        self.summary(options, "Judgements", len(new), len(data), about if elsewhere else "")
 
 
-class EventsSection(Section[Event, Memory]):
-    """The timeline: what brain learned and what the checks raised, as it happened."""
+# Keys of an event's data that name a row, and the model of that row.
+ROWS_NAMED = {"finding": Finding, "fact": Fact}
 
-    key = "events"
-    model = Event
-    uid = False
-    columns = (
-        col("kind"),
-        col("text"),
-        col("data"),
-        col("created_at", required=True),
-        col("pushed_at"),
-    )
-    # Keys of an event's data that name a row, and the model of that row.
-    rows_named = {"finding": Finding, "fact": Fact}
 
-    def rows(self, memory: Memory):
-        events = Event.objects.for_memory(memory).readable_by(export_reader())
-        return events.order_by("created_at", "pk")
-
-    def dump(self, memory: Memory) -> list[dict]:
-        events = list(self.rows(memory))
+class EventEntries(Entries):
+    def to_representation(self, rows: Any) -> list[dict]:
+        """Each event, the rows its data names by uid rather than by number."""
+        events = list(rows)
+        memory = events[0].memory_id if events else None
         uids = {
             name: _uids_of(model, memory, {e.data.get(name) for e in events})
-            for name, model in self.rows_named.items()
+            for name, model in ROWS_NAMED.items()
         }
-        entries = []
-        for event in events:
-            entry = self.entry(event)
+        entries = super().to_representation(events)
+        for event, entry in zip(events, entries, strict=True):
             entry["data"] = {
                 name: _as_uid(uids[name].get(value)) if name in uids else value
                 for name, value in event.data.items()
             }
-            entries.append(entry)
         return entries
 
-    def check_entry(self, where: str, entry: dict) -> None:
-        data = entry.get("data", {})
-        require(isinstance(data, dict), f'{where} has an invalid "data" (an object).')
-        for name in self.rows_named:
-            require(
-                data.get(name) is None or is_uuid(data[name]),
-                f'{where} has an invalid "{name}" in its data (a uid, or null).',
-            )
+
+class EventEntry(Entry):
+    class Meta(Entry.Meta):
+        model = Event
+        fields = ("kind", "text", "data", "created_at", "pushed_at")
+        extra_kwargs = required("created_at")
+        list_serializer_class = EventEntries
+
+    def validate_data(self, data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise serializers.ValidationError('has an invalid "data" (an object).')
+        for name in ROWS_NAMED:
+            if not (data.get(name) is None or is_uuid(data[name])):
+                raise serializers.ValidationError(
+                    f'has an invalid "{name}" in its data (a uid, or null).'
+                )
+        return data
+
+
+class EventsSection(Section[Memory]):
+    """The timeline: what brain learned and what the checks raised, as it happened."""
+
+    key = "events"
+    entries = EventEntry
+
+    def rows(self, memory: Memory, reader: Any):
+        events = Event.objects.for_memory(memory).readable_by(reader)
+        return events.order_by("created_at", "pk")
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         if not data:  # the file carries none: nothing to say
@@ -391,7 +416,7 @@ class EventsSection(Section[Event, Memory]):
             )
         pks = {
             name: _pks_here(model, memory, {e.get("data", {}).get(name) for e in data})
-            for name, model in self.rows_named.items()
+            for name, model in ROWS_NAMED.items()
         }
         new = []
         for entry in data:
@@ -413,13 +438,14 @@ def _as_uid(uid: uuid.UUID | None) -> str | None:
     return str(uid) if uid is not None else None
 
 
-def _uids_of(model, memory: Memory, pks: set[Any]) -> dict[int, uuid.UUID]:
-    """The uid of each row of ``model`` in ``memory`` whose pk is in ``pks``."""
+def _uids_of(model, memory: int | None, pks: set[Any]) -> dict[int, uuid.UUID]:
+    """The uid of each row of ``model`` in the memory ``memory`` (its pk) whose pk is in
+    ``pks``."""
     wanted = [pk for pk in pks if isinstance(pk, int)]
     found: dict[int, uuid.UUID] = {}
     for chunk in in_batches(wanted, LOOKUP_BATCH):
         # Ids to uids for rows the exported entries name: no row's words are read.
-        named = model._base_manager.filter(memory=memory, pk__in=chunk)
+        named = model._base_manager.filter(memory_id=memory, pk__in=chunk)
         found.update(named.values_list("pk", "uid"))
     return found
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agent import actions as agent_actions
-from brain.portable import ImportRejected, Section, col
+from brain.portable import Entry, ImportRejected, Section, export_context
 from brain.tests.fixtures.export_2026_11 import build
 from knowledge.models import (
     Conflict,
@@ -240,15 +240,20 @@ def test_the_november_2026_file_imported_twice_adds_nothing_the_second_time(rest
 # Sections declared from their models -----------------------------------------------------------
 
 
+class SourceEntry(Entry):
+    class Meta(Entry.Meta):
+        model = Source
+        fields = ("kind", "title", "reference", "created_at")
+        extra_kwargs = {"created_at": {"required": True}}
+
+
 class SourcesSection(Section):
     """A section as an app would declare one: the columns, and nothing about their checks."""
 
     key = "sources"
-    model = Source
-    uid = False
-    columns = (col("kind"), col("title"), col("reference"), col("created_at", required=True))
+    entries = SourceEntry
 
-    def rows(self, memory):
+    def rows(self, memory, reader):
         return (
             Source.objects.as_system("the test section exports every source")
             .filter(memory=memory)
@@ -291,7 +296,7 @@ def test_a_declared_section_writes_each_column_once_under_its_key(db):
     memory = Memory.objects.create(slug="sources", name="Sources")
     Source.objects.create(memory=memory, kind="typed", title="Kitchen chat")
 
-    [entry] = SourcesSection().dump(memory)
+    [entry] = SourcesSection().dump(memory, export_context(SYSTEM))
 
     assert set(entry) == {"kind", "title", "reference", "created_at"}
     assert entry["created_at"] == Source.objects.get().created_at.isoformat()
@@ -568,9 +573,9 @@ def test_every_key_an_export_writes_is_checked_on_import(lived_in):
     data = portable.export_memory(lived_in, reader=SYSTEM)
 
     for section in portable.sections():
-        if not isinstance(section, Section):
-            continue  # the document and the core: one object each, checked by hand
-        declared = {column.key for column in section.fields} | ({"uid"} if section.uid else set())
+        if not section.many:
+            continue  # the document, the core and the labels: one object each
+        declared = set(section.entry.fields)
         declared |= {"source", "subjects"} if section.key in ("facts", "observations") else set()
         assert data[section.key], f"the lived-in memory has no {section.key}"
         for entry in data[section.key]:
