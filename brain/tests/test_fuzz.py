@@ -39,7 +39,7 @@ from review import guesses as review_guesses
 
 pytestmark = pytest.mark.django_db
 
-OUR_APPS = ("brain", "knowledge", "memory", "review", "agent")
+OUR_APPS = ("brain", "knowledge", "memory", "review", "agent", "surfaces")
 FUZZ = settings(
     max_examples=int(os.environ.get("BRAIN_FUZZ_EXAMPLES", "8")),
     deadline=None,
@@ -66,7 +66,7 @@ def _serializer_fields() -> set[str]:
 
 def _form_fields() -> set[str]:
     folders = [Path(folder) for folder in django_settings.TEMPLATES[0]["DIRS"]]
-    folders += [Path(apps.get_app_config(app).path) / "templates" for app in OUR_APPS[:4]]
+    folders += [Path(apps.get_app_config(app).path) / "templates" for app in OUR_APPS]
     names: set[str] = set()
     for folder in folders:
         for template in folder.rglob("*.html"):

@@ -31,6 +31,7 @@ from __future__ import annotations
 import ast
 import importlib
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 
 from brain.celery import app as celery_app
@@ -119,6 +120,25 @@ def _top(module: str) -> str:
     return module.split(".")[0]
 
 
+def _calls_of(path: Path, function: str) -> Iterator[ast.Call]:
+    """Every call of a function named ``function`` in the module at ``path``: ``function(...)``
+    and ``x.function(...)``."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        called = getattr(node, "func", None)
+        name = getattr(called, "id", getattr(called, "attr", ""))
+        if isinstance(node, ast.Call) and name == function:
+            yield node
+
+
+def _package(root: Path, **files: str) -> None:
+    """A package ``shop`` under ``root`` holding ``files`` (module name → source)."""
+    package = root / "shop"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for module, source in files.items():
+        (package / f"{module}.py").write_text(source)
+
+
 GRAPH = imports(ROOT, PACKAGES)
 
 
@@ -165,14 +185,12 @@ def test_nothing_but_the_benchmarks_imports_the_benchmarks():
 
 
 def test_the_graph_sees_a_cycle_hidden_in_a_function_and_a_relative_import(tmp_path):
-    package = tmp_path / "shop"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "orders.py").write_text(
-        "from . import stock\n\ndef cancel():\n    from shop.tasks import refund\n"
+    _package(
+        tmp_path,
+        orders="from . import stock\n\ndef cancel():\n    from shop.tasks import refund\n",
+        stock="import os\n",
+        tasks="from shop import orders\n",
     )
-    (package / "stock.py").write_text("import os\n")
-    (package / "tasks.py").write_text("from shop import orders\n")
 
     graph = imports(tmp_path, ("shop",))
 
@@ -207,12 +225,10 @@ def test_no_module_imports_another_by_a_name_held_in_data():
 
 
 def test_an_import_by_name_is_seen_however_it_is_written(tmp_path):
-    package = tmp_path / "shop"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "plugins.py").write_text(
-        "import importlib\nfrom django.utils.module_loading import import_string\n\n"
-        "def load(path):\n    return importlib.import_module(path)\n"
+    _package(
+        tmp_path,
+        plugins="import importlib\nfrom django.utils.module_loading import import_string\n\n"
+        "def load(path):\n    return importlib.import_module(path)\n",
     )
 
     assert imports_by_name(tmp_path, ("shop",)) == [
@@ -227,14 +243,9 @@ def test_an_import_by_name_is_seen_however_it_is_written(tmp_path):
 def _tasks_sent_by_name() -> list[str]:
     names = []
     for path in modules(ROOT, PACKAGES).values():
-        for node in ast.walk(ast.parse(path.read_text())):
-            if (
-                isinstance(node, ast.Call)
-                and getattr(node.func, "id", getattr(node.func, "attr", "")) == "send_on_commit"
-                and node.args
-                and isinstance(node.args[0], ast.Constant)
-            ):
-                names.append(node.args[0].value)
+        for call in _calls_of(path, "send_on_commit"):
+            if call.args and isinstance(call.args[0], ast.Constant):
+                names.append(call.args[0].value)
     return sorted(set(names))
 
 
@@ -258,17 +269,15 @@ def test_every_task_sent_by_name_is_one_the_worker_runs():
 def asking_for_an_answer_class(root: Path, packages: tuple[str, ...]) -> list[str]:
     """Every module with a model call that names the class its answer must be: a call of
     ``complete`` (``llm.complete``) given ``output=``."""
-    found = []
-    for name, path in modules(root, packages).items():
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if (
-                isinstance(node, ast.Call)
-                and getattr(node.func, "id", getattr(node.func, "attr", "")) == "complete"
-                and any(keyword.arg == "output" for keyword in node.keywords)
-            ):
-                found.append(name)
-                break
-    return sorted(found)
+    return [
+        name
+        for name, path in modules(root, packages).items()
+        if any(
+            keyword.arg == "output"
+            for call in _calls_of(path, "complete")
+            for keyword in call.keywords
+        )
+    ]
 
 
 def test_the_worker_urls_load_every_module_whose_model_calls_name_an_answer_class():
@@ -281,15 +290,11 @@ def test_the_worker_urls_load_every_module_whose_model_calls_name_an_answer_clas
 
 
 def test_the_walk_sees_a_model_call_that_names_an_answer_class(tmp_path):
-    package = tmp_path / "shop"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "pricing.py").write_text(
-        "from brain import llm\n\n"
-        "def price():\n    return llm.complete(task='price', output=Price)\n"
-    )
-    (package / "summary.py").write_text(
-        "from brain import llm\n\ndef say():\n    return llm.complete(task='say')\n"
+    _package(
+        tmp_path,
+        pricing="from brain import llm\n\n"
+        "def price():\n    return llm.complete(task='price', output=Price)\n",
+        summary="from brain import llm\n\ndef say():\n    return llm.complete(task='say')\n",
     )
 
     assert asking_for_an_answer_class(tmp_path, ("shop",)) == ["shop.pricing"]
