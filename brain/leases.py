@@ -184,6 +184,12 @@ def settle_lost(run: Any, state: str, **fields) -> bool:
     return settled == 1
 
 
+def settle_lost_among(rows: models.QuerySet, state: str, **fields) -> list[Any]:
+    """Settle as ``state`` every running row of ``rows`` whose process is gone (``settle_lost``,
+    each as it was seen); the rows it settled."""
+    return [run for run in rows.filter(state=RUNNING) if settle_lost(run, state, **fields)]
+
+
 def to_send_again(model: type[models.Model], *, unclaimed_after: timedelta) -> list[int]:
     """The running rows of ``model`` whose start message should be sent again."""
     now = timezone.now()

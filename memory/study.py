@@ -142,15 +142,14 @@ def _subject_named(memory: Memory, topic: str, reader) -> Subject | None:
 
 
 def _settle_lost(memory: Memory) -> None:
-    running = StudySession.objects.as_system("settling a study whose worker is gone")
-    for session in running.running().filter(memory=memory):
-        leases.settle_lost(
-            session,
-            StudySession.State.FAILED,
-            step="",
-            report="The session was lost (its worker stopped before it finished); nothing "
-            "more was filed. Ask for it again.",
-        )
+    sessions = StudySession.objects.as_system("settling a study whose worker is gone")
+    leases.settle_lost_among(
+        sessions.filter(memory=memory),
+        StudySession.State.FAILED,
+        step="",
+        report="The session was lost (its worker stopped before it finished); nothing "
+        "more was filed. Ask for it again.",
+    )
 
 
 def start(*, memory: Memory, topic: str = "", by=None, send: bool = True) -> Started:

@@ -227,8 +227,9 @@ def run(memory: Memory, *, now: datetime | None = None) -> Report:
 def start(*, memory: Memory, by=None) -> DeepReview:
     """Start a Deep review in the background, unless one is already running for this memory
     (that one is returned); one whose worker is gone is settled as lost first."""
-    for lost in DeepReview.objects.running().filter(memory=memory):
-        leases.settle_lost(lost, DeepReview.State.FAILED, report=LOST)
+    leases.settle_lost_among(
+        DeepReview.objects.filter(memory=memory), DeepReview.State.FAILED, report=LOST
+    )
     running = DeepReview.objects.running().filter(memory=memory).first()
     if running is not None:
         return running

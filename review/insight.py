@@ -484,13 +484,12 @@ def _source(memory: Memory, run: InsightRun | None) -> Source:
 
 
 def _settle_lost(memory: Memory) -> None:
-    for run in InsightRun.objects.running().filter(memory=memory):
-        leases.settle_lost(
-            run,
-            InsightRun.State.FAILED,
-            report="The run was lost (its worker stopped before it finished); the next one "
-            "looks again.",
-        )
+    leases.settle_lost_among(
+        InsightRun.objects.filter(memory=memory),
+        InsightRun.State.FAILED,
+        report="The run was lost (its worker stopped before it finished); the next one "
+        "looks again.",
+    )
 
 
 def start(memory: Memory, *, send: bool = True) -> InsightRun | None:
