@@ -125,32 +125,6 @@ def refused(index: int, detail: Any) -> serializers.ValidationError:
     return serializers.ValidationError(cast(Any, {index: detail}))
 
 
-def check_chains(
-    links: dict[uuid.UUID, uuid.UUID],
-    indexes: dict[uuid.UUID, int],
-    *,
-    missing: str = "points at {target!r}, which no entry of the file is.",
-    circle: str = "comes back to itself through the entries it points at.",
-) -> None:
-    """Each link (an entry's uid → the uid it points at, like a fact's successor) names an entry
-    of the file, and following links never comes back to where it started. ``indexes``: each
-    entry's place in the list; ``missing`` and ``circle`` are the messages (``{target}`` filled
-    in), raised as a list serializer's ``ValidationError`` naming the entry."""
-    for uid, target in links.items():
-        if target not in indexes:
-            raise refused(indexes[uid], missing.format(target=str(target)))
-    done: set[uuid.UUID] = set()
-    for start in links:
-        path: list[uuid.UUID] = []
-        at: uuid.UUID | None = start
-        while at is not None and at not in done:
-            if at in path:
-                raise refused(indexes[start], circle)
-            path.append(at)
-            at = links.get(at)
-        done.update(path)
-
-
 # Entries: a model's rows as DRF serializers ---------------------------------------------------
 
 NON_FIELD = api_settings.NON_FIELD_ERRORS_KEY
@@ -516,6 +490,37 @@ class Entries(serializers.ListSerializer):
 
 
 Entry.Meta.list_serializer_class = Entries
+
+
+class Chained(Entries):
+    """Entries that point at others of the file by uid (``link``: the key of the validated
+    entry that holds it, like a fact's successor): each names an entry of the file, and
+    following them never comes back to where it started. ``missing`` and ``circle`` are the
+    messages, ``{target}`` filled in."""
+
+    link: ClassVar[str]
+    missing: ClassVar[str]
+    circle: ClassVar[str]
+
+    def validate(self, attrs: list) -> list:
+        attrs = super().validate(attrs)
+        uid = self.child.fields["uid"].source
+        indexes = {entry[uid]: index for index, entry in enumerate(attrs)}
+        links = {entry[uid]: entry[self.link] for entry in attrs if entry.get(self.link)}
+        for at, target in links.items():
+            if target not in indexes:
+                raise refused(indexes[at], self.missing.format(target=str(target)))
+        done: set[uuid.UUID] = set()
+        for start in links:
+            path: list[uuid.UUID] = []
+            step: uuid.UUID | None = start
+            while step is not None and step not in done:
+                if step in path:
+                    raise refused(indexes[start], self.circle)
+                path.append(step)
+                step = links.get(step)
+            done.update(path)
+        return attrs
 
 
 def said(detail: Any, where: str = "", name: str = "") -> str:

@@ -56,6 +56,7 @@ from brain.celery import send_on_commit
 from brain.db.copying import copy_create
 from brain.portable import (
     UID_MESSAGES,
+    Chained,
     Choice,
     Entries,
     Entry,
@@ -67,7 +68,6 @@ from brain.portable import (
     Uid,
     accepts,
     between,
-    check_chains,
     in_batches,
     is_uuid,
     placements,
@@ -367,16 +367,10 @@ class SubjectsNamed(serializers.ListField):
         return [_reference(subject) for subject in subjects.all()]
 
 
-class FactEntries(Entries):
-    def validate(self, attrs: list) -> list:
-        attrs = super().validate(attrs)
-        check_chains(
-            {entry["uid"]: entry["successor"] for entry in attrs if entry.get("successor")},
-            {entry["uid"]: index for index, entry in enumerate(attrs)},
-            missing="is superseded by {target!r}, a fact the file does not hold.",
-            circle="is, through its successors, superseded by itself.",
-        )
-        return attrs
+class FactEntries(Chained):
+    link = "successor"
+    missing = "is superseded by {target!r}, a fact the file does not hold."
+    circle = "is, through its successors, superseded by itself."
 
 
 class FactEntry(Entry):
@@ -592,7 +586,11 @@ class EpisodeUid(Uid):
         return str(uid) if uid else None
 
 
-class EpisodeEntries(Entries):
+class EpisodeEntries(Chained):
+    link = "restates_id"
+    missing = "restates {target!r}, an episode the file does not hold."
+    circle = "is, through what it restates, a restatement of itself."
+
     def to_representation(self, rows: Any) -> list[dict]:
         rows = list(rows)
         uids = {row.pk: episode_uid(_key_of(row)) for row in rows}
@@ -601,16 +599,6 @@ class EpisodeEntries(Entries):
         for row in rows:  # two episodes alike in all four are one: the file carries it once
             entries.setdefault(uids[row.pk], self.child.to_representation(row))
         return list(entries.values())
-
-    def validate(self, attrs: list) -> list:
-        attrs = super().validate(attrs)
-        check_chains(
-            {entry["pk"]: entry["restates_id"] for entry in attrs if entry.get("restates_id")},
-            {entry["pk"]: index for index, entry in enumerate(attrs)},
-            missing="restates {target!r}, an episode the file does not hold.",
-            circle="is, through what it restates, a restatement of itself.",
-        )
-        return attrs
 
 
 class EpisodeEntry(Entry):
