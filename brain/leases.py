@@ -24,7 +24,8 @@ conditional UPDATE so two processes never both win:
   it under the process that holds it now.
 - ``settle_lost``: a running row whose process is gone is settled by whoever notices (the
   next request, a sweep) — only if it is still held by the claim that was seen, so a run taken
-  over in the meantime is left to its new process.
+  over in the meantime is left to its new process; ``settle_lost_among``, every such row of a
+  query (a memory's running sessions, say).
 - ``to_send_again``: what beat's sweep starts again — runs nobody claimed within
   ``unclaimed_after`` (their message was lost) and claimed runs whose lease ran out (their
   worker died without the message coming back).
