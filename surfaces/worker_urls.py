@@ -2,7 +2,8 @@
 
 A worker's answer is checked against the pydantic model its call asked for, looked up among the
 modules the process taking the answer has loaded (``brain.workers``): these are the modules
-whose model calls ask for one, so every answer is checked as the gateway will check it.
+whose model calls ask for one, so every answer is checked as the gateway will check it
+(``brain/tests/test_import_graph.py`` fails when a module that names an answer class is missing).
 """
 
 from agent import distiller
