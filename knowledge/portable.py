@@ -1053,12 +1053,12 @@ grants_section = GrantsSection()
 
 # Who reads what: labels, roles, and passages with their labels and the facts citing them ------
 
-# A label's or role's name, and a passage's words: text of any kind, as the file holds it.
+# What a key of the labels and passages says when it is wrong, whatever is wrong with it.
 INVALID = ("required", "invalid", "null", "blank", "max_length")
 
 
 def _invalid(key: str) -> dict[str, Any]:
-    """What a loosely checked key says when it is wrong: only that."""
+    """DRF field options for ``key`` refused in one sentence: 'has an invalid "key".'"""
     return {"error_messages": dict.fromkeys(INVALID, f'has an invalid "{key}".')}
 
 
@@ -1175,7 +1175,9 @@ class PassageEntry(serializers.Serializer):
     source = SourceEntry(  # type: ignore[assignment]  # the file's key, not DRF's source
         error_messages=dict.fromkeys(("required", "null"), 'has no "source".')
     )
-    created_at = ref(Source.created_at, source="source.created_at", **_invalid("created_at"))
+    created_at = ref(
+        Source.created_at, source="source.created_at", required=True, **_invalid("created_at")
+    )
     text = Text(allow_blank=True, **_invalid("text"))
     labels = Names(lambda label: label.name, required=False)
     unsure = Json(required=False)  # taken as true or false
