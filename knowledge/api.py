@@ -22,7 +22,7 @@ from brain.inputs import allows_body
 from knowledge import (
     access,
     actions,
-    compiling,
+    compile_requests,
     listing,
     passage_search,
     provenance,
@@ -336,7 +336,7 @@ def passage_search_view(request: Request, memory: Memory) -> Response:
     return pages.get_paginated_response(PassageHitSerializer(page, many=True).data)
 
 
-# Compiling a source into facts on pages (knowledge/compiling.py) ---------------------------------
+# Compiling a source into facts on pages (knowledge/compile_requests.py) ------------------------
 
 
 _memory_of_source = access.of_object(Source)
@@ -369,9 +369,9 @@ def source_compile(request: Request, pk: int, memory: Memory) -> Response:
     if source is None:
         raise NotFound(access.not_found_words("source", pk))
     if request.method == "POST":
-        run = compiling.compile_again(source, by=request.user)
+        run = compile_requests.compile_again(source, by=request.user)
         return Response(CompileRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
-    latest = compiling.latest(source)
+    latest = compile_requests.latest(source)
     if latest is None:
         raise NotFound(f"“{source.title}” has not been compiled.")
     return Response(CompileRunSerializer(latest).data)

@@ -8,7 +8,7 @@ read). The source is kept whole and cut into passages (``knowledge.passages.cut`
 paragraph, and by sentence where a paragraph names two subjects), each labelled with the labels
 chosen for the source, else the memory's default labels; then the labeller looks at the new
 passages (``knowledge.labeller``), and compiling them into facts on pages is asked for on a
-worker (``knowledge.compiling``; not while learning is off).
+worker (``knowledge.compile_requests``; not while learning is off).
 
 A new version of a source (``previous``) is a new row: a passage whose text was in the previous
 version keeps that passage's labels, and only new text is labelled.
@@ -52,7 +52,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from brain import inputs
-from knowledge import compiling, label_names, labeller, labelling_rules, passages
+from knowledge import compile_requests, label_names, labeller, labelling_rules, passages
 from knowledge.models import Label, Memory, Passage, Source, name_of
 
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
@@ -247,7 +247,7 @@ def add_source(
     decisions = labeller.decide(source, [p for p in made if p.pk not in kept])  # may ask a model
     asked = labeller.apply(source, decisions)
     shown = tuple(label.name for label in passages.labels_for(source))
-    run = compiling.request_compile(source, by=by)  # on a worker, once this is committed
+    run = compile_requests.request_compile(source, by=by)  # on a worker, once this is committed
     return SourceAdded(source, made, len(kept), asked, shown, compiling=run is not None)
 
 

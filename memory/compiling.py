@@ -4,7 +4,8 @@ from and placed on the pages of what it is about.
 
 Contract:
 
-- ``execute(run_id)`` runs the ``CompileRun`` asked for by ``knowledge.compiling.request_compile``
+- ``execute(run_id)`` runs the ``CompileRun`` asked for by
+  ``knowledge.compile_requests.request_compile``
   (when a source is added, or "Compile again"): claimed by a conditional UPDATE (the row is the
   lease, as a reflection's is), renewed after every passage; a run whose worker died is taken over
   by the redelivered message or by ``sweep`` on beat. Safe to run twice.
@@ -88,7 +89,7 @@ from django.utils import timezone
 
 from brain import leases, llm
 from brain.celery import send_on_commit
-from knowledge import compiling as requests
+from knowledge import compile_requests as requests
 from knowledge import kinds, statements, subjects
 from knowledge import passages as passage_rows
 from knowledge.models import (

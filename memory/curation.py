@@ -22,9 +22,9 @@ from django.utils import timezone
 
 from brain.db.retry import retry_transaction
 from knowledge import actions as knowledge_actions
-from knowledge import curation
-from knowledge.curation import CannotReverse
+from knowledge import page_moves
 from knowledge.models import Fact, Memory, Subject, name_of
+from knowledge.page_moves import CannotReverse
 from memory.models import Change, InboxItem
 
 # Curation changes rows a surface has already found for the person (the page, fact or change
@@ -70,10 +70,10 @@ def log(*, memory: Memory, summary: str, curation: dict, by=None, reverts=None) 
 
 @retry_transaction
 def merge_pages(*, keep: Subject, merged: Subject, by=None) -> Curated:
-    """``merged`` becomes part of ``keep`` (``knowledge.curation.merge_pages``), logged.
+    """``merged`` becomes part of ``keep`` (``knowledge.page_moves.merge_pages``), logged.
     Raises ``knowledge.actions.CannotMerge`` saying why it cannot."""
     with transaction.atomic():
-        done = curation.merge_pages(keep=keep, merged=merged)
+        done = page_moves.merge_pages(keep=keep, merged=merged)
         change = log(
             memory=done.keep.memory,
             summary=f"Merged page “{done.merged_name}” into “{done.keep.name}”",
@@ -87,10 +87,10 @@ def merge_pages(*, keep: Subject, merged: Subject, by=None) -> Curated:
 def split_page(
     *, page: Subject, facts: Sequence[Fact | int], name: str, kind: str, by=None
 ) -> Curated:
-    """Move ``facts`` off ``page`` onto a new page (``knowledge.curation.split_page``), logged.
+    """Move ``facts`` off ``page`` onto a new page (``knowledge.page_moves.split_page``), logged.
     Raises ValidationError saying what to choose."""
     with transaction.atomic():
-        done = curation.split_page(page=page, facts=facts, name=name, kind=kind)
+        done = page_moves.split_page(page=page, facts=facts, name=name, kind=kind)
         change = log(
             memory=page.memory,
             summary=f"Split {done.facts} fact{'' if done.facts == 1 else 's'} off page "
@@ -119,9 +119,9 @@ def undo(change: Change, *, by=None) -> Change:
     its transaction, with the change row locked and not undone yet. Raises CannotReverse."""
     data = change.curation
     if data["action"] == MERGE:
-        curation.unmerge_pages(data)
+        page_moves.unmerge_pages(data)
     elif data["action"] == SPLIT:
-        curation.unsplit_page(data)
+        page_moves.unsplit_page(data)
     else:
         _unedit(data)
     undone = log(

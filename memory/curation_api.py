@@ -15,7 +15,7 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from knowledge import access, review
+from knowledge import access, review_items
 from knowledge.models import Fact, Memory, Permission, ReviewItem, Subject
 from memory import actions, curation, fact_edits
 
@@ -65,7 +65,7 @@ class ReviewItemSerializer(serializers.ModelSerializer):
 def review_queue(request: Request, memory: Memory) -> Response:
     """What waits on a person that they may read (labelling doubts, conflicts with the
     passages of both sides, unplaced passages), newest first."""
-    items = review.shown(review.waiting(memory, request.user)[:REVIEW_ITEMS_SHOWN])
+    items = review_items.shown(review_items.waiting(memory, request.user)[:REVIEW_ITEMS_SHOWN])
     return Response(ReviewItemSerializer(items, many=True).data)
 
 

@@ -16,8 +16,7 @@ from django.db import connection
 
 from brain import run, testing
 from brain.celery import app
-from knowledge import compiling as compile_requests
-from knowledge import sources
+from knowledge import compile_requests, sources
 from knowledge.models import CompileRun, Memory, Passage, Source
 from memory import compiling, consolidator
 from memory.models import ConsolidationRun, InboxItem, Origin

@@ -14,8 +14,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from knowledge import compiling as compile_requests
-from knowledge import passage_search, passages, retrieval, sources, visibility
+from knowledge import compile_requests, passage_search, passages, retrieval, sources, visibility
 from knowledge.models import (
     Citation,
     CompileRun,

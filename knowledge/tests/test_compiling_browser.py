@@ -11,7 +11,7 @@ from django.db import connections, transaction
 from playwright.sync_api import expect
 
 from brain.tests.pages import sign_in
-from knowledge import compiling as compile_requests
+from knowledge import compile_requests
 from knowledge.tests.examples import MEETING_NOTES
 from knowledge.tests.test_compiling import make_team
 from memory import compiling

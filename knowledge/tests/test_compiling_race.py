@@ -10,8 +10,7 @@ import time
 import pytest
 from django.db import connections
 
-from knowledge import compiling as compile_requests
-from knowledge import labelling, sources
+from knowledge import compile_requests, labelling, sources
 from knowledge.models import CompileRun, Fact, Passage
 from knowledge.tests.test_compiling import make_team
 from knowledge.tests.test_relabel_race import _broken_now, _in_thread

@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from knowledge import passages, review, visibility
+from knowledge import passages, review_items, visibility
 from knowledge.models import Conflict, Fact, Memory, Passage, ReviewItem, Source
 from knowledge.read_layer import SYSTEM
 from knowledge.tests import examples
@@ -158,9 +158,9 @@ def test_a_sales_and_hr_conflict_is_read_by_the_administrator_only(team):
     assert list(conflicts.readable_by(team.admin)) == [conflict]
     assert not conflicts.readable_by(team.sales_reader).exists()
     assert not conflicts.readable_by(team.hr_reader).exists()
-    assert [i.conflict for i in review.waiting(team.memory, team.admin)] == [conflict]
-    assert not review.waiting(team.memory, team.sales_reader).exists()
-    assert not review.waiting(team.memory, team.hr_reader).exists()
+    assert [i.conflict for i in review_items.waiting(team.memory, team.admin)] == [conflict]
+    assert not review_items.waiting(team.memory, team.sales_reader).exists()
+    assert not review_items.waiting(team.memory, team.hr_reader).exists()
 
 
 def test_the_sales_reader_sees_the_conflict_nowhere_and_the_admin_everywhere(client, team):
@@ -227,7 +227,7 @@ def test_keeping_the_new_one_replaces_the_old_and_settles_its_review_item(team):
     assert old.superseded_by_id == conflict.new_id and not old.is_live
     assert Fact.objects.get(pk=conflict.new_id).is_live
     assert ReviewItem.objects.get(conflict=conflict).state == ReviewItem.State.SETTLED
-    assert not review.waiting(team.memory, team.admin).exists()
+    assert not review_items.waiting(team.memory, team.admin).exists()
     assert settled.message.startswith(f"Kept “{SALARY_SALES}”")
 
 
@@ -400,5 +400,5 @@ def test_an_open_conflict_imported_into_another_memory_waits_in_its_review(team)
 
     portable.import_memory(other, data)
 
-    (item,) = review.waiting(other, SYSTEM)
+    (item,) = review_items.waiting(other, SYSTEM)
     assert (item.conflict.old.text, item.conflict.new.text) == (SALARY_HR, SALARY_SALES)

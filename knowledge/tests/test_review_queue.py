@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from knowledge import passages, review
+from knowledge import passages, review_items
 from knowledge.models import Passage, ReviewItem, Source
 from knowledge.tests import examples
 from knowledge.tests.test_conflicts_between_sources import sales_and_hr_disagree
@@ -72,7 +72,7 @@ def test_the_administrator_sees_every_kind_newest_first(team):
     unsure = doubt(team, "Bonus rules for next year.", ago=20)
     conflict = sales_and_hr_disagree(team)
 
-    queue = list(review.waiting(team.memory, team.admin))
+    queue = list(review_items.waiting(team.memory, team.admin))
 
     assert [item.pk for item in queue[1:]] == [unsure.pk, sales.pk]
     assert queue[0].conflict == conflict
@@ -85,11 +85,11 @@ def test_each_reader_sees_only_the_items_they_may_read(team):
     doubt(team, "Bonus rules for next year.")
     sales_and_hr_disagree(team)
 
-    assert _kinds(review.waiting(team.memory, team.sales_reader)) == ["unplaced"]
-    assert [i.question for i in review.waiting(team.memory, team.hr_reader)] == [
+    assert _kinds(review_items.waiting(team.memory, team.sales_reader)) == ["unplaced"]
+    assert [i.question for i in review_items.waiting(team.memory, team.hr_reader)] == [
         "“Marta's contract ends in June.” was placed on no page."
     ]
-    assert review.count(team.memory, team.admin) == 4
+    assert review_items.count(team.memory, team.admin) == 4
 
 
 def test_the_review_page_lists_them_with_their_actions_and_a_reader_only_reads(client, team):
@@ -138,7 +138,7 @@ def test_labelling_a_doubt_inline_settles_it_and_its_facts_follow(client, team):
     assert "Settled by paolo." in html
     assert list(passage.labels.values_list("name", flat=True)) == ["Sales"]
     assert Passage.objects.filter(pk=passage.pk).readable_by(team.sales_reader).exists()
-    assert not review.waiting(team.memory, team.admin).exists()
+    assert not review_items.waiting(team.memory, team.admin).exists()
 
 
 def test_leaving_an_item_works_without_javascript(client, team):
@@ -184,7 +184,7 @@ def test_a_conflict_settled_by_other_means_leaves_the_queue(team):
 
     actions.forget(fact=conflict.new, by=team.admin)
 
-    assert not review.waiting(team.memory, team.admin).exists()
+    assert not review_items.waiting(team.memory, team.admin).exists()
 
 
 def test_the_review_page_reads_the_same_number_of_queries_however_many_items(
@@ -221,4 +221,4 @@ def test_the_admin_will_not_mark_a_conflict_settled_without_a_choice(client, tea
     assert "A conflict is settled by choosing what holds" in answer.content.decode()
     item.refresh_from_db()
     assert item.state == ReviewItem.State.OPEN
-    assert [i.pk for i in review.waiting(team.memory, team.admin)] == [item.pk]
+    assert [i.pk for i in review_items.waiting(team.memory, team.admin)] == [item.pk]

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge import compiling as compile_requests
-from knowledge import sources
+from knowledge import compile_requests, sources
 from knowledge.models import CompileRun, Fact, ReviewItem, Subject
 from memory import compiling
 

@@ -21,7 +21,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from brain import htmx
 from brain.forms import BackForm
 from brain.htmx import LEVELS, Toast, answer
-from knowledge import access, review
+from knowledge import access, review_items
 from knowledge.models import Conflict, Fact, Memory, Permission, Subject
 from memory import actions, curation, fact_edits
 from memory.actions import Settled
@@ -64,7 +64,7 @@ def resolve_conflict(request: HttpRequest, pk: int, memory: Memory) -> HttpRespo
     settled, toast = settle_as_posted(request, conflict)
     back = BackForm(request.POST).back(reverse("knowledge:review"))
     conflict = Conflict.objects.readable_by(request.user).select_related("old", "new").get(pk=pk)
-    review.with_sides([conflict])
+    review_items.with_sides([conflict])
     context = {
         "conflict": conflict,
         "settled_message": settled.message if settled else "",

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from brain.htmx import Toast, answer
-from knowledge import access, pages, review, visibility
+from knowledge import access, pages, review_items, visibility
 from knowledge.forms import ReadAsForm
 from knowledge.models import Citation, Conflict, Fact, Memory, Passage, Permission, Role, Subject
 
@@ -20,7 +20,7 @@ from knowledge.models import Citation, Conflict, Fact, Memory, Passage, Permissi
 def page_list(request: HttpRequest, memory: Memory) -> HttpResponse:
     """The pages that exist for the person: those with a fact they may read."""
     shown = pages.readable_pages(memory, request.user).annotate(facts_shown=Count("facts"))
-    context = {"pages": shown, "review_waiting": review.count(memory, request.user)}
+    context = {"pages": shown, "review_waiting": review_items.count(memory, request.user)}
     if access.may(request.user, memory, Permission.ADMINISTER):
         context["roles"] = Role.objects.filter(memory=memory).order_by("name")
     return render(request, "knowledge/pages.html", context)
@@ -63,7 +63,7 @@ def page(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
         citations[citation.fact_id].append(citation.passage)
     for fact in shown.facts:
         fact.cited = citations[fact.pk]
-    conflicts = review.with_sides(
+    conflicts = review_items.with_sides(
         list(
             Conflict.objects.for_memory(memory)
             .readable_by(request.user)

@@ -1,5 +1,5 @@
 """The Review page: one queue for labelling doubts, conflicts and unplaced passages
-(knowledge/review.py), each item with its actions inline.
+(knowledge/review_items.py), each item with its actions inline.
 
 Settling a conflict is memory's action (``memory.actions.settle_conflict``): its forms post to
 ``memory:resolve-conflict``, which answers with the same ``#conflict-N`` partial. Labelling an
@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from brain.htmx import Toast, answer
-from knowledge import access, labeller, labelling, review
+from knowledge import access, labeller, labelling, review_items
 from knowledge.forms import PassageLabelsForm
 from knowledge.models import Label, Memory, Permission, ReviewItem
 
@@ -34,13 +34,13 @@ def review_context(request: HttpRequest, memory: Memory, item: ReviewItem) -> di
 @access.requires(Permission.READ)
 def review_queue(request: access.PermittedRequest, memory: Memory) -> HttpResponse:
     """Everything waiting on a person that they may read, newest first, a page at a time."""
-    page = Paginator(review.waiting(memory, request.user), ITEMS_PER_PAGE).get_page(
+    page = Paginator(review_items.waiting(memory, request.user), ITEMS_PER_PAGE).get_page(
         request.GET.get("page")
     )
     may_label = request.permission >= Permission.ADMINISTER  # set by access.requires
     context = {
         "page": page,
-        "items": review.shown(page.object_list),
+        "items": review_items.shown(page.object_list),
         "labels": list(Label.objects.filter(memory=memory).order_by("name")) if may_label else [],
         "next": reverse("knowledge:review"),
     }
@@ -51,7 +51,7 @@ _memory_of_item = access.of_object(ReviewItem)
 
 
 def _open_item(request: HttpRequest, memory: Memory, pk: int) -> ReviewItem:
-    item = review.item_for(memory, request.user, pk)
+    item = review_items.item_for(memory, request.user, pk)
     if item is None:  # not theirs to read: as if it did not exist
         raise Http404("No such item in Review.")
     return item
@@ -75,7 +75,7 @@ def label_item(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
             labelling.label_passages([passage], chosen)
         labeller.settle(item, by=request.user)
         toast = Toast("Labelled; the facts citing those passages follow their labels now.")
-    item = review.item_for(memory, request.user, pk) or item
+    item = review_items.item_for(memory, request.user, pk) or item
     return answer(
         request,
         f"{PAGE}#review-item",
@@ -95,7 +95,7 @@ def leave_item(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     else:
         labeller.settle(item, by=request.user)
         toast = Toast("Left as it is.")
-    item = review.item_for(memory, request.user, pk) or item
+    item = review_items.item_for(memory, request.user, pk) or item
     return answer(
         request,
         f"{PAGE}#review-item",

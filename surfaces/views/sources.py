@@ -15,10 +15,10 @@ from brain.htmx import Toast, answer, partial
 from brain.inputs import allows_body
 from knowledge import (
     access,
-    compiling,
+    compile_requests,
     labelling,
     passage_search,
-    review,
+    review_items,
     source_listing,
     visibility,
 )
@@ -58,7 +58,7 @@ def sources(request: HttpRequest, memory: Memory) -> HttpResponse:
         "people": source_listing.people_heard(memory, request.user),
         "first_words": source_listing.FIRST_WORDS,
         "add_source": _add_source_form(memory),
-        "review_waiting": review.count(memory, request.user),
+        "review_waiting": review_items.count(memory, request.user),
         "found": _passages_found(request, memory, filters.q),
     }
     return render(request, "knowledge/sources.html", context)
@@ -219,7 +219,7 @@ def label_passage(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse
     return answer(request, "knowledge/add_source.html", {}, back=back, toast=Toast(done.message))
 
 
-# Compiling a source into facts on pages (knowledge/compiling.py; memory/compiling.py does it) ---
+# Compiling a source into facts on pages (knowledge/compile_requests.py; memory/compiling.py) ---
 
 COMPILING = "knowledge/_compiling.html#compiling"
 COMPILED = "sourceCompiled"  # a compile landed: the source's facts are read again
@@ -231,9 +231,9 @@ def _compile_context(request: HttpRequest, item: Source, memory: Memory) -> dict
     return {
         "compile": {
             "source": item,
-            "compiles": compiling.compiles(item),
-            "run": compiling.latest(item),
-            "learning_off": compiling.learning_off(memory),
+            "compiles": compile_requests.compiles(item),
+            "run": compile_requests.latest(item),
+            "learning_off": compile_requests.learning_off(memory),
             "may": access.may(request.user, memory, Permission.ADMINISTER),
         }
     }
@@ -259,7 +259,7 @@ def compile_source(request: HttpRequest, pk: int, memory: Memory) -> HttpRespons
     item = get_object_or_404(Source.objects.readable_by(request.user), pk=pk, memory=memory)
     back = reverse("knowledge:source", args=[item.pk])
     try:
-        run = compiling.compile_again(item, by=request.user)
+        run = compile_requests.compile_again(item, by=request.user)
     except StateConflict as refused:
         context = _compile_context(request, item, memory)
         return answer(request, COMPILING, context, back=back, toast=Toast(refused.message, "error"))

@@ -27,7 +27,7 @@ from brain import htmx
 from brain.htmx import Toast
 from brain.words import plural
 from knowledge import access
-from knowledge.compiling import COMPILED_KINDS
+from knowledge.compile_requests import COMPILED_KINDS
 from knowledge.models import Fact, Memory, Permission, Source
 from memory import counts, study
 from memory.forms import TopicForm

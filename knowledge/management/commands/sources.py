@@ -1,8 +1,8 @@
 """`brain sources add FILE [--label L]…`, `brain sources list`, `brain sources relabel`,
 `brain sources compile ID` and `brain sources search WORDS`: notes, documents and emails from the
 terminal, through the same actions as the Sources tab and ``POST /api/sources/``
-(knowledge/sources.py), Compile again on a source (knowledge/compiling.py; a worker compiles it)
-and the search across passages (knowledge/passage_search.py)."""
+(knowledge/sources.py), Compile again on a source (knowledge/compile_requests.py; a worker
+compiles it) and the search across passages (knowledge/passage_search.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from django.core.management.base import CommandError, CommandParser
 
 from brain.cli import GroupCommand
-from knowledge import access, compiling, labeller, passage_search, sources
+from knowledge import access, compile_requests, labeller, passage_search, sources
 from knowledge.models import Permission, Source
 from knowledge.read_layer import reader_for
 
@@ -116,12 +116,12 @@ class Command(GroupCommand):
                 Source.objects.readable_by(self.reader)
                 .filter(
                     memory=self.memory,
-                    kind__in=compiling.COMPILED_KINDS,
+                    kind__in=compile_requests.COMPILED_KINDS,
                     passages__compiled_at__isnull=True,
                 )
                 .distinct()
             )
-            asked = [compiling.compile_again(one, by=self.person) for one in waiting]
+            asked = [compile_requests.compile_again(one, by=self.person) for one in waiting]
             self.stdout.write(
                 f"Asked for {len(asked)} compile{'' if len(asked) == 1 else 's'}; a worker "
                 "compiles them (each source's page shows how far it got)."
@@ -130,7 +130,7 @@ class Command(GroupCommand):
         one = Source.objects.readable_by(self.reader).filter(memory=self.memory, pk=source).first()
         if one is None:
             raise CommandError(f"There is no source #{source} in {self.memory.name}.")
-        run = compiling.compile_again(one, by=self.person)
+        run = compile_requests.compile_again(one, by=self.person)
         self.stdout.write(
             f"#{one.pk} “{one.title}”: compile #{run.pk} asked for; a worker compiles it "
             "(the source's page on the Sources tab shows how far it got)."
