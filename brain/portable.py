@@ -347,6 +347,35 @@ def accepts(field: serializers.Field, value: Any) -> bool:
     return True
 
 
+class Entries(serializers.ListSerializer):
+    """A section's entries: each checked by the child (``Entry``), the first bad one refused
+    (``{index: what is wrong}``); then ``validate`` for what spans entries, which raises
+    ``refused(index, message)`` naming the entry. Entries with a uid never repeat one."""
+
+    child: Any  # an Entry
+
+    def to_internal_value(self, data: Any) -> list:
+        if not isinstance(data, list):
+            raise serializers.ValidationError({NON_FIELD: ["must be a list."]})
+        checked = []
+        for index, item in enumerate(data):
+            try:
+                checked.append(self.child.run_validation(item))
+            except serializers.ValidationError as error:
+                raise refused(index, error.detail) from None
+        return checked
+
+    def validate(self, attrs: list) -> list:
+        if "uid" in self.child.fields:
+            source = self.child.fields["uid"].source
+            seen: set[uuid.UUID] = set()
+            for index, entry in enumerate(attrs):
+                if entry[source] in seen:
+                    raise refused(index, "repeats the uid of an earlier entry.")
+                seen.add(entry[source])
+        return attrs
+
+
 class Entry(serializers.ModelSerializer):
     """One entry of a section: a row of ``Meta.model``, its keys the model's own fields, each
     checked by what the field says (type, ``max_length``, ``choices``, ``null``, ``blank`` and
@@ -391,7 +420,7 @@ class Entry(serializers.ModelSerializer):
 
     class Meta:
         model: type[models.Model]
-        list_serializer_class: type[serializers.ListSerializer]  # Entries, below
+        list_serializer_class: type[serializers.ListSerializer] = Entries
         # Uniqueness is the import's to settle (an entry already here wins), never a refusal.
         validators: tuple = ()
 
@@ -458,38 +487,6 @@ def ref(field: models.Field | Any, **kwargs: Any) -> serializers.Field:
     found = getattr(field, "field", field)
     built_class, built = Entry().build_standard_field(found.name, found)
     return built_class(**{**built, "required": False, **kwargs})
-
-
-class Entries(serializers.ListSerializer):
-    """A section's entries: each checked by the child (``Entry``), the first bad one refused
-    (``{index: what is wrong}``); then ``validate`` for what spans entries, which raises
-    ``refused(index, message)`` naming the entry. Entries with a uid never repeat one."""
-
-    child: Any  # an Entry
-
-    def to_internal_value(self, data: Any) -> list:
-        if not isinstance(data, list):
-            raise serializers.ValidationError({NON_FIELD: ["must be a list."]})
-        checked = []
-        for index, item in enumerate(data):
-            try:
-                checked.append(self.child.run_validation(item))
-            except serializers.ValidationError as error:
-                raise refused(index, error.detail) from None
-        return checked
-
-    def validate(self, attrs: list) -> list:
-        if "uid" in self.child.fields:
-            source = self.child.fields["uid"].source
-            seen: set[uuid.UUID] = set()
-            for index, entry in enumerate(attrs):
-                if entry[source] in seen:
-                    raise refused(index, "repeats the uid of an earlier entry.")
-                seen.add(entry[source])
-        return attrs
-
-
-Entry.Meta.list_serializer_class = Entries
 
 
 class Chained(Entries):
