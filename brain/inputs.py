@@ -325,7 +325,9 @@ def _is_json(request: HttpRequest) -> bool:
 
 class InputMiddleware:
     """Checks the address's parameters, form bodies and JSON bodies before the view runs
-    (after sign-in and CSRF, so those answer first). Search words are cleaned in place."""
+    (after sign-in and CSRF, so those answer first). Search words are cleaned in place. A page
+    view that finds a value no form of its page sends raises ``BadInput`` too, and is answered
+    here the same way (``refusal``)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -340,6 +342,11 @@ class InputMiddleware:
             self.check(request)
         except BadInput as bad:
             return refusal(request, view_func, bad)
+        return None
+
+    def process_exception(self, request: HttpRequest, exception: Exception):
+        if isinstance(exception, BadInput):  # a page view's: DRF answers its views' own
+            return refusal(request, None, exception)
         return None
 
     def check(self, request: HttpRequest) -> None:

@@ -4,13 +4,14 @@ and comes back to the tab, which shows the last exchange (kept in the session)."
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from brain import htmx, words
 from brain.htmx import Toast
+from brain.inputs import BadInput
 from knowledge import access, kinds
 from knowledge.actions import record_outcome
 from knowledge.models import Fact, Memory, Passage, Permission
@@ -112,7 +113,7 @@ def outcome(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     fact = get_object_or_404(Fact.objects.for_memory(memory).readable_by(request.user), pk=pk)
     form = OutcomeForm(request.POST)
     if not form.is_valid():  # no button on the page sends anything else
-        return HttpResponseBadRequest("success must be 1 (it worked) or 0 (it was wrong).")
+        raise BadInput("success must be 1 (it worked) or 0 (it was wrong).")
     success = form.cleaned_data["success"]
     fact = record_outcome(fact=fact, success=success)
     said = "worked" if success else "was wrong"

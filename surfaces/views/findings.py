@@ -23,6 +23,7 @@ from django_htmx.middleware import HtmxDetails
 
 from brain import htmx
 from brain.htmx import Toast
+from brain.inputs import BadInput
 from knowledge import access
 from knowledge.models import Memory, Permission, Subject
 from review import check_names, counts, deep_review
@@ -194,13 +195,6 @@ def _again(
     )
 
 
-def _bad_request(request: HttpRequest, message: str = NOT_SENT_BY_THIS_PAGE) -> HttpResponse:
-    """A value no form on this page offers: refused, not guessed at."""
-    response = HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
-    hx: HtmxDetails | None = getattr(request, "htmx", None)  # set by django-htmx's middleware
-    return htmx.raise_toast(response, Toast(message, "error")) if hx else response
-
-
 # The page ------------------------------------------------------------------------------------
 
 
@@ -246,7 +240,7 @@ def not_a_problem(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse
     finding = _finding(memory, pk)
     posted = NotAProblemForm(request.POST)
     if not posted.is_valid():
-        return _bad_request(request)
+        raise BadInput(NOT_SENT_BY_THIS_PAGE)
     confirmed = posted.cleaned_data.pop("confirmed")
     form = posted.cleaned_data  # the card's fields as typed, to show them again
     try:
@@ -303,7 +297,7 @@ def mark_fixed(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     finding = _finding(memory, pk)
     form = MarkFixedForm(request.POST)
     if not form.is_valid():
-        return _bad_request(request)
+        raise BadInput(NOT_SENT_BY_THIS_PAGE)
     how = form.cleaned_data["how"]
     try:
         review_findings.mark_fixed(finding=finding, how=how, by=request.user)
@@ -322,7 +316,7 @@ def answer_guess(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     guess = _guess(memory, pk)
     form = AnswerGuessForm(request.POST)
     if not form.is_valid():
-        return _bad_request(request)
+        raise BadInput(NOT_SENT_BY_THIS_PAGE)
     answer, reason = form.cleaned_data["answer"], form.cleaned_data["reason"]
     try:
         answered = review_guesses.answer_guess(
