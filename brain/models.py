@@ -151,6 +151,14 @@ class WaitingCall(models.Model):
     a worker that dies holding one lets it run out, and the call is handed out again.
     ``bad_answers`` counts answers refused (wrong shape or the worker's model failing): the
     first sends the call back to waiting, the second fails it with its reason.
+
+    It is not a run (``brain.leases``): a run is held by a process of ours, named by its
+    ``executor`` (host:pid), settled once, and taken over when that process is gone; a waiting
+    call is held by a worker program on another machine over HTTP, named by a secret ``lease``
+    it must show with every heartbeat and answer, handed out again (``attempts``) rather than
+    taken over, and never settled by the process that asked for it — which only waits for the
+    answer. Its conditional UPDATEs (``brain.workers``) check that secret as the leases module's
+    check the executor.
     """
 
     class Kind(models.TextChoices):
