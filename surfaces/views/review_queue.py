@@ -57,6 +57,21 @@ def _open_item(request: HttpRequest, memory: Memory, pk: int) -> ReviewItem:
     return item
 
 
+def _answer_item(
+    request: HttpRequest, memory: Memory, item: ReviewItem, toast: Toast
+) -> HttpResponse:
+    """The item's partial as it stands now (as it was, once it is no longer its reader's),
+    with ``toast``; without htmx, back to the Review page."""
+    item = review_items.item_for(memory, request.user, item.pk) or item
+    return answer(
+        request,
+        f"{PAGE}#review-item",
+        review_context(request, memory, item),
+        back=reverse("knowledge:review"),
+        toast=toast,
+    )
+
+
 @require_POST
 @access.requires(Permission.ADMINISTER, of=_memory_of_item)
 def label_item(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
@@ -75,14 +90,7 @@ def label_item(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
             labelling.label_passages([passage], chosen)
         labeller.settle(item, by=request.user)
         toast = Toast("Labelled; the facts citing those passages follow their labels now.")
-    item = review_items.item_for(memory, request.user, pk) or item
-    return answer(
-        request,
-        f"{PAGE}#review-item",
-        review_context(request, memory, item),
-        back=reverse("knowledge:review"),
-        toast=toast,
-    )
+    return _answer_item(request, memory, item, toast)
 
 
 @require_POST
@@ -95,11 +103,4 @@ def leave_item(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     else:
         labeller.settle(item, by=request.user)
         toast = Toast("Left as it is.")
-    item = review_items.item_for(memory, request.user, pk) or item
-    return answer(
-        request,
-        f"{PAGE}#review-item",
-        review_context(request, memory, item),
-        back=reverse("knowledge:review"),
-        toast=toast,
-    )
+    return _answer_item(request, memory, item, toast)
