@@ -75,6 +75,11 @@ class PageSplit:
         return f"Split {facts} off “{self.page.name}” onto a new page, “{self.new.name}”."
 
 
+def _locked_page(pk: int) -> Subject | None:
+    """Page ``pk`` locked until the transaction ends; None when it is gone."""
+    return Subject.objects.as_system(_CURATING).select_for_update().filter(pk=pk).first()
+
+
 # Merging -------------------------------------------------------------------------------------
 
 
@@ -155,9 +160,7 @@ def unmerge_pages(undo: dict) -> str:
     CannotReverse when the page it was merged into is gone or its name is taken since."""
     was, kept = undo["merged"], undo["keep"]
     with transaction.atomic():
-        keep = (
-            Subject.objects.as_system(_CURATING).select_for_update().filter(pk=kept["pk"]).first()
-        )
+        keep = _locked_page(kept["pk"])
         if keep is None:
             raise CannotReverse(
                 f"“{was['name']}” was merged into a page that is gone since: there is nothing "
@@ -262,17 +265,13 @@ def unsplit_page(undo: dict) -> str:
     else is about it. Raises CannotReverse when the page they came from is gone."""
     links = Fact.subjects.through.objects
     with transaction.atomic():
-        page = (
-            Subject.objects.as_system(_CURATING).select_for_update().filter(pk=undo["page"]).first()
-        )
+        page = _locked_page(undo["page"])
         if page is None:
             raise CannotReverse(
                 f"The page the facts of “{undo['name']}” came from is gone since: nothing to "
                 "move them back to."
             )
-        new = (
-            Subject.objects.as_system(_CURATING).select_for_update().filter(pk=undo["new"]).first()
-        )
+        new = _locked_page(undo["new"])
         back = undo["facts"]
         links.bulk_create(
             [
