@@ -58,7 +58,7 @@ from knowledge.read_layer import reader_for
 from knowledge.secret_filter import secret_in
 from memory import actions as memory_actions
 from memory import switches
-from memory.models import Origin
+from memory.taught import Statement
 
 OUTCOMES = knowledge_episodes.OUTCOMES
 PRUNE_KEEP = forgetting.PRUNE_KEEP
@@ -320,14 +320,15 @@ def encode(
             with transaction.atomic():
                 episode = knowledge_episodes.record(**recording, distilled=True)
                 learned = memory_actions.learn(
-                    memory=memory,
-                    text=text,
-                    origin=Origin.API,
-                    by=by,
-                    outcome=as_bool,
-                    verdict="same",
-                    target=judgement.target.pk,
-                    evidence=[episode],
+                    Statement.distilled(
+                        memory=memory,
+                        text=text,
+                        by=by,
+                        outcome=as_bool,
+                        verdict="same",
+                        target=judgement.target.pk,
+                        evidence=[episode],
+                    )
                 )
             return Encoded(episode, known=learned.fact)
         except gate.BadVerdict:  # the belief went out of use a moment ago: this one waits
@@ -431,13 +432,14 @@ def _commit(
             try:
                 learned.append(
                     memory_actions.learn(
-                        memory=memory,
-                        text=text,
-                        origin=Origin.API,
-                        by=cited[0].recorded_by or by,
-                        outcome=_outcome_of(proposition, cited),
-                        evidence=knowledge_episodes.with_restatements(cited),
-                        source=_source(memory, cited),
+                        Statement.distilled(
+                            memory=memory,
+                            text=text,
+                            by=cited[0].recorded_by or by,
+                            outcome=_outcome_of(proposition, cited),
+                            evidence=knowledge_episodes.with_restatements(cited),
+                            source=_source(memory, cited),
+                        )
                     )
                 )
             except ValidationError:  # too long or a secret: a belief brain does not keep

@@ -200,6 +200,7 @@ def teach(memory, conversations: Sequence[Conversation]) -> tuple[list[Taught], 
     from knowledge.models import Fact
     from memory import conversations as kept
     from memory.actions import learn
+    from memory.taught import Statement
 
     people = _people(conversations)
     taught: list[Taught] = []
@@ -216,12 +217,14 @@ def teach(memory, conversations: Sequence[Conversation]) -> tuple[list[Taught], 
                 started = time.perf_counter()
                 try:
                     learned = learn(
-                        memory=memory,
-                        text=line.text,
-                        origin="chat",
-                        by=person,
-                        source=source,
-                        turn=position,
+                        Statement.said(
+                            memory=memory,
+                            text=line.text,
+                            origin="chat",
+                            by=person,
+                            source=source,
+                            turn=position,
+                        )
                     )
                 except ValidationError as refused:
                     seconds += time.perf_counter() - started

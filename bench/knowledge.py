@@ -51,6 +51,7 @@ from knowledge.embedding import DIMENSIONS, embed_question, get_embedder
 from knowledge.models import Fact, Memory, Source, Subject
 from knowledge.read_layer import SYSTEM
 from memory import ask
+from memory.taught import Statement
 
 SIZES = (10_000, 100_000)  # `make bench`; `make bench SIZES=1m` measures 1M on its own
 QUERIES = 200
@@ -1370,12 +1371,16 @@ def _intake(learn, count: int) -> tuple[float, float, dict[str, int]]:
     embedder = get_embedder()
     vectors = [embedder.embed_one(text) for text in plain]
     normalised = [statements.normalise(text) for text in plain]
-    learn(memory=memory, text="The kettle is in the kitchen.", origin="typed")  # warm up
+    learn(
+        Statement.typed(memory=memory, text="The kettle is in the kitchen.", origin="typed")
+    )  # warm up
     verdicts: dict[str, int] = {}
     gate_seconds = plain_seconds = 0.0
     # Interleaved, so a burst of load elsewhere hits both paths alike.
     for text, other, normalized, vector in zip(taught, plain, normalised, vectors, strict=True):
-        seconds, learned = _timed(lambda t=text: learn(memory=memory, text=t, origin="typed"))
+        seconds, learned = _timed(
+            lambda t=text: learn(Statement.typed(memory=memory, text=t, origin="typed"))
+        )
         gate_seconds += seconds
         verdicts[learned.verdict] = verdicts.get(learned.verdict, 0) + 1
         plain_seconds += _timed(

@@ -13,6 +13,7 @@ from memory import actions as memory_actions
 from memory.composers.base import Candidate
 from memory.composers.offline import OfflineComposer
 from memory.demo import household_document, household_facts
+from memory.taught import Statement
 
 DOCUMENT_BYTES = 32 * 1024
 ITEMS = 20
@@ -99,7 +100,9 @@ def _queue(*memories) -> list:
     items = []
     for memory in memories:
         for text in knowledge_bench.new_statements(TAB_QUEUE, seed=3):
-            learned = memory_actions.learn(memory=memory, text=text, origin="typed")
+            learned = memory_actions.learn(
+                Statement.typed(memory=memory, text=text, origin="typed")
+            )
             items += [learned.item] if learned.item is not None else []
     return items
 

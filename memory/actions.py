@@ -1,7 +1,8 @@
 """What is taught and what is withdrawn: every surface (web, CLI, API, MCP, tasks) calls these.
 
-- Teaching (``learn``): the secret filter, the write gate, then a queued fact and its inbox item
-  in one transaction, or more support for a fact already known. Enough waiting starts a pass
+- Teaching (``learn``): a ``memory.taught.Statement`` the surface built (and so checked), judged
+  by the write gate, then a queued fact and its inbox item in one transaction, or more support
+  for a fact already known. Enough waiting starts a pass
   early (``consolidator.EARLY_FILING_AT``).
 - Withdrawing: drop a queued item, forget a fact (its document line goes at the next filing),
   restore one forgotten moments ago, and settle a conflict the gate opened.
@@ -14,9 +15,9 @@ changes only through ``revisions.write_document``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
+from typing import TYPE_CHECKING
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
@@ -26,7 +27,7 @@ from brain.db.retry import retry_transaction
 from brain.errors import StateConflict
 from knowledge import actions as knowledge_actions
 from knowledge import episodes as knowledge_episodes
-from knowledge import gate, kinds, passages, search, statements
+from knowledge import gate, kinds, passages, search
 from knowledge.embedding import embedder_for, vector_or_none
 from knowledge.models import (
     Conflict,
@@ -45,6 +46,9 @@ from knowledge.subjects import mentioned_in
 from knowledge.subjects import resolve as resolve_subjects
 from memory import consolidator, switches
 from memory.models import Confidence, ConsolidationRun, InboxItem, Origin
+
+if TYPE_CHECKING:
+    from memory.taught import Statement
 
 MAX_ITEM_CHARS = 1000  # a fact is a sentence or two, not a document
 
@@ -65,33 +69,7 @@ def clean_fact_text(text: str | None) -> str:
     return text
 
 
-#: Channels where what is taught is a line of a conversation, where a question tells nothing.
-CONVERSATION_ORIGINS = frozenset({Origin.VOICE, Origin.CHAT})
-
-
-def said_text(text: str | None, *, origin: str = Origin.TYPED) -> str:
-    """What of ``text`` is kept as a statement, or ValidationError saying why nothing is:
-    empty or too long, a secret, talk and not a fact (a greeting, thanks, a goodbye, small
-    talk: ``kinds.small_talk``), or, said in a conversation, only questions. The talk around
-    a statement is left out ("Hi Beth! I got the job." keeps "I got the job.")."""
-    text = clean_fact_text(text)
-    secret = secret_in(text)
-    if secret:
-        raise ValidationError(
-            f"That looks like {secret}. brain does not keep secrets: memory is replayed into "
-            "prompts, so a secret stored once would be repeated for ever."
-        )
-    talk = kinds.small_talk(text, said=origin in CONVERSATION_ORIGINS)
-    if talk:
-        raise ValidationError(f"That is {talk}, not something to remember; nothing was kept.")
-    if origin in CONVERSATION_ORIGINS and kinds.only_asks(text):
-        raise ValidationError(
-            "That asks something and tells nothing to remember; nothing was kept."
-        )
-    return kinds.without_small_talk(text)
-
-
-def _check_origin_and_confidence(origin: str, confidence: str) -> None:
+def check_origin_and_confidence(origin: str, confidence: str) -> None:
     if origin not in Origin.values:
         raise ValidationError(f"Unknown origin {origin!r}: use one of {', '.join(Origin.values)}.")
     if confidence not in Confidence.values:
@@ -116,7 +94,7 @@ def add_to_inbox(
     "failure", as ``file_fact`` decides it), which a pass files as something to avoid.
     """
     text = clean_fact_text(text)
-    _check_origin_and_confidence(origin, confidence)
+    check_origin_and_confidence(origin, confidence)
     item = InboxItem.objects.create(
         memory=memory,
         text=text,
@@ -141,9 +119,6 @@ def add_to_inbox(
             lambda: consolidator.request_if_learning(memory, ConsolidationRun.Trigger.EARLY)
         )
     return item
-
-
-TEACHER = object()  # ``learn``'s gate judges against what its teacher reads, unless told
 
 
 @dataclass(frozen=True)
@@ -200,66 +175,57 @@ class Learned:
 
 
 @retry_transaction
-def learn(
-    *,
-    memory: Memory,
-    text: str,
-    origin: str,
-    confidence: str = Confidence.MEDIUM,
-    by=None,
-    subjects: Sequence[Subject | int | str] = (),
-    outcome: bool | None = None,
-    verdict: str | None = None,
-    target: int | None = None,
-    source: Source | None = None,
-    kind: str | None = None,
-    evidence: Sequence[Episode] = (),
-    turn: int | None = None,
-    cites: Sequence[Passage] = (),
-    reader=TEACHER,
-) -> Learned:
-    """Teach brain one statement, from any surface: the secret filter, the write gate, then a
-    fact row (queued) and its inbox item — or, when it is already known, more support.
+def learn(statement: Statement) -> Learned:
+    """Teach brain one statement, from any surface: ``judge`` it (the write gate), then
+    ``file`` it — a fact row (queued) and its inbox item, or, when it is already known, more
+    support. The surface built the statement, so its words were checked already
+    (``memory.taught``).
 
-    ``evidence``: the episodes the statement was distilled from (the sleep pass, an agent's
-    own distillation, ``memory_write``); the fact cites each and is valid from the first. The
-    caller claims them. Episodes still waiting that say the same (``gate.pending_twins``) are
-    claimed here and cited too, so a duplicate is caught before any sleep pass has run.
-    ``turn``: the turn of the conversation ``source`` that said it (its observation points
-    there, so "See the run" opens the conversation at that turn). ``cites``: the passages of
-    ``source`` it came from (compiling a document); a new fact cites them, and a statement
-    already known only strengthens the fact it restates — it never adds a citation, which would
-    take the fact away from readers of that fact who may not read the new passage. ``reader``:
-    whose reading the gate judges the statement against (default ``by``, its teacher): a
-    compiled passage's statement is judged against what the passage's readers read, so it never
-    strengthens, replaces or opens a conflict with a fact they cannot read, and never adds what
-    it says to a fact read by people who cannot read the passage.
-
-    Raises ValidationError (empty, too long, a secret), UnknownSubject, or gate.BadVerdict.
-    Two identical statements taught at the same moment make one fact with support 2. A memory
-    whose vectors come from a worker waits for it at most ``embedding.WRITE_TIMEOUT_S``: with
-    no answer the fact is judged by its words and stored without a vector, which the
-    background re-embedding gives it later — nothing taught is lost for an absent worker.
+    A statement with ``evidence`` (an agent's episodes) is learned only while learning is on.
+    Raises UnknownSubject, gate.BadVerdict or LearningOff. Two identical statements taught at
+    the same moment make one fact with support 2. A memory whose vectors come from a worker
+    waits for it at most ``embedding.WRITE_TIMEOUT_S``: with no answer the fact is judged by
+    its words and stored without a vector, which the background re-embedding gives it later —
+    nothing taught is lost for an absent worker.
     """
-    text = said_text(text, origin=origin)
-    _check_origin_and_confidence(origin, confidence)
-    if evidence:  # an agent's episodes: what it saw is learned only while learning is on
-        switches.require_learning(memory)
-    about = resolve_subjects(memory, list(subjects))
+    if statement.evidence:  # what an agent saw is learned only while learning is on
+        switches.require_learning(statement.memory)
+    return file(judge(statement))
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A statement and what the gate made of it, before anything is written."""
+
+    statement: Statement
+    judgement: gate.Judgement
+    about: list[Subject]  # the pages it is about: those named, and those its words mention
+    embedding: list[float] | None
+    embedder: str
+    twins: list[Episode]  # waiting episodes that say the same
+
+
+def judge(statement: Statement) -> Judged:
+    """The gate's verdict on ``statement``, against what its reader reads: the teller's own
+    verdict when it gave one, else the model's (when the memory judges with one) or the
+    offline judge's. With it, the pages the statement is about, its vector (none from an
+    absent worker: given later) and the episodes still waiting that say the same
+    (``gate.pending_twins``), which ``file`` claims and cites, so a duplicate is caught before
+    any sleep pass has run. Writes nothing."""
+    memory, text, outcome = statement.memory, statement.text, statement.outcome
+    about = resolve_subjects(memory, list(statement.subjects))
     about += [s for s in mentioned_in(memory, text) if s not in about]
     embedder = embedder_for(memory)
-    embedding = vector_or_none(embedder, text)  # none from an absent worker: given later
-    speaker = name_of(by)
-    judged_for = reader_for(by if reader is TEACHER else reader)
-    if verdict:
-        judgement = gate.from_agent(memory, verdict, target, outcome=outcome, reader=judged_for)
-    elif gate.model_judging(memory):
-        judgement = gate.judge_with_model(
-            memory, text, outcome=outcome, embedding=embedding, speaker=speaker, reader=judged_for
+    embedding = vector_or_none(embedder, text)
+    speaker, reader = statement.speaker, statement.reader
+    if statement.verdict:
+        judgement = gate.from_agent(
+            memory, statement.verdict, statement.target, outcome=outcome, reader=reader
         )
     else:
-        judgement = gate.judge(
-            memory, text, outcome=outcome, embedding=embedding, speaker=speaker, reader=judged_for
+        judged_by = gate.judge_with_model if gate.model_judging(memory) else gate.judge
+        judgement = judged_by(
+            memory, text, outcome=outcome, embedding=embedding, speaker=speaker, reader=reader
         )
     twins = gate.pending_twins(
         memory,
@@ -267,102 +233,63 @@ def learn(
         outcome=outcome,
         embedding=embedding,
         speaker=speaker,
-        exclude=[episode.pk for episode in evidence],
+        exclude=[episode.pk for episode in statement.evidence],
     )
+    return Judged(statement, judgement, about, embedding, embedder.name, twins)
+
+
+def file(judged: Judged) -> Learned:
+    """File a judged statement in one transaction, under an advisory lock on its words: the
+    waiting twins claimed, then either more support for the fact it restates (said again by
+    someone else a moment ago counts too) or a new queued fact — replacing, or opening a
+    conflict with, what it contradicts or refines (``_settle_older``) — and its inbox item.
+
+    A statement with no ``source`` gets one made for this moment, whose line is the passage
+    the fact cites. A statement already known only strengthens the fact it restates, citing
+    the line said now only as the fact's readers read it (``passages.keeping_readers``)."""
+    statement, judgement = judged.statement, judged.judgement
     with transaction.atomic():
-        normalized = statements.normalise(text)
-        _lock(memory, normalized)
-        caught = knowledge_episodes.claim(twins)
-        cited = [*evidence, *knowledge_episodes.with_restatements(caught)]
+        _lock(statement.memory, statement.normalized)
+        caught = knowledge_episodes.claim(judged.twins)
+        cited = [*statement.evidence, *knowledge_episodes.with_restatements(caught)]
         if judgement.verdict == "novel":
-            twin = _twin(memory, normalized, text, speaker, judged_for)
+            twin = _twin(statement)
             if twin is not None:  # taught a moment ago by someone else
                 judgement = gate.Judgement("same", twin, "said at the same moment")
-        made = source is None
-        if source is None:
-            source = _source_for(memory, text, origin, by)
+        made = statement.source is None
+        source = _source_for(statement) if statement.source is None else statement.source
         if judgement.verdict == "same":
-            said = list(cites) or [
-                passages.line_of_new_source(source, text)
-                if made
-                else passages.of_line(source, text)
-            ]
-            passages.cite(_judged(judgement), passages.keeping_readers(_judged(judgement), said))
-            fact = knowledge_actions.strengthen(
-                fact=_judged(judgement),
-                text=text,
-                by=by,
-                channel=_channel(origin),
-                source=source,
-                outcome=outcome,
-                evidence=cited,
-                stated=not evidence,
-                turn=turn,
-            )
+            fact = _strengthen(statement, _judged(judgement), source, made, cited)
             return Learned("same", fact, None, judgement.reason, caught=tuple(caught))
         fact = knowledge_actions.file_fact(
-            memory=memory,
-            text=text,
-            channel=_channel(origin),
-            kind=kind or kinds.kind_for(text, correction=origin == Origin.CORRECTION),
-            confidence=confidence,
-            by=by,
+            memory=statement.memory,
+            text=statement.text,
+            channel=_channel(statement.origin),
+            kind=statement.kind
+            or kinds.kind_for(statement.text, correction=statement.origin == Origin.CORRECTION),
+            confidence=statement.confidence,
+            by=statement.by,
             source=source,
-            subjects=about,
-            outcome=outcome,
-            embedding=embedding,
-            embedder=embedder.name,
+            subjects=judged.about,
+            outcome=statement.outcome,
+            embedding=judged.embedding,
+            embedder=judged.embedder,
             evidence=cited,
-            stated=not evidence,
-            turn=turn,
+            stated=not statement.evidence,
+            turn=statement.turn,
             # The line said now is the first passage of the source made for it.
-            cites=cites or ([passages.line_of_new_source(source, text)] if made else ()),
+            cites=statement.cites
+            or ([passages.line_of_new_source(source, statement.text)] if made else ()),
         )
-        superseded = conflict = earlier = None
-        if judgement.verdict in ("contradiction", "refinement") and not passages.reads_as_widely(
-            fact, _judged(judgement)
-        ):
-            conflict = knowledge_actions.open_conflict(
-                old=_judged(judgement),
-                new=fact,
-                reason=f"{judgement.reason}; some who read the older statement may not read "
-                "the newer one",
-            )
-        elif (
-            judgement.verdict in ("contradiction", "refinement")
-            and not verdict  # the teller's own verdict is done as said
-            and not replaces_silently(_judged(judgement), source=source, origin=origin)
-        ):
-            conflict = knowledge_actions.open_conflict(
-                old=_judged(judgement),
-                new=fact,
-                reason=f"{judgement.reason}; the two come from different sources",
-            )
-        elif judgement.verdict in ("contradiction", "refinement"):
-            knowledge_actions.supersede(old=_judged(judgement), new=fact)
-            superseded = judgement.target
-        elif judgement.verdict == "conflict":
-            conflict = knowledge_actions.open_conflict(
-                old=_judged(judgement), new=fact, reason=judgement.reason
-            )
-        elif judgement.verdict == "different_outcome":
-            earlier = judgement.target
-        for also in judgement.also if judgement.verdict == "contradiction" else ():
-            # The old value said again elsewhere: replaced with the nearest, or asked about.
-            if passages.reads_as_widely(fact, also) and (
-                verdict or replaces_silently(also, source=source, origin=origin)
-            ):
-                knowledge_actions.supersede(old=also, new=fact)
-            else:
-                knowledge_actions.open_conflict(old=also, new=fact, reason=judgement.reason)
+        superseded, conflict, earlier = _settle_older(statement, judgement, fact, source)
         item = add_to_inbox(
-            memory=memory,
-            text=text,
-            origin=origin,
-            confidence=confidence,
-            by=by,
+            memory=statement.memory,
+            text=statement.text,
+            origin=statement.origin,
+            confidence=statement.confidence,
+            by=statement.by,
             fact=fact,
-            outcome=outcome,
+            outcome=statement.outcome,
         )
     return Learned(
         judgement.verdict,
@@ -374,6 +301,79 @@ def learn(
         earlier,
         caught=tuple(caught),
     )
+
+
+def _strengthen(
+    statement: Statement, known: Fact, source: Source, made: bool, cited: list[Episode]
+) -> Fact:
+    """More support for ``known``, which ``statement`` restates, citing the line said now as
+    far as its readers read it."""
+    said = list(statement.cites) or [
+        passages.line_of_new_source(source, statement.text)
+        if made
+        else passages.of_line(source, statement.text)
+    ]
+    passages.cite(known, passages.keeping_readers(known, said))
+    return knowledge_actions.strengthen(
+        fact=known,
+        text=statement.text,
+        by=statement.by,
+        channel=_channel(statement.origin),
+        source=source,
+        outcome=statement.outcome,
+        evidence=cited,
+        stated=not statement.evidence,
+        turn=statement.turn,
+    )
+
+
+def _settle_older(
+    statement: Statement, judgement: gate.Judgement, fact: Fact, source: Source
+) -> tuple[Fact | None, Conflict | None, Fact | None]:
+    """What the new ``fact`` does to the older one the gate named: (superseded, conflict,
+    earlier). A contradiction or refinement replaces it only when everyone who read it reads
+    the new one and it is replaced silently (the teller's own verdict, or
+    ``replaces_silently``); otherwise both stay live in a conflict. Other facts saying the old
+    value are replaced or asked about the same way."""
+    superseded = conflict = earlier = None
+    verdict, told = judgement.verdict, statement.verdict  # the teller's own is done as said
+    if verdict in ("contradiction", "refinement") and not passages.reads_as_widely(
+        fact, _judged(judgement)
+    ):
+        conflict = knowledge_actions.open_conflict(
+            old=_judged(judgement),
+            new=fact,
+            reason=f"{judgement.reason}; some who read the older statement may not read "
+            "the newer one",
+        )
+    elif (
+        verdict in ("contradiction", "refinement")
+        and not told
+        and not replaces_silently(_judged(judgement), source=source, origin=statement.origin)
+    ):
+        conflict = knowledge_actions.open_conflict(
+            old=_judged(judgement),
+            new=fact,
+            reason=f"{judgement.reason}; the two come from different sources",
+        )
+    elif verdict in ("contradiction", "refinement"):
+        knowledge_actions.supersede(old=_judged(judgement), new=fact)
+        superseded = judgement.target
+    elif verdict == "conflict":
+        conflict = knowledge_actions.open_conflict(
+            old=_judged(judgement), new=fact, reason=judgement.reason
+        )
+    elif verdict == "different_outcome":
+        earlier = judgement.target
+    for also in judgement.also if verdict == "contradiction" else ():
+        # The old value said again elsewhere: replaced with the nearest, or asked about.
+        if passages.reads_as_widely(fact, also) and (
+            told or replaces_silently(also, source=source, origin=statement.origin)
+        ):
+            knowledge_actions.supersede(old=also, new=fact)
+        else:
+            knowledge_actions.open_conflict(old=also, new=fact, reason=judgement.reason)
+    return superseded, conflict, earlier
 
 
 # A person telling brain something now: the line typed, said in a conversation, at the terminal
@@ -421,14 +421,14 @@ def _judged(judgement: gate.Judgement) -> Fact:
     return judgement.target
 
 
-def _twin(memory: Memory, normalized: str, text: str, speaker: str, by) -> Fact | None:
-    """A live fact ``by`` may read with the very same words that says the same thing (a
-    first-person statement by someone else says something else: "I like it at 19", by Sarah or
-    by Tom)."""
-    live = Fact.objects.for_memory(memory).live().readable_by(by)
-    for fact in live.filter(normalized=normalized)[:5]:
-        said = gate.relate(gate.Said(fact.text, fact.taught_by_name), gate.Said(text, speaker))
-        if said.verdict == "same":
+def _twin(statement: Statement) -> Fact | None:
+    """A live fact the statement's reader may read with the very same words that says the same
+    thing (a first-person statement by someone else says something else: "I like it at 19", by
+    Sarah or by Tom)."""
+    live = Fact.objects.for_memory(statement.memory).live().readable_by(statement.reader)
+    said = gate.Said(statement.text, statement.speaker)
+    for fact in live.filter(normalized=statement.normalized)[:5]:
+        if gate.relate(gate.Said(fact.text, fact.taught_by_name), said).verdict == "same":
             return fact
     return None
 
@@ -446,14 +446,15 @@ _SOURCE_KINDS = {
 }
 
 
-def _source_for(memory: Memory, text: str, origin: str, by) -> Source:
+def _source_for(statement: Statement) -> Source:
     """Where a statement taught with no conversation or run came from: the moment itself, so
     "why does brain think that?" always has something to open."""
+    origin = Origin(statement.origin)
     when = timezone.localtime().strftime("%-d %b %Y, %H:%M")
-    who = f" by {name_of(by)}" if by is not None else ""
-    title = f"{Origin(origin).label[0].upper()}{Origin(origin).label[1:]}{who}, {when}"
+    who = f" by {statement.speaker}" if statement.by is not None else ""
+    title = f"{origin.label[0].upper()}{origin.label[1:]}{who}, {when}"
     return Source.objects.create(
-        memory=memory, kind=_SOURCE_KINDS[Origin(origin)], title=title, text=text
+        memory=statement.memory, kind=_SOURCE_KINDS[origin], title=title, text=statement.text
     )
 
 
@@ -536,7 +537,7 @@ def forget_line(*, memory: Memory, text: str, by=None, origin: str = Origin.TYPE
     recall, explain, the facts list — and the line leaves the document at the next filing.
     With no fact saying it, only the line's removal is queued (a line written by hand)."""
     text = clean_fact_text(text)
-    _check_origin_and_confidence(origin, Confidence.MEDIUM)
+    check_origin_and_confidence(origin, Confidence.MEDIUM)
     readable = Fact.objects.for_memory(memory).live().readable_by(reader_for(by))
     near = search.neighbours(memory, readable, text=text, embedding=None, limit=FORGET_CANDIDATES)
     facts = tuple(fact for fact, _ in near if knowledge_actions.says_line(text, fact.text))

@@ -29,6 +29,7 @@ from memory.models import (
     InboxItem,
     Origin,
 )
+from memory.taught import Statement
 
 
 class InboxItemSerializer(serializers.ModelSerializer):
@@ -146,15 +147,17 @@ def add_memory(request: Request, memory: Memory) -> Response:
     data = form.validated_data
     try:
         learned = actions.learn(
-            memory=memory,
-            text=data["fact"],
-            origin=Origin.API,
-            confidence=data["confidence"],
-            by=request.user,
-            outcome=data["outcome"],
-            verdict=data["verdict"],
-            target=data["target"],
-            subjects=data["subjects"],
+            Statement.typed(
+                memory=memory,
+                text=data["fact"],
+                origin=Origin.API,
+                confidence=data["confidence"],
+                by=request.user,
+                outcome=data["outcome"],
+                verdict=data["verdict"],
+                target=data["target"],
+                subjects=data["subjects"],
+            )
         )
     except (UnknownSubject, gate.BadVerdict) as problem:
         return bad_request(str(problem))
@@ -205,7 +208,9 @@ def inbox(request: Request, memory: Memory) -> Response:
     if request.method == "POST":
         form = NewInboxItemSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        learned = actions.learn(memory=memory, by=request.user, **form.validated_data)
+        learned = actions.learn(
+            Statement.typed(memory=memory, by=request.user, **form.validated_data)
+        )
         if learned.item is None:
             return Response({"detail": learned.message, "fact": learned.fact.pk})
         return Response(InboxItemSerializer(learned.item).data, status=status.HTTP_201_CREATED)

@@ -57,6 +57,7 @@ from knowledge.read_layer import reader_for
 from knowledge.secret_filter import secret_in
 from memory import actions, conversations, reflection, switches
 from memory.models import Origin, ReflectionRun
+from memory.taught import Statement
 
 logger = logging.getLogger(__name__)
 
@@ -450,7 +451,9 @@ def _teach(memory: Memory, text: str, by, conversation: Source | None) -> Exchan
         new = True
     else:
         learned = actions.learn(
-            memory=memory, text=text, origin=Origin.CHAT, by=by, source=source, turn=position
+            Statement.said(
+                memory=memory, text=text, origin=Origin.CHAT, by=by, source=source, turn=position
+            )
         )
         facts, reply = [learned.fact], said_plainly(learned)
         new = learned.item is not None

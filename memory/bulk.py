@@ -56,6 +56,7 @@ from knowledge.subjects import mentions, resolve
 from memory import actions, portable, switches
 from memory.actions import clean_fact_text
 from memory.models import Confidence, Origin
+from memory.taught import Statement
 
 MAX_STATEMENTS = 5_000
 
@@ -140,12 +141,14 @@ def add_many(
             )
         for text in changes:
             learned = actions.learn(
-                memory=memory,
-                text=text,
-                origin=Origin.API,
-                confidence=confidence,
-                by=by,
-                subjects=named,
+                Statement.typed(
+                    memory=memory,
+                    text=text,
+                    origin=Origin.API,
+                    confidence=confidence,
+                    by=by,
+                    subjects=named,
+                )
             )
             judged[learned.verdict] += 1
     same = judged.pop("same", 0)

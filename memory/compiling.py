@@ -40,8 +40,8 @@ Contract:
   label sets from its citations in the very transaction that cites or relabels, so relabelling
   while a compile runs never leaves a fact readable by a role that cannot read all its passages
   (knowledge/visibility.py, "Concurrency"). The gate judges each statement against what its
-  passage's readers read (its labels, ``learn(reader=…)``), and only facts nobody else reads
-  (``Reader.within``: a fact citing a passage of its labels alone): an HR passage never
+  passage's readers read (its labels, ``Statement.compiled(reader=…)``), and only facts nobody
+  else reads (``Reader.within``: a fact citing a passage of its labels alone): an HR passage never
   strengthens, replaces or opens a conflict with a Sales fact, nor adds its words and its
   source to a fact read by people who cannot read it — not even to one citing a passage
   labelled Sales and HR, which HR people read — it becomes a fact of its own, read as its
@@ -102,8 +102,7 @@ from knowledge.models import (
     Subject,
 )
 from knowledge.read_rule import Reader
-from memory import actions, reflection, switches
-from memory.models import Confidence, Origin
+from memory import actions, reflection, switches, taught
 
 MAX_STATEMENTS_PER_PASSAGE = 12
 MAX_PASSAGES_PER_CALL = 20
@@ -834,15 +833,15 @@ def _file(
     try:
         about = _pages(memory, statement.pages)
         learned = actions.learn(
-            memory=memory,
-            text=statement.text,
-            origin=Origin.IMPORT,
-            confidence=Confidence.MEDIUM,
-            by=by,
-            subjects=about,
-            source=source,
-            cites=[cited[pk] for pk in statement.cites if pk in cited],
-            reader=_readers_of(cited.get(statement.cites[0])),
+            taught.Statement.compiled(
+                memory=memory,
+                text=statement.text,
+                by=by,
+                subjects=about,
+                source=source,
+                cites=[cited[pk] for pk in statement.cites if pk in cited],
+                reader=_readers_of(cited.get(statement.cites[0])),
+            )
         )
     except (ValidationError, IntegrityError) as refused:
         words = " ".join(getattr(refused, "messages", [str(refused)]))

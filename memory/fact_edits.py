@@ -53,6 +53,7 @@ from knowledge.secret_filter import refuse_secrets
 from memory import actions, curation, document, revisions
 from memory.composers.base import avoid, is_avoid_line, statement_of
 from memory.models import Change, DocumentRevision, InboxItem, Origin
+from memory.taught import Statement
 
 BEING_EDITED = "its words were being edited"
 _MARKER = re.compile(r"^\s*[-*+]\s+")
@@ -138,16 +139,18 @@ def edit_fact(*, fact: Fact, text: str, by=None) -> Edited:
         knowledge_actions.forget_fact(fact=old, reason=BEING_EDITED)
     try:
         learned = actions.learn(
-            memory=old.memory,
-            text=text,
-            origin=Origin.CORRECTION,
-            confidence=_confidence_word(old.prior),
-            by=by,
-            subjects=list(old.subjects.all()),
-            outcome=old.outcome,
-            kind=old.kind,
-            source=old.source,
-            cites=cited,
+            Statement.typed(
+                memory=old.memory,
+                text=text,
+                origin=Origin.CORRECTION,
+                confidence=_confidence_word(old.prior),
+                by=by,
+                subjects=list(old.subjects.all()),
+                outcome=old.outcome,
+                kind=old.kind,
+                source=old.source,
+                cites=cited,
+            )
         )
     except BaseException:
         Fact.objects.filter(

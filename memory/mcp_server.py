@@ -45,7 +45,8 @@ from knowledge.models import Fact, Memory, Permission
 from knowledge.read_layer import reader_for
 from knowledge.subjects import UnknownSubject
 from memory import actions
-from memory.models import InboxItem, Origin
+from memory.models import InboxItem
+from memory.taught import Statement
 
 logger = logging.getLogger(__name__)
 
@@ -287,13 +288,9 @@ def _learn_as_episode(memory: Memory, *, content: str, by, outcome: bool | None,
             distilled=True,
         )
         learned = actions.learn(
-            memory=memory,
-            text=content,
-            origin=Origin.API,
-            by=by,
-            outcome=outcome,
-            evidence=[episode],
-            **teaching,
+            Statement.distilled(
+                memory=memory, text=content, by=by, outcome=outcome, evidence=[episode], **teaching
+            )
         )
     return learned, episode
 

@@ -73,7 +73,7 @@ from brain.celery import send_on_commit
 from knowledge import kinds, subjects
 from knowledge.models import Fact, Memory, Observation, Source
 from knowledge.secret_filter import secret_in
-from memory import actions, switches
+from memory import actions, switches, taught
 from memory.conversations import Recorded, Turn, record_conversation, turns_of
 from memory.models import Confidence, ReflectionRun
 
@@ -747,15 +747,17 @@ def _file(run: ReflectionRun, source: Source, statement: Statement) -> dict | No
         about = [subjects.person_named(run.memory, statement.speaker, user=user)]
     try:
         learned = actions.learn(
-            memory=run.memory,
-            text=statement.text,
-            origin=_ORIGINS.get(source.channel, "chat"),
-            confidence=Confidence.MEDIUM,
-            by=user,
-            subjects=about,
-            source=source,
-            kind=statement.kind or None,
-            turn=statement.turn,
+            taught.Statement.said(
+                memory=run.memory,
+                text=statement.text,
+                origin=_ORIGINS.get(source.channel, "chat"),
+                confidence=Confidence.MEDIUM,
+                by=user,
+                subjects=about,
+                source=source,
+                kind=statement.kind or None,
+                turn=statement.turn,
+            )
         )
     except ValidationError as refused:
         note = f"refused “{statement.text[:80]}”: {' '.join(refused.messages)}"

@@ -56,6 +56,7 @@ from knowledge.models import Conflict, Fact, Memory, Passage, Source, Subject
 from knowledge.read_layer import reader_for
 from memory import actions, switches
 from memory.models import Confidence, Origin, StudySession
+from memory.taught import Statement
 
 logger = logging.getLogger(__name__)
 
@@ -458,18 +459,19 @@ def study(session: StudySession, *, now: datetime | None = None) -> Findings:
             # A conclusion cites the passages of the facts it rests on, so it is read only by
             # those who may read all of them; and it is judged against what the session read.
             learned = actions.learn(
-                memory=session.memory,
-                text=text,
-                origin=Origin.STUDY,
-                confidence=Confidence.LOW,
-                by=None,
-                source=source,
-                cites=list(
-                    Passage.objects.as_system("the passages of the facts a conclusion rests on")
-                    .filter(facts__in=because)
-                    .distinct()
-                ),
-                reader=reader,
+                Statement.derived(
+                    memory=session.memory,
+                    text=text,
+                    origin=Origin.STUDY,
+                    confidence=Confidence.LOW,
+                    source=source,
+                    cites=list(
+                        Passage.objects.as_system("the passages of the facts a conclusion rests on")
+                        .filter(facts__in=because)
+                        .distinct()
+                    ),
+                    reader=reader,
+                )
             )
         except ValidationError as error:
             found.lines.append(f"Not filed: {' '.join(error.messages)}")

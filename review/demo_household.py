@@ -44,6 +44,7 @@ from knowledge.models import Fact, Memory, Observation, Source, Subject
 from knowledge.read_layer import SYSTEM
 from memory import actions, brief, consolidator
 from memory.models import Brief, ConsolidationRun, InboxItem, Origin
+from memory.taught import Statement
 from review import counts
 from review import findings as review_findings
 from review import guesses as review_guesses
@@ -275,13 +276,17 @@ def _teach(
         else:
             source = source or _source(memory, moment, by, when)
             learned = actions.learn(
-                memory=memory,
-                text=text,
-                origin=Origin.CORRECTION if line.replaces else moment.via,
-                by=by,
-                outcome=False if line.went_wrong else None,
-                source=source,
-                confidence="high" if moment.via in (Origin.TYPED, Origin.TERMINAL) else "medium",
+                Statement.typed(
+                    memory=memory,
+                    text=text,
+                    origin=Origin.CORRECTION if line.replaces else moment.via,
+                    by=by,
+                    outcome=False if line.went_wrong else None,
+                    source=source,
+                    confidence="high"
+                    if moment.via in (Origin.TYPED, Origin.TERMINAL)
+                    else "medium",
+                )
             )
             loaded.taught += 1
             loaded.verdicts[learned.verdict] = loaded.verdicts.get(learned.verdict, 0) + 1

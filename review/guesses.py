@@ -24,6 +24,7 @@ from knowledge.embedding import cosine, embedder_for, vector_or_none
 from knowledge.models import Memory, Subject
 from memory import actions as memory_actions
 from memory.models import Origin
+from memory.taught import Statement
 from review import timeline
 from review.models import GUESS_LIFETIME, MAX_REASON, MAX_TEXT, OPEN_GUESSES_AT_MOST, Guess
 
@@ -181,11 +182,13 @@ def answer_guess(*, guess: Guess, answer: str, by=None, reason: str = "") -> Ans
         locked.answered_at, locked.answered_by, locked.reason = timezone.now(), by, reason
         if yes:
             learned = memory_actions.learn(
-                memory=locked.memory,
-                text=locked.text,
-                origin=Origin.TYPED,
-                by=by,
-                confidence="high",
+                Statement.typed(
+                    memory=locked.memory,
+                    text=locked.text,
+                    origin=Origin.TYPED,
+                    by=by,
+                    confidence="high",
+                )
             )
             locked.state, locked.fact = Guess.State.CONFIRMED, learned.fact
             message = "Filed as known."
@@ -194,7 +197,9 @@ def answer_guess(*, guess: Guess, answer: str, by=None, reason: str = "") -> Ans
             message = "Noted: brain won't ask that again."
             if reason:
                 memory_actions.learn(
-                    memory=locked.memory, text=reason, origin=Origin.CORRECTION, by=by
+                    Statement.typed(
+                        memory=locked.memory, text=reason, origin=Origin.CORRECTION, by=by
+                    )
                 )
                 message += " Your reason is kept as a correction."
         locked.save()

@@ -49,6 +49,7 @@ from knowledge.models import Fact, Memory, Source, Subject
 from memory import actions as memory_actions
 from memory import switches
 from memory.models import Confidence, Origin
+from memory.taught import Statement
 from review import guesses as review_guesses
 from review.models import OPEN_GUESSES_AT_MOST, Guess, HouseEvent, InsightRun
 
@@ -454,11 +455,13 @@ def _file_findings(
             source = _source(memory, run)
         try:
             learned = memory_actions.learn(
-                memory=memory,
-                text=text,
-                origin=Origin.INSIGHT,
-                confidence=Confidence.LOW,
-                source=source,
+                Statement.derived(
+                    memory=memory,
+                    text=text,
+                    origin=Origin.INSIGHT,
+                    confidence=Confidence.LOW,
+                    source=source,
+                )
             )
         except ValidationError as error:
             report.lines.append(f"Not filed: {' '.join(error.messages)}")

@@ -19,6 +19,7 @@ from knowledge.kinds import JUDGEMENT_LIFETIME
 from knowledge.models import Fact, Memory, Subject
 from memory import actions as memory_actions
 from memory.models import Origin
+from memory.taught import Statement
 from review.models import Finding, Judgement, Rule
 
 AT_LEAST = 3  # marked "not a problem" this many times before brain draws a conclusion
@@ -100,13 +101,15 @@ def recount(*, memory: Memory, check_id: str, subject: Subject | None) -> Judgem
             previous_fact if previous_fact is not None and previous_fact.is_live else None
         )
         fact = memory_actions.learn(
-            memory=memory,
-            text=text,
-            origin=Origin.INSIGHT,
-            kind=Fact.Kind.JUDGEMENT,
-            subjects=[subject.pk] if subject else [],
-            verdict="contradiction" if live_previous else "novel",
-            target=live_previous.pk if live_previous else None,
+            Statement.derived(
+                memory=memory,
+                text=text,
+                origin=Origin.INSIGHT,
+                kind=Fact.Kind.JUDGEMENT,
+                subjects=[subject.pk] if subject else [],
+                verdict="contradiction" if live_previous else "novel",
+                target=live_previous.pk if live_previous else None,
+            )
         ).fact
     # Written again: renewed for another thirty days.
     Fact.objects.filter(pk=fact.pk).update(expires_at=timezone.now() + JUDGEMENT_LIFETIME)

@@ -13,13 +13,14 @@ from knowledge import retrieval
 from knowledge.models import Fact, Procedure
 from knowledge.read_layer import SYSTEM
 from memory.actions import learn
+from memory.taught import Statement
 
 CORE = "You work for Priya Shah's data team.\nNever push to main without a review."
 DEPLOY_STEPS = ["build the image", "run the migrations", "restart the workers"]
 
 
 def _learn(home, text: str, **kwargs) -> Fact:
-    return learn(memory=home, text=text, origin="api", **kwargs).fact
+    return learn(Statement.typed(memory=home, text=text, origin="api", **kwargs)).fact
 
 
 def _headings(text: str) -> list[str]:

@@ -13,6 +13,7 @@ from django.utils import timezone
 from agent import actions
 from knowledge.models import Episode, Fact
 from memory.actions import learn
+from memory.taught import Statement
 
 DEPLOY = "The staging deploy takes 20 minutes."
 
@@ -98,7 +99,7 @@ def test_the_same_words_with_another_outcome_are_not_a_duplicate(home):
 
 
 def test_an_episode_that_a_belief_already_states_strengthens_it_at_once(home):
-    belief = learn(memory=home, text=DEPLOY, origin="typed").fact
+    belief = learn(Statement.typed(memory=home, text=DEPLOY, origin="typed")).fact
 
     encoded = actions.encode(memory=home, text=DEPLOY, outcome="ok")
 
@@ -119,7 +120,11 @@ def test_teaching_what_a_waiting_episode_says_distils_that_episode_into_the_beli
         memory=home, text="Backups run at 02:00 every night.", outcome="ok", occurred_at=seen
     ).episode
 
-    learned = learn(memory=home, text="Backups run at 02:00 every night.", origin="api", by=alice)
+    learned = learn(
+        Statement.typed(
+            memory=home, text="Backups run at 02:00 every night.", origin="api", by=alice
+        )
+    )
 
     assert actions.pending(memory=home) == []
     assert learned.fact.support == 2

@@ -15,6 +15,7 @@ from knowledge import provenance, retrieval
 from knowledge.models import Fact
 from knowledge.read_layer import SYSTEM
 from memory.actions import learn
+from memory.taught import Statement
 
 LONG_AGO = timedelta(days=120)
 
@@ -78,7 +79,9 @@ def test_high_support_or_proven_or_failed_beliefs_survive_decay(home):
 
 
 def test_what_a_person_typed_never_decays(home, alice):
-    typed = learn(memory=home, text="The loft is warm.", origin="typed", by=alice).fact
+    typed = learn(
+        Statement.typed(memory=home, text="The loft is warm.", origin="typed", by=alice)
+    ).fact
     Fact.objects.filter(pk=typed.pk).update(created_at=timezone.now() - LONG_AGO)
     typed.observations.update(created_at=timezone.now() - LONG_AGO)
 

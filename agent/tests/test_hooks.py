@@ -18,6 +18,7 @@ from agent import hooks, install
 from knowledge.models import Memory
 from memory import actions
 from memory.models import Origin
+from memory.taught import Statement
 
 HOOKS_SCRIPT = str(Path(hooks.__file__).resolve())
 
@@ -88,7 +89,7 @@ def home(transactional_db) -> Memory:
 
 
 def learn(memory: Memory, text: str):
-    return actions.learn(memory=memory, text=text, origin=Origin.TERMINAL).fact
+    return actions.learn(Statement.typed(memory=memory, text=text, origin=Origin.TERMINAL)).fact
 
 
 # Silence when memory cannot be read ----------------------------------------------------------

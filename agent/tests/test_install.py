@@ -20,6 +20,7 @@ from brain.testing import database_url
 from knowledge.models import Memory
 from memory import actions
 from memory.models import Origin
+from memory.taught import Statement
 
 BASE = Path(django_settings.BASE_DIR).resolve()
 WRAPPER = BASE / "bin" / "brain"
@@ -272,7 +273,9 @@ def test_the_installed_session_start_hook_prints_the_block_from_a_live_server(
     written in settings.json, through a shell, with Claude Code's payload on stdin."""
     memory = Memory.objects.default()
     fact = actions.learn(
-        memory=memory, text="The billing service deploys on Fridays", origin=Origin.TERMINAL
+        Statement.typed(
+            memory=memory, text="The billing service deploys on Fridays", origin=Origin.TERMINAL
+        )
     ).fact
     project = tmp_path / "billing-service"
     project.mkdir()

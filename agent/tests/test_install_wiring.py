@@ -20,6 +20,7 @@ from agent.tests.test_install import brain, commands, operator, read  # noqa: F4
 from knowledge.models import Memory
 from memory import actions
 from memory.models import Origin
+from memory.taught import Statement
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -111,9 +112,15 @@ def test_the_installed_hook_prints_the_block_of_the_memory_asked_for_from_brain_
 ):
     household = Memory.objects.default()
     code = Memory.objects.create(slug="code", name="Billing code")
-    actions.learn(memory=household, text="The boiler is serviced in May", origin=Origin.TERMINAL)
+    actions.learn(
+        Statement.typed(
+            memory=household, text="The boiler is serviced in May", origin=Origin.TERMINAL
+        )
+    )
     fact = actions.learn(
-        memory=code, text="The billing service deploys on Fridays", origin=Origin.TERMINAL
+        Statement.typed(
+            memory=code, text="The billing service deploys on Fridays", origin=Origin.TERMINAL
+        )
     ).fact
     port = live_server.url.rsplit(":", 1)[1]
 

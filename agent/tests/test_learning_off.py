@@ -10,6 +10,7 @@ from rest_framework.authtoken.models import Token
 from agent import actions
 from knowledge.models import Episode, Fact, Memory
 from memory.switches import LearningOff
+from memory.taught import Statement
 from memory.tests.test_mcp import Agent, drive
 
 
@@ -71,7 +72,9 @@ def test_memory_write_is_refused_while_learning_is_off_and_search_still_answers(
     from memory.actions import learn
 
     home = Memories.objects.default()
-    known = learn(memory=home, text="Deploys take 20 minutes.", origin="typed").fact
+    known = learn(
+        Statement.typed(memory=home, text="Deploys take 20 minutes.", origin="typed")
+    ).fact
     _off(home)
     seen: dict = {}
 

@@ -39,6 +39,7 @@ from memory import compiling
 from memory.actions import learn
 from memory.conversations import record_conversation
 from memory.models import Origin
+from memory.taught import Statement
 
 SALES, HR, HEALTH, OTHER = "saleskite", "hrkestrel", "healthheron", "otterother"
 CANARIES = (SALES, HR, HEALTH, OTHER)
@@ -160,10 +161,12 @@ def build() -> World:
     world.sources["moved"] = _note(team, people["hr"], "Contracts, HR", CONTRACT_MOVED, [hr])
     # Lines the HR person taught and said (no default label: administrators only), waiting.
     learn(
-        memory=team,
-        text=f"Marta Verdi's {HR} salary review is booked for May.",
-        origin=Origin.TYPED,
-        by=people["hr"],
+        Statement.typed(
+            memory=team,
+            text=f"Marta Verdi's {HR} salary review is booked for May.",
+            origin=Origin.TYPED,
+            by=people["hr"],
+        )
     )
     record_conversation(
         memory=team,
@@ -185,10 +188,12 @@ def build() -> World:
     for name in ("sarah", "tom"):
         _grant(home, people[name], Permission.TEACH)
     learn(
-        memory=home,
-        text="The bins go out on Thursday night.",
-        origin=Origin.TYPED,
-        by=people["tom"],
+        Statement.typed(
+            memory=home,
+            text="The bins go out on Thursday night.",
+            origin=Origin.TYPED,
+            by=people["tom"],
+        )
     )
     world.sources["health"] = _note(home, people["sarah"], "Sarah's health", HEALTH_NOTE, [private])
 

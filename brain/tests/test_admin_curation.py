@@ -34,6 +34,7 @@ from knowledge.models import (
 )
 from memory import actions, consolidator, conversations, reflection
 from memory.models import Brief, Change, DocumentRevision, InboxItem, Origin, StudySession
+from memory.taught import Statement
 from review import findings as review_findings
 from review import guesses as review_guesses
 from review.models import DeepReview, Guess, HouseEvent, InsightRun, Judgement, Rule
@@ -43,7 +44,8 @@ LAMP = "light.office_lamp"
 
 def _file(memory: Memory, *texts: str, by=None) -> list[Fact]:
     facts = [
-        actions.learn(memory=memory, text=text, origin=Origin.TYPED, by=by).fact for text in texts
+        actions.learn(Statement.typed(memory=memory, text=text, origin=Origin.TYPED, by=by)).fact
+        for text in texts
     ]
     consolidator.execute(
         consolidator.request_consolidation(memory=memory, trigger="cli", send=False).run.pk
@@ -94,7 +96,9 @@ def content(home, admin_user, alice) -> SimpleNamespace:
         aliases=["the beacon"],
     )
     timer, hall = _file(home, "The office lamp turns off at 23:00.", "The hall is cold.")
-    waiting = actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED).fact
+    waiting = actions.learn(
+        Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    ).fact
     conflict = knowledge_actions.open_conflict(old=hall, new=waiting, reason="unsure")
     agent_actions.encode(memory=home, text="Deploys take 20 minutes.", outcome="ok")
     agent_actions.record_procedure(memory=home, task="Deploy", steps=["push"], outcome="ok")
@@ -361,7 +365,9 @@ def test_two_subjects_are_merged_into_the_one_the_person_keeps(client, admin_use
     client.force_login(admin_user)
     twin = Subject.objects.create(memory=content.lamp.memory, kind="device", name="Desk light")
     fact = actions.learn(
-        memory=content.lamp.memory, text="It hums.", origin=Origin.TYPED, subjects=[twin.pk]
+        Statement.typed(
+            memory=content.lamp.memory, text="It hums.", origin=Origin.TYPED, subjects=[twin.pk]
+        )
     ).fact
 
     asked = _act(client, Subject, "merge", [content.lamp, twin])
@@ -476,10 +482,12 @@ def test_the_fact_list_costs_the_same_queries_for_3_facts_or_30(
     for count in (3, 30):
         for n in range(count - Fact.objects.count()):
             actions.learn(
-                memory=home,
-                text=f"Shelf {n} holds {n} boxes.",
-                origin=Origin.TYPED,
-                subjects=[lamp.pk],
+                Statement.typed(
+                    memory=home,
+                    text=f"Shelf {n} holds {n} boxes.",
+                    origin=Origin.TYPED,
+                    subjects=[lamp.pk],
+                )
             )
         # The session and the person; the memory filter's choices; the count, the page and
         # the subjects of its rows; the date hierarchy's range and days; how many of them are in

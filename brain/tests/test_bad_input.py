@@ -24,6 +24,7 @@ from brain.tests.endpoints import api_routes, json_write_routes
 from knowledge.models import Fact, Memory
 from memory import actions
 from memory.models import DocumentRevision, InboxItem, Origin
+from memory.taught import Statement
 from memory.tests.test_mcp import Agent, drive
 
 pytestmark = pytest.mark.django_db
@@ -33,7 +34,9 @@ GATE = "The gate code box is behind the ivy."
 
 @pytest.fixture
 def gate_fact(home, admin_user) -> Fact:
-    return actions.learn(memory=home, text=GATE, origin=Origin.TYPED, by=admin_user).fact
+    return actions.learn(
+        Statement.typed(memory=home, text=GATE, origin=Origin.TYPED, by=admin_user)
+    ).fact
 
 
 def _stored() -> tuple[int, int, int]:
@@ -265,7 +268,9 @@ def test_a_forged_cursor_is_a_400_saying_to_follow_the_links(signed_in, gate_fac
 def test_a_cursor_the_api_gave_out_still_pages(signed_in, home, admin_user):
     for number in range(3):
         actions.learn(
-            memory=home, text=f"Shelf {number} holds paint.", origin=Origin.TYPED, by=admin_user
+            Statement.typed(
+                memory=home, text=f"Shelf {number} holds paint.", origin=Origin.TYPED, by=admin_user
+            )
         )
 
     first = signed_in.get("/api/facts/?page_size=2&sort=subject").json()

@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 from knowledge.models import Memory, Source, Subject
 from memory import actions as memory_actions
 from memory.models import ConsolidationRun, Origin
+from memory.taught import Statement
 from review import findings as review_findings
 from review import guesses as review_guesses
 
@@ -42,7 +43,12 @@ def content(db, admin_user) -> SimpleNamespace:
     """Something on every tab: a fact and its source, a finding, a guess."""
     home = Memory.objects.default()
     fact = memory_actions.learn(
-        memory=home, text="The garage freezer is off in winter.", origin=Origin.TYPED, by=admin_user
+        Statement.typed(
+            memory=home,
+            text="The garage freezer is off in winter.",
+            origin=Origin.TYPED,
+            by=admin_user,
+        )
     ).fact
     hall = Subject.objects.create(memory=home, kind="room", name="Hall")
     review_findings.raise_finding(

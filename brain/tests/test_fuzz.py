@@ -34,6 +34,7 @@ from brain.tests.endpoints import Route, routes
 from knowledge.models import Conflict, Memory, Source
 from memory import actions, consolidator, revisions
 from memory.models import Origin
+from memory.taught import Statement
 from review import findings as review_findings
 from review import guesses as review_guesses
 
@@ -244,10 +245,17 @@ MISSING_IDS = [0, 2**31, 2**63, 10**30]
 def world(admin_user) -> dict[str, int]:
     home = Memory.objects.default()
     old = actions.learn(
-        memory=home, text="The porch light stays on until ten.", origin=Origin.TYPED, by=admin_user
+        Statement.typed(
+            memory=home,
+            text="The porch light stays on until ten.",
+            origin=Origin.TYPED,
+            by=admin_user,
+        )
     )
     new = actions.learn(
-        memory=home, text="The loft hatch sticks in winter.", origin=Origin.TYPED, by=admin_user
+        Statement.typed(
+            memory=home, text="The loft hatch sticks in winter.", origin=Origin.TYPED, by=admin_user
+        )
     )
     conflict = Conflict.objects.create(memory=home, old=old.fact, new=new.fact, reason="fuzz")
     change = revisions.save_user_edit(

@@ -7,6 +7,7 @@ from django.urls import reverse
 
 from knowledge.models import Subject
 from memory import actions
+from memory.taught import Statement
 
 
 def _current(page: str) -> list[str]:
@@ -16,7 +17,11 @@ def _current(page: str) -> list[str]:
 
 def test_one_tab_is_current_the_one_the_page_belongs_to(signed_in, home):
     kitchen = Subject.objects.create(memory=home, kind="room", name="Kitchen")
-    actions.learn(memory=home, text="The kitchen is warm.", origin="typed", subjects=[kitchen.pk])
+    actions.learn(
+        Statement.typed(
+            memory=home, text="The kitchen is warm.", origin="typed", subjects=[kitchen.pk]
+        )
+    )
 
     for path, tab in (
         (reverse("home"), "House"),

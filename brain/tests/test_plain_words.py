@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from memory import actions, consolidator
 from memory.models import ConsolidationRun
+from memory.taught import Statement
 from review.models import Event
 
 
@@ -25,7 +26,7 @@ def _file(home) -> None:
 
 
 def test_the_last_measurement_after_a_filed_pass_reads_last_filed_and_nothing_more(signed_in, home):
-    actions.learn(memory=home, text="The loft is warm.", origin="typed")
+    actions.learn(Statement.typed(memory=home, text="The loft is warm.", origin="typed"))
     _file(home)
 
     page = signed_in.get(reverse("memory:knowledge")).content.decode()
@@ -78,7 +79,7 @@ def test_the_timeline_does_not_speak_of_home_assistant_when_nothing_went_there(
 
 
 def test_a_count_of_one_takes_the_singular(signed_in, home):
-    actions.learn(memory=home, text="The loft is warm.", origin="typed")
+    actions.learn(Statement.typed(memory=home, text="The loft is warm.", origin="typed"))
 
     page = signed_in.get(reverse("memory:knowledge")).content.decode()
 

@@ -22,6 +22,7 @@ from knowledge.embedding import get_embedder
 from knowledge.models import Fact, Memory
 from knowledge.read_layer import SYSTEM
 from memory import actions
+from memory.taught import Statement
 from surfaces import portable
 
 WRAPPER = Path(django_settings.BASE_DIR) / "bin" / "brain"
@@ -76,7 +77,9 @@ def test_a_total_learned_while_working_grows_the_count():
 def test_brain_memory_import_counts_the_rows_in_a_real_shell_and_says_what_it_did(tmp_path):
     home = Memory.objects.default()
     for index in range(30):
-        actions.learn(memory=home, text=f"Shelf {index} holds {index} jars.", origin="typed")
+        actions.learn(
+            Statement.typed(memory=home, text=f"Shelf {index} holds {index} jars.", origin="typed")
+        )
     exported = tmp_path / "home.json"
     exported.write_text(portable.export_json(home, reader=SYSTEM))
     Memory.objects.create(slug="other", name="Other")
@@ -103,7 +106,11 @@ def test_brain_memory_import_counts_the_rows_in_a_real_shell_and_says_what_it_di
 
 def test_brain_reembed_counts_the_facts_it_brings_to_the_current_embedder(home):
     for index in range(5):
-        actions.learn(memory=home, text=f"Drawer {index} holds {index} spoons.", origin="typed")
+        actions.learn(
+            Statement.typed(
+                memory=home, text=f"Drawer {index} holds {index} spoons.", origin="typed"
+            )
+        )
     Fact.objects.update(embedder="an-older-embedder")
     out = io.StringIO()
 
@@ -122,7 +129,9 @@ def test_the_knowledge_tab_shows_re_embedding_while_it_runs_and_stops_polling_wh
     signed_in, home
 ):
     for index in range(4):
-        actions.learn(memory=home, text=f"Box {index} holds {index} screws.", origin="typed")
+        actions.learn(
+            Statement.typed(memory=home, text=f"Box {index} holds {index} screws.", origin="typed")
+        )
     Fact.objects.filter(pk__in=Fact.objects.order_by("pk").values("pk")[:3]).update(
         embedder="an-older-embedder"
     )

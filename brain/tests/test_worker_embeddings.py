@@ -28,6 +28,7 @@ from knowledge import embedding, reembedding, retrieval
 from knowledge.models import Fact, Memory
 from knowledge.read_layer import SYSTEM
 from memory.actions import learn
+from memory.taught import Statement
 
 MODEL = "all-minilm"
 NAME = f"worker:{MODEL}"
@@ -106,7 +107,7 @@ def test_a_taught_fact_and_a_question_are_embedded_by_the_worker_the_memory_rout
     # relevant.
     question = "What sticks in wet weather?"
 
-    fact = learn(memory=memory, text=text, origin="typed").fact
+    fact = learn(Statement.typed(memory=memory, text=text, origin="typed")).fact
     block = retrieval.context(memory=memory, question=question, reader=SYSTEM)
     # Asked again: its vector is kept.
     retrieval.context(memory=memory, question=question, reader=SYSTEM)
@@ -129,7 +130,9 @@ def test_recall_finds_by_the_meaning_the_worker_gives_a_fact_sharing_no_word_wit
     embeds_to_worker(memory)
     start_worker(key)
 
-    fact = learn(memory=memory, text="The loft hatch sticks in wet weather.", origin="typed").fact
+    fact = learn(
+        Statement.typed(memory=memory, text="The loft hatch sticks in wet weather.", origin="typed")
+    ).fact
     block = retrieval.context(memory=memory, question="Where does the cat sleep?", reader=SYSTEM)
     plain = retrieval.plain_context(
         memory=memory, question="Which room is cold at night?", reader=SYSTEM
@@ -147,10 +150,12 @@ def test_with_no_worker_online_teaching_keeps_the_fact_recall_answers_by_words_a
     text = "The garage freezer is switched off in winter."
 
     started = time.monotonic()
-    fact = learn(memory=memory, text=text, origin="typed").fact
+    fact = learn(Statement.typed(memory=memory, text=text, origin="typed")).fact
     taught_in = time.monotonic() - started
     started = time.monotonic()
-    again = learn(memory=memory, text="The porch light is on a timer.", origin="typed").fact
+    again = learn(
+        Statement.typed(memory=memory, text="The porch light is on a timer.", origin="typed")
+    ).fact
     again_in = time.monotonic() - started
     embedding.forget_unanswered()  # the question asks the worker again, and waits its own time
     started = time.monotonic()
@@ -185,8 +190,10 @@ def test_switching_a_memorys_embed_route_to_a_worker_makes_only_its_vectors_stal
 ):
     other = Memory.objects.create(slug="cabin", name="Cabin")
     texts = ["The loft is warm.", "The cellar is damp."]
-    here = [learn(memory=memory, text=t, origin="typed").fact for t in texts]
-    there = learn(memory=other, text="The cabin stove smokes.", origin="typed").fact
+    here = [learn(Statement.typed(memory=memory, text=t, origin="typed")).fact for t in texts]
+    there = learn(
+        Statement.typed(memory=other, text="The cabin stove smokes.", origin="typed")
+    ).fact
     local_name = embedding.get_embedder().name
     assert {f.embedder for f in [*here, there]} == {local_name}
     before = stored(there)

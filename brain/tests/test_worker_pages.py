@@ -13,6 +13,7 @@ from brain.models import ModelRoute, WaitingCall, WorkerToken
 from knowledge.models import Membership, Permission
 from memory import actions, consolidator, study
 from memory.models import ConsolidationRun, DocumentRevision, InboxItem
+from memory.taught import Statement
 
 # The Knowledge tab -----------------------------------------------------------------------------
 
@@ -192,7 +193,9 @@ def test_a_study_session_shows_it_waits_for_a_worker_while_it_does(home, setting
     from knowledge.models import Fact
 
     workers.set_route(memory=home, task="study", provider="worker", model="llama3.2")
-    actions.learn(memory=home, text="The boiler was serviced in March.", origin="typed")
+    actions.learn(
+        Statement.typed(memory=home, text="The boiler was serviced in March.", origin="typed")
+    )
     steps: list[str] = []
     real_step = study._step
 

@@ -29,6 +29,7 @@ from memory.models import (
     ReflectionRun,
     StudySession,
 )
+from memory.taught import Statement
 
 FILED_DOCUMENT = "# Memory\n\n## Rooms\n\n- The loft is warm.\n"
 WRITE = local_json(
@@ -264,10 +265,12 @@ def test_a_study_says_it_waits_for_a_worker_until_one_starts_then_files_what_it_
         memory=memory, kind="device", name="Heat pump", entity_id="climate.heat_pump"
     )
     fact = actions.learn(
-        memory=memory,
-        text="The heat pump runs on weather compensation",
-        origin="typed",
-        subjects=[heat_pump],
+        Statement.typed(
+            memory=memory,
+            text="The heat pump runs on weather compensation",
+            origin="typed",
+            subjects=[heat_pump],
+        )
     ).fact
     to_worker(memory, "study")
     concluded = "The heat pump is a low-temperature system"

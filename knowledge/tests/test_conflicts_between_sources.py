@@ -19,6 +19,7 @@ from knowledge.read_layer import SYSTEM
 from knowledge.tests import examples
 from memory import actions
 from memory.models import Origin
+from memory.taught import Statement
 from surfaces import portable
 
 SALARY_HR = "Luca Bianchi earns €45,000 a year."
@@ -41,12 +42,14 @@ def note(memory: Memory, title: str, text: str, labels) -> tuple[Source, Passage
 def from_note(memory: Memory, source: Source, passage: Passage, page=None) -> actions.Learned:
     """What compiling a note does: the statement through the gate, citing its passage."""
     return actions.learn(
-        memory=memory,
-        text=passage.text,
-        origin=Origin.IMPORT,
-        source=source,
-        cites=[passage],
-        subjects=[page] if page is not None else [],
+        Statement.typed(
+            memory=memory,
+            text=passage.text,
+            origin=Origin.IMPORT,
+            source=source,
+            cites=[passage],
+            subjects=[page] if page is not None else [],
+        )
     )
 
 
@@ -108,7 +111,9 @@ def test_a_person_correcting_a_note_still_replaces_it_at_once(home, alice):
     noted = from_note(home, monday, m).fact
 
     typed = actions.learn(
-        memory=home, text="The boiler is serviced every October.", origin=Origin.TYPED, by=alice
+        Statement.typed(
+            memory=home, text="The boiler is serviced every October.", origin=Origin.TYPED, by=alice
+        )
     )
 
     assert typed.superseded == noted
@@ -134,14 +139,21 @@ def test_a_source_correcting_itself_in_a_new_version_replaces_what_it_said(home)
 def test_someone_taking_back_what_they_said_in_one_conversation_replaces_it(home, alice):
     chat = Source.objects.create(memory=home, kind=Source.Kind.CONVERSATION, title="Chat")
     said = actions.learn(
-        memory=home, text="The spare key is under the blue pot.", origin=Origin.CHAT, source=chat
+        Statement.said(
+            memory=home,
+            text="The spare key is under the blue pot.",
+            origin=Origin.CHAT,
+            source=chat,
+        )
     ).fact
 
     again = actions.learn(
-        memory=home,
-        text="The spare key is not under the blue pot.",
-        origin=Origin.CHAT,
-        source=chat,
+        Statement.said(
+            memory=home,
+            text="The spare key is not under the blue pot.",
+            origin=Origin.CHAT,
+            source=chat,
+        )
     )
 
     assert again.superseded == said

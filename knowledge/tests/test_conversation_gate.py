@@ -15,6 +15,7 @@ from knowledge.gate import Said, relate
 from knowledge.models import Conflict, Fact
 from knowledge.read_layer import SYSTEM
 from memory.actions import learn
+from memory.taught import Statement
 
 
 @pytest.fixture(autouse=True)
@@ -33,7 +34,7 @@ def omar(django_user_model):
 
 
 def said(home, text, by=None, origin="chat"):
-    return learn(memory=home, text=text, origin=origin, by=by)
+    return learn(Statement.typed(memory=home, text=text, origin=origin, by=by))
 
 
 def _believed(fact: Fact) -> bool:
@@ -195,7 +196,11 @@ def test_an_import_brings_talk_kept_as_facts_but_does_not_believe_it(home, dana)
     from surfaces import portable
 
     file_fact(memory=home, text="Hi! Lovely to see you all.", channel="chat", kind="note", by=dana)
-    learn(memory=home, text="The spare keys are in the kitchen drawer.", origin="typed")
+    learn(
+        Statement.typed(
+            memory=home, text="The spare keys are in the kitchen drawer.", origin="typed"
+        )
+    )
     garden = Memory.objects.create(slug="garden", name="Garden")
 
     report = portable.import_memory(garden, portable.export_memory(home, reader=system))

@@ -14,6 +14,7 @@ from knowledge.actions import expire_facts, purge_removed_subject_facts, set_sub
 from knowledge.models import Fact, Memory, Subject
 from memory.actions import learn
 from memory.models import InboxItem
+from memory.taught import Statement
 
 BATTERY = "The hall sensor's battery is at 12%."
 FLICKER = "The office lamp flickers when the heater runs."
@@ -34,7 +35,7 @@ def lamp(home) -> Subject:
 
 
 def teach(memory: Memory, text: str) -> Fact:
-    return learn(memory=memory, text=text, origin="typed").fact
+    return learn(Statement.typed(memory=memory, text=text, origin="typed")).fact
 
 
 def live_texts(memory: Memory, **kwargs) -> set[str]:

@@ -7,6 +7,7 @@ from rest_framework.authtoken.models import Token
 
 from knowledge.models import Fact, Membership, Permission
 from memory.actions import learn
+from memory.taught import Statement
 
 
 @pytest.fixture
@@ -16,7 +17,9 @@ def api(client, admin_user):
 
 
 def _teach(home, text, **kwargs):
-    return learn(memory=home, text=text, origin=kwargs.pop("origin", "typed"), **kwargs).fact
+    return learn(
+        Statement.typed(memory=home, text=text, origin=kwargs.pop("origin", "typed"), **kwargs)
+    ).fact
 
 
 def test_an_administrator_adds_a_fact_and_it_is_queued(api, home):

@@ -401,11 +401,28 @@ def test_the_gates_neighbours_come_as_the_rows_the_orm_reads(db, home, alice):
     """Each neighbour is built from the gate's own statement: every field but the vectors as
     ``Fact.objects.without_vectors()`` reads it, the vectors left deferred as there."""
     from memory.actions import learn
+    from memory.taught import Statement
 
     Subject.objects.create(memory=home, kind=Subject.Kind.ROOM, name="Kitchen")
-    learn(memory=home, text="The kettle in the kitchen is descaled monthly.", origin="typed")
-    learn(memory=home, text="The kettle descaling failed.", origin="voice", by=alice, outcome=False)
-    learn(memory=home, text="The kitchen kettle is red.", origin="typed", subjects=["kitchen"])
+    learn(
+        Statement.typed(
+            memory=home, text="The kettle in the kitchen is descaled monthly.", origin="typed"
+        )
+    )
+    learn(
+        Statement.said(
+            memory=home,
+            text="The kettle descaling failed.",
+            origin="voice",
+            by=alice,
+            outcome=False,
+        )
+    )
+    learn(
+        Statement.typed(
+            memory=home, text="The kitchen kettle is red.", origin="typed", subjects=["kitchen"]
+        )
+    )
     vector = get_embedder().embed_one("The kettle in the kitchen is descaled weekly.")
 
     near = gate.neighbours(

@@ -3,6 +3,7 @@
 from knowledge.models import Fact
 from memory import actions, consolidator, revisions
 from memory.models import DocumentRevision
+from memory.taught import Statement
 
 
 def _file(home):
@@ -15,7 +16,9 @@ def _text(home):
 
 
 def test_filing_marks_facts_filed_and_in_the_document(home):
-    fact = actions.learn(memory=home, text="The loft is warm.", origin="typed").fact
+    fact = actions.learn(
+        Statement.typed(memory=home, text="The loft is warm.", origin="typed")
+    ).fact
 
     _file(home)
 
@@ -25,8 +28,12 @@ def test_filing_marks_facts_filed_and_in_the_document(home):
 
 
 def test_a_line_you_delete_from_the_document_stops_its_fact_being_used(home):
-    loft = actions.learn(memory=home, text="The loft is warm.", origin="typed").fact
-    sarah = actions.learn(memory=home, text="Sarah is a light sleeper.", origin="typed").fact
+    loft = actions.learn(
+        Statement.typed(memory=home, text="The loft is warm.", origin="typed")
+    ).fact
+    sarah = actions.learn(
+        Statement.typed(memory=home, text="Sarah is a light sleeper.", origin="typed")
+    ).fact
     _file(home)
     current = DocumentRevision.objects.current(home)
 
@@ -42,7 +49,9 @@ def test_a_line_you_delete_from_the_document_stops_its_fact_being_used(home):
 
 
 def test_an_undo_that_brings_the_line_back_brings_the_fact_back(home):
-    loft = actions.learn(memory=home, text="The loft is warm.", origin="typed").fact
+    loft = actions.learn(
+        Statement.typed(memory=home, text="The loft is warm.", origin="typed")
+    ).fact
     _file(home)
     current = DocumentRevision.objects.current(home)
     edit = revisions.save_user_edit(
@@ -59,9 +68,13 @@ def test_an_undo_that_brings_the_line_back_brings_the_fact_back(home):
 
 
 def test_clearing_the_memory_forgets_everything_but_corrections(home):
-    plain = actions.learn(memory=home, text="The loft is warm.", origin="typed").fact
+    plain = actions.learn(
+        Statement.typed(memory=home, text="The loft is warm.", origin="typed")
+    ).fact
     correction = actions.learn(
-        memory=home, text="The study is downstairs, not upstairs.", origin="correction"
+        Statement.typed(
+            memory=home, text="The study is downstairs, not upstairs.", origin="correction"
+        )
     ).fact
     _file(home)
 
@@ -73,7 +86,9 @@ def test_clearing_the_memory_forgets_everything_but_corrections(home):
 
 
 def test_forget_on_a_queued_fact_drops_it_from_the_queue_and_from_what_runs_are_told(home):
-    fact = actions.learn(memory=home, text="The loft is warm.", origin="typed").fact
+    fact = actions.learn(
+        Statement.typed(memory=home, text="The loft is warm.", origin="typed")
+    ).fact
 
     message = actions.forget(fact=fact)
 
@@ -84,8 +99,10 @@ def test_forget_on_a_queued_fact_drops_it_from_the_queue_and_from_what_runs_are_
 
 
 def test_forget_on_a_filed_fact_stops_it_now_and_removes_its_line_at_the_next_filing(home):
-    fact = actions.learn(memory=home, text="The loft is warm.", origin="typed").fact
-    actions.learn(memory=home, text="Sarah is a light sleeper.", origin="typed")
+    fact = actions.learn(
+        Statement.typed(memory=home, text="The loft is warm.", origin="typed")
+    ).fact
+    actions.learn(Statement.typed(memory=home, text="Sarah is a light sleeper.", origin="typed"))
     _file(home)
 
     message = actions.forget(fact=fact)
@@ -98,9 +115,11 @@ def test_forget_on_a_filed_fact_stops_it_now_and_removes_its_line_at_the_next_fi
 
 
 def test_a_queued_fact_is_left_alone_until_it_has_been_judged(home):
-    actions.learn(memory=home, text="The loft is warm.", origin="typed")
+    actions.learn(Statement.typed(memory=home, text="The loft is warm.", origin="typed"))
     _file(home)
-    waiting = actions.learn(memory=home, text="Guests use the loft.", origin="typed").fact
+    waiting = actions.learn(
+        Statement.typed(memory=home, text="Guests use the loft.", origin="typed")
+    ).fact
     current = DocumentRevision.objects.current(home)
 
     revisions.save_user_edit(

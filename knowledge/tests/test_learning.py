@@ -12,10 +12,13 @@ from knowledge.models import Citation, Fact, Label, Memory, Passage, Source
 from knowledge.subjects import UnknownSubject
 from memory.actions import learn
 from memory.models import InboxItem
+from memory.taught import Statement
 
 
 def _learn(home, text, **kwargs):
-    return learn(memory=home, text=text, origin=kwargs.pop("origin", "typed"), **kwargs)
+    return learn(
+        Statement.typed(memory=home, text=text, origin=kwargs.pop("origin", "typed"), **kwargs)
+    )
 
 
 def test_a_new_statement_is_filed_as_a_queued_fact_with_its_inbox_item(home, alice):

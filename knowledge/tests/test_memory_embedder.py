@@ -20,6 +20,7 @@ from knowledge.embedding import HashEmbedder, WorkerEmbedder, embedder_for
 from knowledge.models import Fact, Memory
 from knowledge.read_layer import SYSTEM
 from memory.actions import learn
+from memory.taught import Statement
 
 
 @pytest.fixture
@@ -83,9 +84,15 @@ def test_teaching_keeps_the_fact_without_a_vector_when_the_worker_gives_none_and
     to_worker(home)
     started = time.monotonic()
 
-    first = learn(memory=home, text="The garage freezer is off in winter.", origin="typed")
-    again = learn(memory=home, text="The garage freezer is off in winter.", origin="typed")
-    changed = learn(memory=home, text="The garage freezer is on in winter.", origin="typed")
+    first = learn(
+        Statement.typed(memory=home, text="The garage freezer is off in winter.", origin="typed")
+    )
+    again = learn(
+        Statement.typed(memory=home, text="The garage freezer is off in winter.", origin="typed")
+    )
+    changed = learn(
+        Statement.typed(memory=home, text="The garage freezer is on in winter.", origin="typed")
+    )
 
     assert time.monotonic() - started < 2  # asked inside a transaction: no wait at all
     first.fact.refresh_from_db()
@@ -101,7 +108,9 @@ def test_teaching_keeps_the_fact_without_a_vector_when_the_worker_gives_none_and
 def test_recall_answers_by_words_and_subjects_when_the_worker_gives_no_vector_for_the_question(
     home,
 ):
-    fact = learn(memory=home, text="The loft hatch sticks in wet weather.", origin="typed").fact
+    fact = learn(
+        Statement.typed(memory=home, text="The loft hatch sticks in wet weather.", origin="typed")
+    ).fact
     to_worker(home)
 
     block = retrieval.context(memory=home, question="Does the loft hatch stick?", reader=SYSTEM)
@@ -117,8 +126,10 @@ def test_recall_answers_by_words_and_subjects_when_the_worker_gives_no_vector_fo
 def test_the_background_re_embedding_leaves_a_memory_whose_worker_gives_no_vectors_for_later_and_goes_on(  # noqa: E501
     home, cabin, caplog
 ):
-    learn(memory=home, text="The loft is warm.", origin="typed")
-    there = learn(memory=cabin, text="The cabin stove smokes.", origin="typed").fact
+    learn(Statement.typed(memory=home, text="The loft is warm.", origin="typed"))
+    there = learn(
+        Statement.typed(memory=cabin, text="The cabin stove smokes.", origin="typed")
+    ).fact
     to_worker(home)
     Fact.objects.filter(pk=there.pk).update(embedder="an-older-embedder")
     skipped = []

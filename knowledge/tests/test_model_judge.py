@@ -6,6 +6,7 @@ from brain.models import ModelCall
 from brain.tests.stubs.messages import stub_json, stub_overloaded
 from knowledge.models import Fact
 from memory.actions import learn
+from memory.taught import Statement
 
 
 @pytest.fixture
@@ -15,7 +16,7 @@ def stub(llm_stub, settings):
 
 
 def _learn(home, text):
-    return learn(memory=home, text=text, origin="typed")
+    return learn(Statement.typed(memory=home, text=text, origin="typed"))
 
 
 def test_the_model_judges_a_paraphrase_the_rules_would_miss(home, stub):

@@ -7,6 +7,7 @@ from django.urls import reverse
 
 from knowledge.models import Label, Subject
 from memory import actions
+from memory.taught import Statement
 
 
 def test_a_page_linked_through_two_facts_is_listed_once_and_quotes_are_never_doubled(
@@ -19,7 +20,9 @@ def test_a_page_linked_through_two_facts_is_listed_once_and_quotes_are_never_dou
         "Tom keeps the kitchen radio on.",
         "“The office” means the kitchen corner Tom uses.",
     ):
-        actions.learn(memory=home, text=text, origin="typed", subjects=[tom.pk, kitchen.pk])
+        actions.learn(
+            Statement.typed(memory=home, text=text, origin="typed", subjects=[tom.pk, kitchen.pk])
+        )
 
     page = signed_in.get(reverse("knowledge:page", args=[tom.pk])).content.decode()
     links = re.search(r'<section class="card" id="page-links">.*?</section>', page, re.S).group()

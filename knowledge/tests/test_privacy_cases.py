@@ -28,6 +28,7 @@ from knowledge.sources import add_source
 from memory import brief, compiling, measurements
 from memory.actions import learn
 from memory.models import Origin
+from memory.taught import Statement
 from review import counts, status
 
 
@@ -148,13 +149,15 @@ def _sales_fact_replaced_by_hr(world):
     ).source
     cited = list(correction.passages.as_system("the test's passage"))
     learned = learn(
-        memory=world.team,
-        text=f"The quarterly forecast is now owned by Marta Verdi, not Luca Bianchi ({HR}).",
-        origin=Origin.CORRECTION,
-        by=world.superuser,
-        source=correction,
-        cites=cited,
-        reader=visibility.Reader("admin", frozenset({sales_label.pk, hr_label.pk})),
+        Statement.compiled(
+            memory=world.team,
+            text=f"The quarterly forecast is now owned by Marta Verdi, not Luca Bianchi ({HR}).",
+            origin=Origin.CORRECTION,
+            by=world.superuser,
+            source=correction,
+            cites=cited,
+            reader=visibility.Reader("admin", frozenset({sales_label.pk, hr_label.pk})),
+        )
     )
     return old, learned
 
@@ -290,10 +293,12 @@ def test_a_new_label_in_the_admin_takes_no_label_from_any_passage(client, world)
     team = world.team
     Label.objects.filter(memory=team).update(default=True)
     taught = learn(
-        memory=team,
-        text="The kettle is descaled every month.",
-        origin=Origin.TYPED,
-        by=world.superuser,
+        Statement.typed(
+            memory=team,
+            text="The kettle is descaled every month.",
+            origin=Origin.TYPED,
+            by=world.superuser,
+        )
     ).fact
     before = sorted(Fact.objects.readable_by(world.people["sales"]).values_list("pk", flat=True))
     assert taught.pk in before
@@ -404,10 +409,12 @@ def test_a_study_someone_asks_for_tells_the_model_only_what_they_may_read(world,
     from memory import study
 
     dog = learn(
-        memory=world.home,
-        text="Sarah walks the dog every morning at seven.",
-        origin=Origin.TYPED,
-        by=world.people["tom"],
+        Statement.typed(
+            memory=world.home,
+            text="Sarah walks the dog every morning at seven.",
+            origin=Origin.TYPED,
+            by=world.people["tom"],
+        )
     ).fact
     _conclude_from(llm_stub, dog, "Sarah is up by seven every day.")
     started = study.start(memory=world.home, topic="Sarah", by=world.people["tom"], send=False)

@@ -12,10 +12,11 @@ from knowledge.models import Fact
 from knowledge.read_layer import SYSTEM
 from knowledge.subjects import UnknownSubject
 from memory.actions import add_to_inbox, learn
+from memory.taught import Statement
 
 
 def _learn(home, text, **kwargs):
-    return learn(memory=home, text=text, origin="typed", **kwargs).fact
+    return learn(Statement.typed(memory=home, text=text, origin="typed", **kwargs)).fact
 
 
 def _context(home, **kwargs):
@@ -150,7 +151,9 @@ def test_outcomes_move_confidence_and_restatement_does_not(home):
 
 def test_explain_gives_the_whole_provenance_chain(home, alice):
     old = learn(
-        memory=home, text="The thermostat is set to 19 degrees.", origin="voice", by=alice
+        Statement.said(
+            memory=home, text="The thermostat is set to 19 degrees.", origin="voice", by=alice
+        )
     ).fact
     new = _learn(home, "The thermostat is set to 21 degrees.")
     new = knowledge_actions.record_outcome(fact=new, success=True)

@@ -3,12 +3,15 @@ from knowledge.embedding import get_embedder
 from knowledge.models import Fact
 from knowledge.read_layer import SYSTEM
 from memory.actions import learn
+from memory.taught import Statement
 
 
 def test_changing_the_embedder_re_embeds_every_fact_and_search_uses_only_current_vectors(
     home, settings
 ):
-    fact = learn(memory=home, text="The garage freezer is off in winter.", origin="typed").fact
+    fact = learn(
+        Statement.typed(memory=home, text="The garage freezer is off in winter.", origin="typed")
+    ).fact
     assert fact.embedder == "hash-ngram-v1"
     settings.BRAIN_EMBEDDER = "minilm"
     # Full text still finds it.

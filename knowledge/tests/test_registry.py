@@ -17,6 +17,7 @@ from knowledge import registry, tasks
 from knowledge.models import Fact, Memory, Subject
 from knowledge.subjects import resolve
 from memory.actions import learn
+from memory.taught import Statement
 
 EXAMPLE = {
     "house": "Home",
@@ -137,7 +138,7 @@ def test_loading_the_same_file_twice_changes_nothing(home, write):
 
 def test_a_device_missing_from_the_next_load_is_gone_and_its_facts_stop_being_used(home, write):
     entities("load", str(write(EXAMPLE)))
-    learn(memory=home, text=FLICKER, origin="typed")
+    learn(Statement.typed(memory=home, text=FLICKER, origin="typed"))
     assert live_texts(home) == [FLICKER]
 
     printed = entities("load", str(write(without("light.office_lamp"))))
@@ -152,7 +153,7 @@ def test_a_device_missing_from_the_next_load_is_gone_and_its_facts_stop_being_us
 
 def test_a_device_that_reappears_brings_its_facts_back(home, write):
     entities("load", str(write(EXAMPLE)))
-    learn(memory=home, text=FLICKER, origin="typed")
+    learn(Statement.typed(memory=home, text=FLICKER, origin="typed"))
     entities("load", str(write(without("light.office_lamp"))))
 
     printed = entities("load", str(write(EXAMPLE)))
@@ -183,7 +184,7 @@ def test_a_partial_load_or_a_file_without_devices_removes_nothing(home, write):
 
 def test_renaming_a_device_keeps_its_facts_and_the_nicknames_the_file_leaves_out(home, write):
     entities("load", str(write(EXAMPLE)))
-    learn(memory=home, text=FLICKER, origin="typed")
+    learn(Statement.typed(memory=home, text=FLICKER, origin="typed"))
     renamed = {"entity_id": "light.office_lamp", "name": "Desk lamp", "room": "Hall"}
 
     printed = entities("load", str(write({"devices": [renamed, EXAMPLE["devices"][1]]})))
@@ -369,7 +370,7 @@ def test_an_entity_home_assistant_stops_listing_is_gone_until_it_is_listed_again
     home, home_assistant
 ):
     entities("sync-ha")
-    learn(memory=home, text=FLICKER, origin="typed")
+    learn(Statement.typed(memory=home, text=FLICKER, origin="typed"))
     listed = home_assistant.states
     home_assistant.states = [s for s in listed if s["entity_id"] != "light.office_lamp"]
 

@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from knowledge.models import Source
 from memory import actions
+from memory.taught import Statement
 from surfaces.views.sources import SOURCES_PER_PAGE
 
 
@@ -37,18 +38,22 @@ def test_a_row_says_its_channel_who_when_its_first_words_and_the_live_facts_citi
         + "and then a great deal more about the garden " * 10,
     )
     actions.learn(
-        memory=home,
-        text="The loft is warm in summer.",
-        origin="voice",
-        by=alice,
-        source=conversation,
+        Statement.said(
+            memory=home,
+            text="The loft is warm in summer.",
+            origin="voice",
+            by=alice,
+            source=conversation,
+        )
     )
     actions.learn(
-        memory=home,
-        text="The cellar is damp in winter.",
-        origin="voice",
-        by=alice,
-        source=conversation,
+        Statement.said(
+            memory=home,
+            text="The cellar is damp in winter.",
+            origin="voice",
+            by=alice,
+            source=conversation,
+        )
     )
 
     row = _text(_rows(_get(signed_in))[0])
@@ -60,8 +65,12 @@ def test_a_row_says_its_channel_who_when_its_first_words_and_the_live_facts_citi
 
 
 def test_a_fact_no_longer_believed_is_not_counted_as_citing_its_source(signed_in, home):
-    first = actions.learn(memory=home, text="The boiler is serviced in May.", origin="typed")
-    actions.learn(memory=home, text="The boiler is serviced in June.", origin="correction")
+    first = actions.learn(
+        Statement.typed(memory=home, text="The boiler is serviced in May.", origin="typed")
+    )
+    actions.learn(
+        Statement.typed(memory=home, text="The boiler is serviced in June.", origin="correction")
+    )
 
     rows = [_text(row) for row in _rows(_get(signed_in))]
 
@@ -74,10 +83,18 @@ def test_sources_are_filtered_by_channel_and_person_and_searched(
     signed_in, home, alice, django_user_model
 ):
     bob = django_user_model.objects.create_user(username="bob")
-    actions.learn(memory=home, text="The loft is warm in summer.", origin="voice", by=alice)
-    actions.learn(memory=home, text="The shed door sticks.", origin="typed", by=alice)
-    actions.learn(memory=home, text="The pond pump hums at night.", origin="voice", by=bob)
-    actions.learn(memory=home, text="The roof was checked in March.", origin="insight")
+    actions.learn(
+        Statement.said(memory=home, text="The loft is warm in summer.", origin="voice", by=alice)
+    )
+    actions.learn(
+        Statement.typed(memory=home, text="The shed door sticks.", origin="typed", by=alice)
+    )
+    actions.learn(
+        Statement.said(memory=home, text="The pond pump hums at night.", origin="voice", by=bob)
+    )
+    actions.learn(
+        Statement.derived(memory=home, text="The roof was checked in March.", origin="insight")
+    )
 
     assert len(_rows(_get(signed_in))) == 4
     conversations = _rows(_get(signed_in, kind="conversation"))
@@ -93,7 +110,11 @@ def test_sources_are_filtered_by_channel_and_person_and_searched(
 
 def test_the_filter_form_and_the_page_links_keep_every_filter(signed_in, home):
     for index in range(SOURCES_PER_PAGE + 5):
-        actions.learn(memory=home, text=f"Shelf {index} holds {index} jars of jam.", origin="typed")
+        actions.learn(
+            Statement.typed(
+                memory=home, text=f"Shelf {index} holds {index} jars of jam.", origin="typed"
+            )
+        )
 
     page = _get(signed_in, q="jars", kind="typed")
 
@@ -108,7 +129,7 @@ def test_the_filter_form_and_the_page_links_keep_every_filter(signed_in, home):
 
 
 def test_a_channel_that_does_not_exist_is_named_and_every_source_still_shown(signed_in, home):
-    actions.learn(memory=home, text="The loft is warm in summer.", origin="typed")
+    actions.learn(Statement.typed(memory=home, text="The loft is warm in summer.", origin="typed"))
 
     page = _get(signed_in, kind="carrier-pigeon")
 
@@ -120,11 +141,19 @@ def test_the_sources_list_costs_the_same_number_of_queries_for_5_or_45_sources(
     signed_in, home, django_assert_max_num_queries
 ):
     for index in range(5):
-        actions.learn(memory=home, text=f"Cupboard {index} holds {index} tins.", origin="voice")
+        actions.learn(
+            Statement.said(
+                memory=home, text=f"Cupboard {index} holds {index} tins.", origin="voice"
+            )
+        )
     with django_assert_max_num_queries(20) as few:
         _get(signed_in)
     for index in range(40):
-        actions.learn(memory=home, text=f"Drawer {index} holds {index} spoons.", origin="typed")
+        actions.learn(
+            Statement.typed(
+                memory=home, text=f"Drawer {index} holds {index} spoons.", origin="typed"
+            )
+        )
 
     with django_assert_max_num_queries(len(few.captured_queries)):
         _get(signed_in)

@@ -11,10 +11,11 @@ from knowledge.actions import record_outcome
 from knowledge.models import Conflict, Fact
 from knowledge.read_layer import SYSTEM
 from memory.actions import learn
+from memory.taught import Statement
 
 
 def teach(home, text, by=None, **kwargs):
-    return learn(memory=home, text=text, origin="typed", by=by, **kwargs)
+    return learn(Statement.typed(memory=home, text=text, origin="typed", by=by, **kwargs))
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 from knowledge.models import Fact, Memory, Subject
 from memory import actions, consolidator
 from memory.models import Origin
+from memory.taught import Statement
 from review import guesses as review_guesses
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -36,7 +37,7 @@ def lamp(home) -> Subject:
 
 def _file(home, *texts: str) -> None:
     for text in texts:
-        actions.learn(memory=home, text=text, origin=Origin.TYPED)
+        actions.learn(Statement.typed(memory=home, text=text, origin=Origin.TYPED))
     consolidator.execute(
         consolidator.request_consolidation(memory=home, trigger="cli", send=False).run.pk
     )
@@ -89,7 +90,7 @@ def test_a_curator_finds_a_fact_by_a_nickname_edits_it_and_undoes_the_edit(
 
 def test_a_curator_merges_two_subjects_that_are_one_thing(signed_in_page, home, lamp):
     twin = Subject.objects.create(memory=home, kind="device", name="Desk light")
-    actions.learn(memory=home, text="The desk light hums.", origin=Origin.TYPED)
+    actions.learn(Statement.typed(memory=home, text="The desk light hums.", origin=Origin.TYPED))
     page = signed_in_page
 
     page.goto("/admin/knowledge/subject/")

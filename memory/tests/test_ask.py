@@ -14,6 +14,7 @@ from knowledge.models import Fact, Memory, Observation, Source
 from memory import actions, ask, reflection
 from memory.models import InboxItem, ReflectionRun
 from memory.switches import LearningOff
+from memory.taught import Statement
 
 BEDROOM = "Sarah likes the bedroom at 19 degrees"
 FRIDGE = "The garage fridge is meant to run 24/7"
@@ -30,7 +31,7 @@ def _no_model(settings):
 @pytest.fixture
 def known(home) -> dict[str, Fact]:
     return {
-        text: actions.learn(memory=home, text=text, origin="typed").fact
+        text: actions.learn(Statement.typed(memory=home, text=text, origin="typed")).fact
         for text in (BEDROOM, FRIDGE)
     }
 
@@ -394,7 +395,9 @@ def test_with_a_model_a_question_nothing_is_relevant_to_costs_no_call(home, know
 
 def test_not_knowing_the_ask_bar_shows_the_nearest_lines_it_has_as_just_that(signed_in, home):
     actions.learn(
-        memory=home, text="The boiler was replaced by a heat pump in 2021.", origin="typed"
+        Statement.typed(
+            memory=home, text="The boiler was replaced by a heat pump in 2021.", origin="typed"
+        )
     )
 
     page = signed_in.post(

@@ -7,6 +7,7 @@ from playwright.sync_api import expect
 from knowledge.models import Fact, Memory
 from memory import actions
 from memory.models import InboxItem, Origin
+from memory.taught import Statement
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -21,8 +22,14 @@ def _no_model(settings):
 @pytest.fixture
 def bedroom(admin_user) -> Fact:
     home = Memory.objects.default()
-    actions.learn(memory=home, text="The garage fridge is meant to run 24/7", origin=Origin.TYPED)
-    return actions.learn(memory=home, text=BEDROOM, origin=Origin.TYPED, by=admin_user).fact
+    actions.learn(
+        Statement.typed(
+            memory=home, text="The garage fridge is meant to run 24/7", origin=Origin.TYPED
+        )
+    )
+    return actions.learn(
+        Statement.typed(memory=home, text=BEDROOM, origin=Origin.TYPED, by=admin_user)
+    ).fact
 
 
 def test_ask_see_the_facts_used_press_this_was_wrong_and_see_confidence_move(

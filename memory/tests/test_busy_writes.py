@@ -20,6 +20,7 @@ from knowledge.models import Fact, Memory
 from knowledge.read_layer import SYSTEM
 from memory import actions, consolidator, revisions
 from memory.models import Change, DocumentRevision, InboxItem, Origin
+from memory.taught import Statement
 from surfaces import mcp_server, portable
 
 BUSY = (
@@ -42,7 +43,7 @@ def curator(admin_user) -> Client:
 
 
 def _filed(home, text: str) -> None:
-    actions.learn(memory=home, text=text, origin=Origin.TYPED)
+    actions.learn(Statement.typed(memory=home, text=text, origin=Origin.TYPED))
     run = consolidator.request_consolidation(memory=home, trigger="cli", send=False).run
     consolidator.execute(run.pk)
 

@@ -13,6 +13,7 @@ from knowledge.models import Fact
 from knowledge.read_layer import SYSTEM
 from memory import actions, conversations, reflection
 from memory.models import Origin
+from memory.taught import Statement
 
 
 @pytest.fixture
@@ -90,12 +91,14 @@ def test_a_long_conversation_shows_the_turns_around_the_one_that_taught(
     ).source
     reflection.reflect(source, since_turn=0)  # the newest 40 hold nothing
     actions.learn(
-        memory=home,
-        text="Sarah likes the bedroom at 19.",
-        origin=Origin.CHAT,
-        source=source,
-        turn=10,
-        by=sarah,
+        Statement.said(
+            memory=home,
+            text="Sarah likes the bedroom at 19.",
+            origin=Origin.CHAT,
+            source=source,
+            turn=10,
+            by=sarah,
+        )
     )
     fact = Fact.objects.get()
     client.force_login(admin_user)

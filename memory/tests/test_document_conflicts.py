@@ -21,6 +21,7 @@ from knowledge.models import Fact, Memory
 from memory import actions, consolidator, document
 from memory.composers.offline import OfflineComposer
 from memory.models import Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
+from memory.taught import Statement
 
 LOFT = "The loft is warm."
 SARAH = "Sarah is a light sleeper."
@@ -45,7 +46,7 @@ def _text(home) -> str:
 
 def _file(home, *texts: str) -> None:
     for text in texts:
-        actions.learn(memory=home, text=text, origin=Origin.TYPED)
+        actions.learn(Statement.typed(memory=home, text=text, origin=Origin.TYPED))
     run = consolidator.request_consolidation(memory=home, trigger="cli", send=False).run
     consolidator.execute(run.pk)
     assert ConsolidationRun.objects.get(pk=run.pk).state == "filed"
@@ -80,7 +81,7 @@ def _waiting_on_a_lock() -> bool:
 def a_pass_committing(home, monkeypatch) -> Iterator[ConsolidationRun]:
     """A pass filing SARAH that holds the document in its commit until the block ends: a
     person's write sent inside the block reaches the document lock while the pass has it."""
-    actions.learn(memory=home, text=SARAH, origin=Origin.TYPED)
+    actions.learn(Statement.typed(memory=home, text=SARAH, origin=Origin.TYPED))
     run = consolidator.request_consolidation(memory=home, trigger="cli", send=False).run
     in_commit, go_on = threading.Event(), threading.Event()
     reconcile = knowledge_actions.reconcile_with_document
@@ -105,7 +106,7 @@ def a_pass_committing(home, monkeypatch) -> Iterator[ConsolidationRun]:
 @contextmanager
 def a_pass_composing(home, monkeypatch) -> Iterator[ConsolidationRun]:
     """A pass filing SARAH whose composer is thinking until the block ends."""
-    actions.learn(memory=home, text=SARAH, origin=Origin.TYPED)
+    actions.learn(Statement.typed(memory=home, text=SARAH, origin=Origin.TYPED))
     run = consolidator.request_consolidation(memory=home, trigger="cli", send=False).run
     thinking, go_on = threading.Event(), threading.Event()
     offline = OfflineComposer()

@@ -6,6 +6,7 @@ from django.core.exceptions import ValidationError
 from knowledge.models import Fact, Subject
 from memory import actions, consolidator, fact_edits, revisions
 from memory.models import Change, DocumentRevision, InboxItem, Origin
+from memory.taught import Statement
 
 LAMP = "The office lamp turns off at 23:00."
 LATER = "The office lamp turns off at 23:30."
@@ -13,7 +14,8 @@ LATER = "The office lamp turns off at 23:30."
 
 def _filed(home, *texts, by=None) -> list[Fact]:
     learned = [
-        actions.learn(memory=home, text=text, origin=Origin.TYPED, by=by).fact for text in texts
+        actions.learn(Statement.typed(memory=home, text=text, origin=Origin.TYPED, by=by)).fact
+        for text in texts
     ]
     consolidator.execute(
         consolidator.request_consolidation(memory=home, trigger="cli", send=False).run.pk
@@ -97,7 +99,7 @@ def test_words_another_fact_already_says_strengthen_it_and_the_old_line_goes(hom
 def test_editing_a_fact_still_waiting_replaces_what_waits_and_the_log_undoes_it(home, alice):
     """An edit is always logged (issue 13): a fact with no line in the document yet gets a
     curating change whose undo brings the old words back, waiting as they were."""
-    old = actions.learn(memory=home, text=LAMP, origin=Origin.TYPED, by=alice).fact
+    old = actions.learn(Statement.typed(memory=home, text=LAMP, origin=Origin.TYPED, by=alice)).fact
 
     edited = fact_edits.edit_fact(fact=old, text=LATER, by=alice)
 
@@ -122,7 +124,9 @@ def test_an_edit_keeps_what_the_fact_is_about_and_its_kind(home, alice):
         memory=home, kind="device", name="Office lamp", entity_id="light.office_lamp"
     )
     old = actions.learn(
-        memory=home, text="It turns off at 23:00.", origin=Origin.TYPED, subjects=[lamp.pk]
+        Statement.typed(
+            memory=home, text="It turns off at 23:00.", origin=Origin.TYPED, subjects=[lamp.pk]
+        )
     ).fact
     Fact.objects.filter(pk=old.pk).update(kind=Fact.Kind.QUIRK)
     old.refresh_from_db()
@@ -135,7 +139,9 @@ def test_an_edit_keeps_what_the_fact_is_about_and_its_kind(home, alice):
 
 def test_a_failure_keeps_its_avoid_label_in_the_document(home, alice):
     learned = actions.learn(
-        memory=home, text="Rebooting the router at noon", origin=Origin.TYPED, outcome=False
+        Statement.typed(
+            memory=home, text="Rebooting the router at noon", origin=Origin.TYPED, outcome=False
+        )
     )
     consolidator.execute(
         consolidator.request_consolidation(memory=home, trigger="cli", send=False).run.pk
@@ -162,7 +168,7 @@ def test_a_secret_in_the_new_words_is_refused_and_nothing_changes(home, alice):
 def test_a_refusal_from_the_gate_puts_the_old_fact_back(home, alice, monkeypatch):
     (old,) = _filed(home, LAMP)
 
-    def refuse(**kwargs):
+    def refuse(statement):
         raise ValidationError("refused")
 
     monkeypatch.setattr(actions, "learn", refuse)

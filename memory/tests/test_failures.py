@@ -16,6 +16,7 @@ from memory import actions, consolidator, document, revisions
 from memory.composers.base import FAILURES_HEADING, Candidate, Composition
 from memory.composers.offline import OfflineComposer, distil_voice
 from memory.models import ConsolidationRun, DocumentRevision, InboxItem, Origin
+from memory.taught import Statement
 
 FAILURE = "Setting the thermostat to 30 warms the nursery fast."
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -69,8 +70,10 @@ def _candidate(id: int, text: str, *, valence: str = "fact", action: str = "add"
 
 
 def test_a_failure_taught_with_outcome_false_is_filed_as_something_to_avoid(home):
-    actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
-    failure = actions.learn(memory=home, text=FAILURE, origin=Origin.API, outcome=False).fact
+    actions.learn(Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED))
+    failure = actions.learn(
+        Statement.typed(memory=home, text=FAILURE, origin=Origin.API, outcome=False)
+    ).fact
 
     run = _pass(home)
 
@@ -83,8 +86,12 @@ def test_a_failure_taught_with_outcome_false_is_filed_as_something_to_avoid(home
 
 
 def test_the_voice_distillate_never_states_a_failure_as_advice(home):
-    actions.learn(memory=home, text="Sarah likes the bedroom at 19 degrees.", origin=Origin.TYPED)
-    actions.learn(memory=home, text=FAILURE, origin=Origin.API, outcome=False)
+    actions.learn(
+        Statement.typed(
+            memory=home, text="Sarah likes the bedroom at 19 degrees.", origin=Origin.TYPED
+        )
+    )
+    actions.learn(Statement.typed(memory=home, text=FAILURE, origin=Origin.API, outcome=False))
 
     _pass(home)
 
@@ -95,10 +102,12 @@ def test_the_voice_distillate_never_states_a_failure_as_advice(home):
 
 def test_a_failure_that_already_says_avoid_is_not_prefixed_twice(home):
     actions.learn(
-        memory=home,
-        text="Avoid: running the dishwasher during the heat pump's defrost cycle.",
-        origin=Origin.API,
-        outcome=False,
+        Statement.typed(
+            memory=home,
+            text="Avoid: running the dishwasher during the heat pump's defrost cycle.",
+            origin=Origin.API,
+            outcome=False,
+        )
     )
 
     _pass(home)
@@ -111,7 +120,7 @@ def test_a_failure_that_already_says_avoid_is_not_prefixed_twice(home):
 
 
 def test_context_and_the_document_agree_that_it_is_something_to_avoid(home):
-    actions.learn(memory=home, text=FAILURE, origin=Origin.API, outcome=False)
+    actions.learn(Statement.typed(memory=home, text=FAILURE, origin=Origin.API, outcome=False))
     _pass(home)
 
     recalled = retrieval.context(memory=home, question="thermostat nursery", reader=SYSTEM).text
@@ -121,7 +130,9 @@ def test_context_and_the_document_agree_that_it_is_something_to_avoid(home):
 
 
 def test_deleting_the_avoid_line_by_hand_forgets_the_failure(home):
-    failure = actions.learn(memory=home, text=FAILURE, origin=Origin.API, outcome=False).fact
+    failure = actions.learn(
+        Statement.typed(memory=home, text=FAILURE, origin=Origin.API, outcome=False)
+    ).fact
     _pass(home)
     current = DocumentRevision.objects.current(home)
 
@@ -137,8 +148,10 @@ def test_deleting_the_avoid_line_by_hand_forgets_the_failure(home):
 
 
 def test_forgetting_a_failure_removes_its_avoid_line_at_the_next_pass(home):
-    actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
-    failure = actions.learn(memory=home, text=FAILURE, origin=Origin.API, outcome=False).fact
+    actions.learn(Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED))
+    failure = actions.learn(
+        Statement.typed(memory=home, text=FAILURE, origin=Origin.API, outcome=False)
+    ).fact
     _pass(home)
 
     actions.forget(fact=failure)
@@ -219,7 +232,7 @@ def test_distil_voice_leaves_the_failures_out():
 
 
 def test_a_pass_that_writes_a_failure_as_plain_advice_is_refused(home, scripted):
-    actions.learn(memory=home, text=FAILURE, origin=Origin.API, outcome=False)
+    actions.learn(Statement.typed(memory=home, text=FAILURE, origin=Origin.API, outcome=False))
     scripted(Composition(document=document.TEMPLATE + f"- {FAILURE}\n", voice=""))
 
     run = _pass(home)
@@ -232,7 +245,7 @@ def test_a_pass_that_writes_a_failure_as_plain_advice_is_refused(home, scripted)
 
 
 def test_a_failure_under_its_heading_without_avoid_is_refused_too(home, scripted):
-    actions.learn(memory=home, text=FAILURE, origin=Origin.API, outcome=False)
+    actions.learn(Statement.typed(memory=home, text=FAILURE, origin=Origin.API, outcome=False))
     unlabelled = document.TEMPLATE + f"\n## {FAILURES_HEADING}\n- {FAILURE}\n"
     scripted(Composition(document=unlabelled, voice=""))
 
@@ -243,7 +256,7 @@ def test_a_failure_under_its_heading_without_avoid_is_refused_too(home, scripted
 
 
 def test_avoid_written_twice_is_refused(home, scripted):
-    actions.learn(memory=home, text=FAILURE, origin=Origin.API, outcome=False)
+    actions.learn(Statement.typed(memory=home, text=FAILURE, origin=Origin.API, outcome=False))
     doubled = document.TEMPLATE + f"\n## {FAILURES_HEADING}\n- Avoid: Avoid: {FAILURE}\n"
     scripted(Composition(document=doubled, voice=""))
 
@@ -256,8 +269,8 @@ def test_avoid_written_twice_is_refused(home, scripted):
 def test_a_voice_that_states_a_failure_is_replaced_by_one_distilled_from_the_document(
     home, scripted
 ):
-    actions.learn(memory=home, text=FAILURE, origin=Origin.API, outcome=False)
-    actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    actions.learn(Statement.typed(memory=home, text=FAILURE, origin=Origin.API, outcome=False))
+    actions.learn(Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED))
     written = (
         document.TEMPLATE.replace("## Rooms\n", "## Rooms\n- The loft is warm.\n")
         + f"\n## {FAILURES_HEADING}\n- Avoid: {FAILURE}\n"
@@ -286,8 +299,8 @@ def _answer(text: str, voice: str = "The loft is warm."):
 
 
 def test_claude_is_told_where_failures_go_and_which_candidates_are_failures(home, claude):
-    actions.learn(memory=home, text=FAILURE, origin=Origin.API, outcome=False)
-    actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    actions.learn(Statement.typed(memory=home, text=FAILURE, origin=Origin.API, outcome=False))
+    actions.learn(Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED))
     written = (
         document.TEMPLATE.replace("## Rooms\n", "## Rooms\n- The loft is warm.\n")
         + f"\n## {FAILURES_HEADING}\n- Avoid: {FAILURE}\n"
@@ -310,7 +323,7 @@ def test_claude_is_told_where_failures_go_and_which_candidates_are_failures(home
 
 
 def test_claude_writing_a_failure_as_advice_is_refused_and_the_queue_kept(home, claude):
-    actions.learn(memory=home, text=FAILURE, origin=Origin.API, outcome=False)
+    actions.learn(Statement.typed(memory=home, text=FAILURE, origin=Origin.API, outcome=False))
     claude.script(_answer(document.TEMPLATE.replace("## Devices\n", f"## Devices\n- {FAILURE}\n")))
 
     run = _pass(home)

@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from knowledge import sources
 from memory import actions, demo, study
+from memory.taught import Statement
 from surfaces.views.study import FIRST_SETUP_UNTIL
 
 HTMX = {"HX-Request": "true"}
@@ -36,7 +37,11 @@ def test_an_empty_memory_greets_with_three_steps_on_house_and_knowledge(signed_i
 
 
 def test_each_step_is_marked_done_as_it_is_done(signed_in, home, admin_user):
-    actions.learn(memory=home, text="The loft is warm in summer.", origin="typed", by=admin_user)
+    actions.learn(
+        Statement.typed(
+            memory=home, text="The loft is warm in summer.", origin="typed", by=admin_user
+        )
+    )
     sources.add_source(memory=home, by=admin_user, title="Boiler", text="The boiler is old.")
 
     page = signed_in.get(reverse("home")).content.decode()
@@ -46,7 +51,7 @@ def test_each_step_is_marked_done_as_it_is_done(signed_in, home, admin_user):
 
 def test_a_study_session_started_on_the_page_lists_what_it_found_as_it_lands(signed_in, home):
     for text in ("The loft is warm in summer.", "The loft has two skylights."):
-        actions.learn(memory=home, text=text, origin="typed")
+        actions.learn(Statement.typed(memory=home, text=text, origin="typed"))
     started = signed_in.post(reverse("memory:study"), {"topic": "loft"}, headers=HTMX)
     assert "Studying loft" in started.content.decode()
     session = study.StudySession.objects.as_system("the test").get()
@@ -66,7 +71,7 @@ def test_a_study_session_started_on_the_page_lists_what_it_found_as_it_lands(sig
 
 
 def test_a_session_started_elsewhere_shows_while_it_runs_but_does_not_pop_up(signed_in, home):
-    actions.learn(memory=home, text="The loft is warm in summer.", origin="typed")
+    actions.learn(Statement.typed(memory=home, text="The loft is warm in summer.", origin="typed"))
     session = study.start(memory=home, topic="loft", send=False).session  # brain learn loft
 
     running = signed_in.get(reverse("memory:knowledge")).content.decode()
@@ -83,7 +88,7 @@ def test_a_session_started_elsewhere_shows_while_it_runs_but_does_not_pop_up(sig
 
 def test_a_memory_that_knows_enough_shows_no_first_setup(signed_in, home):
     for text in demo.household_facts(FIRST_SETUP_UNTIL + 2, seed=5):
-        actions.learn(memory=home, text=text, origin="typed")
+        actions.learn(Statement.typed(memory=home, text=text, origin="typed"))
 
     for path in (reverse("home"), reverse("memory:knowledge")):
         assert 'id="first-setup"' not in signed_in.get(path).content.decode()

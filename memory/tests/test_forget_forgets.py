@@ -15,6 +15,7 @@ from knowledge.read_layer import SYSTEM
 from memory import actions, consolidator
 from memory.composers.base import Composition
 from memory.models import ConsolidationRun, DocumentRevision, InboxItem, Origin
+from memory.taught import Statement
 
 LEFT_OUT = "not in the document: left out for space"
 
@@ -47,8 +48,12 @@ def _recalled(home, fact: Fact, question: str) -> bool:
 
 @pytest.fixture
 def loft(home) -> Fact:
-    fact = actions.learn(memory=home, text="Guests use the loft.", origin=Origin.TYPED).fact
-    actions.learn(memory=home, text="Sarah is a light sleeper.", origin=Origin.TYPED)
+    fact = actions.learn(
+        Statement.typed(memory=home, text="Guests use the loft.", origin=Origin.TYPED)
+    ).fact
+    actions.learn(
+        Statement.typed(memory=home, text="Sarah is a light sleeper.", origin=Origin.TYPED)
+    )
     assert _pass(home).state == "filed"
     fact.refresh_from_db()
     assert fact.in_document and _recalled(home, fact, "Who uses the loft?")
@@ -104,7 +109,9 @@ def test_forgetting_a_line_no_fact_says_only_queues_its_removal(home, loft):
 
 
 def test_a_line_a_pass_leaves_out_for_space_still_keeps_its_fact(home, loft, scripted):
-    actions.learn(memory=home, text="The cellar floods in March.", origin=Origin.TYPED)
+    actions.learn(
+        Statement.typed(memory=home, text="The cellar floods in March.", origin=Origin.TYPED)
+    )
     scripted(
         lambda *, document, **_: Composition(
             document=document.replace("- Guests use the loft.\n", ""), voice=""

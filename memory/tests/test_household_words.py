@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from knowledge.models import Memory, PageType, Subject
 from memory import actions, consolidator
+from memory.taught import Statement
 from surfaces.views.knowledge import without_empty_sections
 
 HTMX = {"HX-Request": "true"}
@@ -18,7 +19,9 @@ def _visible(page: str) -> str:
 
 
 def test_a_fact_says_how_sure_brain_is_in_words_with_the_number_on_hover(signed_in, home):
-    actions.learn(memory=home, text="The loft is warm.", origin="voice", confidence="high")
+    actions.learn(
+        Statement.said(memory=home, text="The loft is warm.", origin="voice", confidence="high")
+    )
 
     page = signed_in.get(reverse("memory:knowledge")).content.decode()
     text = _visible(page)
@@ -42,8 +45,16 @@ def test_a_garden_shed_memory_is_shown_in_its_own_words(signed_in):
     PageType.objects.create(memory=shed, key="device", name="Tool")
     place = Subject.objects.create(memory=shed, kind="house", name="The shed")
     mower = Subject.objects.create(memory=shed, kind="device", name="Mower")
-    actions.learn(memory=shed, text="The shed door sticks.", origin="typed", subjects=[place.pk])
-    actions.learn(memory=shed, text="The mower needs oil.", origin="typed", subjects=[mower.pk])
+    actions.learn(
+        Statement.typed(
+            memory=shed, text="The shed door sticks.", origin="typed", subjects=[place.pk]
+        )
+    )
+    actions.learn(
+        Statement.typed(
+            memory=shed, text="The mower needs oil.", origin="typed", subjects=[mower.pk]
+        )
+    )
     run = consolidator.request_consolidation(memory=shed, trigger="cli", send=False).run
     consolidator.execute(run.pk)
 

@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from memory import actions
 from memory.models import InboxItem, Origin
+from memory.taught import Statement
 
 FAILURE = "Setting the thermostat to 30 warms the nursery fast."
 SUCCESS = "Closing the nursery blind at noon keeps it cool."
@@ -23,7 +24,9 @@ HTMX = {"HX-Request": "true"}
 def taught(home):
     """Three statements waiting: one that went wrong, one that worked, one with no outcome."""
     return {
-        text: actions.learn(memory=home, text=text, origin=Origin.API, outcome=outcome).item
+        text: actions.learn(
+            Statement.typed(memory=home, text=text, origin=Origin.API, outcome=outcome)
+        ).item
         for text, outcome in ((FAILURE, False), (SUCCESS, True), (PLAIN, None))
     }
 

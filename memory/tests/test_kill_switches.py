@@ -12,6 +12,7 @@ from knowledge.models import Membership, Memory, Permission
 from knowledge.read_layer import SYSTEM
 from memory import actions, consolidator, conversations, reflection
 from memory.models import ConsolidationRun, DocumentRevision, InboxItem, Origin, ReflectionRun
+from memory.taught import Statement
 
 HTMX = {"HX-Request": "true"}
 
@@ -68,11 +69,13 @@ def test_a_curator_may_not_change_them_either(client, alice, home):
 
 
 def test_learning_off_stops_reflection_and_filing_but_what_is_known_is_still_used(home):
-    known = actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    known = actions.learn(
+        Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    )
     consolidator.execute(
         consolidator.request_consolidation(memory=home, trigger="cli", send=False).run.pk
     )
-    actions.learn(memory=home, text="Guests use the loft.", origin=Origin.TYPED)
+    actions.learn(Statement.typed(memory=home, text="Guests use the loft.", origin=Origin.TYPED))
     source = conversations.record_conversation(
         memory=home, channel="voice", messages=[{"speaker": "Sarah", "text": "I like tea"}]
     ).source
@@ -91,7 +94,7 @@ def test_learning_off_stops_reflection_and_filing_but_what_is_known_is_still_use
 
 
 def test_a_pass_already_asked_for_when_learning_goes_off_keeps_the_queue(home):
-    actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    actions.learn(Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED))
     run = consolidator.request_consolidation(memory=home, trigger="manual", send=False).run
     Memory.objects.filter(pk=home.pk).update(learning=False)
 
@@ -119,8 +122,10 @@ def test_a_reflection_asked_for_when_learning_goes_off_files_nothing_and_says_so
 
 
 def test_memory_in_prompts_off_keeps_learning_but_gives_prompts_nothing(signed_in, home):
-    actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    actions.learn(Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED))
     _switch(signed_in, learning=True, memory_injection=False)
 
     assert retrieval.context(memory=_fresh(home), question="loft", reader=SYSTEM).text == ""
-    assert actions.learn(memory=_fresh(home), text="Guests use the loft.", origin="typed").item
+    assert actions.learn(
+        Statement.typed(memory=_fresh(home), text="Guests use the loft.", origin="typed")
+    ).item

@@ -9,6 +9,7 @@ from brain.tests.pages import sign_in
 from knowledge.models import Fact, Memory, Subject
 from memory import actions, consolidator, demo
 from memory.models import Origin
+from memory.taught import Statement
 from surfaces.views.knowledge import FACTS_PER_PAGE
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -32,7 +33,9 @@ def knowledge(signed_in_page):
 
 
 def teach(home, admin_user, text: str):
-    return actions.learn(memory=home, text=text, origin=Origin.TYPED, by=admin_user)
+    return actions.learn(
+        Statement.typed(memory=home, text=text, origin=Origin.TYPED, by=admin_user)
+    )
 
 
 def not_reloaded(page) -> bool:

@@ -9,17 +9,18 @@ from knowledge.models import Fact, Subject
 from memory import actions, consolidator, revisions
 from memory.demo import household_facts
 from memory.models import ConsolidationRun, DocumentRevision, InboxItem
+from memory.taught import Statement
 
 HTMX = {"HX-Request": "true"}
 
 
 def _teach(home, count, seed=1):
     for text in household_facts(count, seed=seed):
-        actions.learn(memory=home, text=text, origin="typed")
+        actions.learn(Statement.typed(memory=home, text=text, origin="typed"))
 
 
 def test_the_tab_shows_every_section_with_the_seed_wording(signed_in, home):
-    actions.learn(memory=home, text="The loft is warm.", origin="voice")
+    actions.learn(Statement.said(memory=home, text="The loft is warm.", origin="voice"))
 
     page = signed_in.get(reverse("memory:knowledge")).content.decode()
 
@@ -60,7 +61,7 @@ def test_a_long_queue_lists_the_next_to_be_filed_and_counts_them_all(signed_in, 
 
     monkeypatch.setattr(views, "WAITING_SHOWN", 2)
     for text in ("The loft is warm.", "The cellar is damp.", "The porch light is broken."):
-        actions.learn(memory=home, text=text, origin="typed")
+        actions.learn(Statement.typed(memory=home, text=text, origin="typed"))
 
     for url, headers in ((reverse("memory:knowledge"), {}), (reverse("memory:waiting"), HTMX)):
         page = signed_in.get(url, headers=headers).content.decode()
@@ -73,7 +74,7 @@ def test_a_long_queue_lists_the_next_to_be_filed_and_counts_them_all(signed_in, 
 
 
 def test_a_short_queue_lists_every_item_and_no_more_line(signed_in, home):
-    actions.learn(memory=home, text="The loft is warm.", origin="typed")
+    actions.learn(Statement.typed(memory=home, text="The loft is warm.", origin="typed"))
 
     page = signed_in.get(reverse("memory:waiting"), headers=HTMX).content.decode()
 
@@ -89,8 +90,12 @@ def test_a_filter_answers_with_the_list_and_moves_the_address_bar(signed_in, hom
         entity_id="light.office_lamp",
         aliases=["the beacon"],
     )
-    actions.learn(memory=home, text="The office lamp flickers at dusk.", origin="typed")
-    actions.learn(memory=home, text="The kettle is descaled monthly.", origin="typed")
+    actions.learn(
+        Statement.typed(memory=home, text="The office lamp flickers at dusk.", origin="typed")
+    )
+    actions.learn(
+        Statement.typed(memory=home, text="The kettle is descaled monthly.", origin="typed")
+    )
 
     response = signed_in.get(
         reverse("memory:facts"), {"q": "beacon", "chip": "device"}, headers=HTMX
@@ -133,7 +138,7 @@ def test_a_refused_fact_keeps_the_text_and_names_the_problem(signed_in, home):
 def test_pressing_file_now_twice_starts_one_pass(
     signed_in, home, django_capture_on_commit_callbacks
 ):
-    actions.learn(memory=home, text="The loft is warm.", origin="typed")
+    actions.learn(Statement.typed(memory=home, text="The loft is warm.", origin="typed"))
 
     with django_capture_on_commit_callbacks():
         first = signed_in.post(reverse("memory:file-now"), headers=HTMX)
@@ -218,7 +223,9 @@ def test_export_downloads_the_file(signed_in, home):
 
 
 def test_see_the_run_opens_where_a_fact_came_from(signed_in, home, admin_user):
-    fact = actions.learn(memory=home, text="The loft is warm.", origin="voice", by=admin_user).fact
+    fact = actions.learn(
+        Statement.said(memory=home, text="The loft is warm.", origin="voice", by=admin_user)
+    ).fact
 
     page = signed_in.get(reverse("knowledge:source", args=[fact.source_id])).content.decode()
 

@@ -17,6 +17,7 @@ from knowledge.models import Fact, Memory
 from memory import actions, consolidator, document, revisions
 from memory.composers.base import ComposerError, Composition
 from memory.models import Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
+from memory.taught import Statement
 
 ADD = "/api/memory/add"
 
@@ -43,7 +44,9 @@ def test_teaching_a_replacement_for_a_fact_a_pass_is_filing_deadlocks_neither(ho
     """learn() holds the replaced fact's row and, at commit, checks its new rows' foreign keys
     against the memory row (FOR KEY SHARE); the pass holds the memory row and waits for that
     fact. The memory lock must not conflict with a foreign-key check."""
-    old = actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED).fact
+    old = actions.learn(
+        Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    ).fact
     superseded, go_on, errors, results = threading.Event(), threading.Event(), [], {}
     supersede = knowledge_actions.supersede
 
@@ -58,11 +61,13 @@ def test_teaching_a_replacement_for_a_fact_a_pass_is_filing_deadlocks_neither(ho
         try:
             with transaction.atomic():  # commit here, and no retry: the race must not happen
                 results["learned"] = actions.learn(
-                    memory=home,
-                    text="The loft is cold.",
-                    origin=Origin.TYPED,
-                    verdict="contradiction",
-                    target=old.pk,
+                    Statement.typed(
+                        memory=home,
+                        text="The loft is cold.",
+                        origin=Origin.TYPED,
+                        verdict="contradiction",
+                        target=old.pk,
+                    )
                 )
         except Exception as error:  # reported by the assertion below
             errors.append(error)
@@ -109,7 +114,9 @@ def test_teaching_a_replacement_for_a_fact_a_pass_is_filing_deadlocks_neither(ho
 def test_teaching_that_loses_a_race_is_taught_once(home, races):
     calls = races(knowledge_actions, "file_fact")
 
-    learned = actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    learned = actions.learn(
+        Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    )
 
     assert len(calls) == 2
     assert list(Fact.objects.values_list("pk", flat=True)) == [learned.fact.pk]
@@ -152,7 +159,9 @@ def test_an_undo_that_loses_a_race_is_done_once(home, races):
 
 
 def test_a_forget_that_loses_a_race_is_done_once(home, races):
-    fact = actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED).fact
+    fact = actions.learn(
+        Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    ).fact
     calls = races(knowledge_actions, "forget_fact")
 
     said = actions.forget(fact=fact)
@@ -164,7 +173,9 @@ def test_a_forget_that_loses_a_race_is_done_once(home, races):
 
 
 def test_a_drop_that_loses_a_race_is_done_once(home, races):
-    learned = actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    learned = actions.learn(
+        Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    )
     calls = races(knowledge_actions, "forget_fact")
 
     assert actions.drop_inbox_item(item=learned.item) is True
@@ -232,7 +243,7 @@ def _pass(home) -> ConsolidationRun:
 
 
 def test_a_pass_whose_commit_loses_a_race_commits_on_the_next_attempt(home, filing, races):
-    actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    actions.learn(Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED))
     calls = races(knowledge_actions, "reconcile_with_document")
 
     run = _pass(home)
@@ -248,7 +259,7 @@ def test_a_pass_whose_commit_loses_a_race_commits_on_the_next_attempt(home, fili
 def test_a_pass_that_loses_every_race_writes_nothing_says_where_and_asks_for_another(
     home, filing, races
 ):
-    actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    actions.learn(Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED))
     races(knowledge_actions, "reconcile_with_document", times=retry.ATTEMPTS)
     sent = []
     with pytest.MonkeyPatch.context() as patch:
@@ -291,7 +302,7 @@ DEADLOCK_TEXT = (
 def test_a_failed_pass_keeps_the_errors_message_and_where_it_happened(
     home, scripted, error, reason
 ):
-    actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    actions.learn(Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED))
     scripted(error)
 
     run = _pass(home)
@@ -302,7 +313,7 @@ def test_a_failed_pass_keeps_the_errors_message_and_where_it_happened(
 
 
 def test_a_failed_passs_reason_is_bounded(home, scripted):
-    actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    actions.learn(Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED))
     scripted(DatabaseError("deadlock detected\nCONTEXT:  " + "while locking tuple " * 200))
 
     run = _pass(home)

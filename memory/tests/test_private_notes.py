@@ -14,6 +14,7 @@ from knowledge.models import Fact, Label, Membership, Permission, Role, Source
 from knowledge.read_layer import SYSTEM
 from memory import actions, consolidator
 from memory.models import ConsolidationRun, DocumentRevision, InboxItem, Origin
+from memory.taught import Statement
 
 PRIVATE = "Sarah takes metformin every morning with breakfast."
 SHARED = "The bins go out on Tuesday night."
@@ -32,7 +33,7 @@ def _household(home, django_user_model) -> dict:
     tom = django_user_model.objects.create_user(username="tom", password="x")
     for person in (sarah, tom):
         Membership.objects.create(memory=home, user=person, permission=Permission.CURATE)
-    actions.learn(memory=home, text=SHARED, origin=Origin.TYPED, by=tom)
+    actions.learn(Statement.typed(memory=home, text=SHARED, origin=Origin.TYPED, by=tom))
     private = Label.objects.create(
         memory=home, name="Private to Sarah", meaning="Sarah's own health and medical notes."
     )
@@ -43,7 +44,9 @@ def _household(home, django_user_model) -> dict:
         memory=home, kind=Source.Kind.NOTE, title="Sarah's health note", added_by=sarah
     )
     note.labels.add(private)
-    learned = actions.learn(memory=home, text=PRIVATE, origin=Origin.TYPED, by=sarah, source=note)
+    learned = actions.learn(
+        Statement.typed(memory=home, text=PRIVATE, origin=Origin.TYPED, by=sarah, source=note)
+    )
     return {"sarah": sarah, "tom": tom, "note": note, "fact": learned.fact}
 
 
@@ -172,13 +175,17 @@ def test_what_tom_teaches_is_never_judged_against_sarahs_note_nor_names_it(home,
     Sarah's private "every morning", and his answer would quote it."""
     said = "Sarah takes metformin every evening with dinner."
 
-    learned = actions.learn(memory=home, text=said, origin=Origin.TYPED, by=household["tom"])
+    learned = actions.learn(
+        Statement.typed(memory=home, text=said, origin=Origin.TYPED, by=household["tom"])
+    )
 
     note = Fact.objects.get(pk=household["fact"].pk)
     assert note.valid_to is None and note.superseded_by is None
     assert "morning" not in learned.message
     assert f"#{note.pk}" not in learned.message
     assert learned.verdict == "novel"
-    again = actions.learn(memory=home, text=PRIVATE, origin=Origin.TYPED, by=household["tom"])
+    again = actions.learn(
+        Statement.typed(memory=home, text=PRIVATE, origin=Origin.TYPED, by=household["tom"])
+    )
     assert again.fact.pk != note.pk  # not "already known": Tom cannot see that one
     assert Fact.objects.get(pk=note.pk).support == 1

@@ -42,6 +42,7 @@ from knowledge.read_layer import SYSTEM
 from memory import mcp_server
 from memory.actions import learn
 from memory.models import Origin
+from memory.taught import Statement
 from surfaces import portable
 
 WORDS = ["amber", "basil", "cedar", "delta", "ember", "fjord", "gorse", "heron", "iris", "juniper"]
@@ -141,12 +142,14 @@ def _build(spec):
         )
         facts.append(
             learn(
-                memory=memory,
-                text=CONCLUSIONS[n],
-                origin=Origin.STUDY,
-                source=study,
-                cites=list(cites.distinct()),
-                reader=SYSTEM,
+                Statement.derived(
+                    memory=memory,
+                    text=CONCLUSIONS[n],
+                    origin=Origin.STUDY,
+                    source=study,
+                    cites=list(cites.distinct()),
+                    reader=SYSTEM,
+                )
             ).fact
         )
     return memory, people, rows, facts, page

@@ -14,6 +14,7 @@ from memory import actions, consolidator, document, revisions
 from memory.composers.base import Composition
 from memory.demo import household_facts
 from memory.models import Change, ConsolidationRun, DocumentRevision, Origin
+from memory.taught import Statement
 
 LEFT_OUT = "not in the document: left out for space"
 
@@ -40,7 +41,9 @@ def test_under_steady_teaching_the_lines_dropped_to_fit_leave_their_facts_recall
     texts = household_facts(40, seed=11)
     for start in range(0, len(texts), 5):
         for text in texts[start : start + 5]:
-            taught.append(actions.learn(memory=small, text=text, origin=Origin.TYPED).fact)
+            taught.append(
+                actions.learn(Statement.typed(memory=small, text=text, origin=Origin.TYPED)).fact
+            )
         run = _pass(small)
         assert run.state == "filed", run.reason
 
@@ -62,11 +65,21 @@ def test_under_steady_teaching_the_lines_dropped_to_fit_leave_their_facts_recall
 
 
 def test_a_line_a_pass_leaves_out_keeps_its_fact_live(home, scripted):
-    loft = actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED).fact
-    actions.learn(memory=home, text="Sarah is a light sleeper.", origin=Origin.TYPED)
-    actions.learn(memory=home, text="The cellar floods in March.", origin=Origin.TYPED)
+    loft = actions.learn(
+        Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    ).fact
+    actions.learn(
+        Statement.typed(memory=home, text="Sarah is a light sleeper.", origin=Origin.TYPED)
+    )
+    actions.learn(
+        Statement.typed(memory=home, text="The cellar floods in March.", origin=Origin.TYPED)
+    )
     _pass(home)
-    actions.learn(memory=home, text="The garage freezer is off in winter.", origin=Origin.TYPED)
+    actions.learn(
+        Statement.typed(
+            memory=home, text="The garage freezer is off in winter.", origin=Origin.TYPED
+        )
+    )
 
     def leave_the_loft_out(*, document, **_):
         text = document.replace("- The loft is warm.\n", "")
@@ -91,11 +104,21 @@ def test_a_line_a_pass_leaves_out_keeps_its_fact_live(home, scripted):
 
 
 def test_undoing_the_pass_that_left_a_line_out_puts_its_fact_back_in_the_document(home, scripted):
-    loft = actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED).fact
-    actions.learn(memory=home, text="Sarah is a light sleeper.", origin=Origin.TYPED)
-    actions.learn(memory=home, text="The cellar floods in March.", origin=Origin.TYPED)
+    loft = actions.learn(
+        Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    ).fact
+    actions.learn(
+        Statement.typed(memory=home, text="Sarah is a light sleeper.", origin=Origin.TYPED)
+    )
+    actions.learn(
+        Statement.typed(memory=home, text="The cellar floods in March.", origin=Origin.TYPED)
+    )
     _pass(home)
-    actions.learn(memory=home, text="The garage freezer is off in winter.", origin=Origin.TYPED)
+    actions.learn(
+        Statement.typed(
+            memory=home, text="The garage freezer is off in winter.", origin=Origin.TYPED
+        )
+    )
     scripted(
         lambda *, document, **_: Composition(
             document=document.replace("- The loft is warm.\n", ""), voice=""
@@ -114,8 +137,12 @@ def test_undoing_the_pass_that_left_a_line_out_puts_its_fact_back_in_the_documen
 def test_the_facts_list_says_which_facts_were_left_out_for_space(
     client, admin_user, home, scripted
 ):
-    loft = actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED).fact
-    sarah = actions.learn(memory=home, text="Sarah is a light sleeper.", origin=Origin.TYPED).fact
+    loft = actions.learn(
+        Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    ).fact
+    sarah = actions.learn(
+        Statement.typed(memory=home, text="Sarah is a light sleeper.", origin=Origin.TYPED)
+    ).fact
     scripted(
         lambda *, document, **_: Composition(
             document=document.replace("## People\n", "## People\n- Sarah is a light sleeper.\n"),
@@ -134,7 +161,9 @@ def test_the_facts_list_says_which_facts_were_left_out_for_space(
 
 
 def test_a_line_a_person_deletes_still_forgets_its_fact(home):
-    loft = actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED).fact
+    loft = actions.learn(
+        Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    ).fact
     _pass(home)
     current = DocumentRevision.objects.current(home)
 
@@ -150,7 +179,9 @@ def test_a_line_a_person_deletes_still_forgets_its_fact(home):
 
 
 def test_forgetting_the_last_line_of_the_document_leaves_the_empty_template(home):
-    loft = actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED).fact
+    loft = actions.learn(
+        Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    ).fact
     _pass(home)
     assert document.content_lines(_document(home)) == ["- The loft is warm."]
 
@@ -167,8 +198,10 @@ def test_forgetting_the_last_line_of_the_document_leaves_the_empty_template(home
 
 
 def test_an_empty_answer_that_was_not_asked_for_is_still_refused(home, scripted):
-    actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
-    actions.learn(memory=home, text="The cellar floods in March.", origin=Origin.TYPED)
+    actions.learn(Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED))
+    actions.learn(
+        Statement.typed(memory=home, text="The cellar floods in March.", origin=Origin.TYPED)
+    )
     _pass(home)
     loft = Fact.objects.get(text="The loft is warm.")
     actions.forget(fact=loft)

@@ -18,6 +18,7 @@ from knowledge.models import Conflict, Fact, Memory, Observation, Source, Subjec
 from knowledge.read_layer import SYSTEM
 from memory import actions, study
 from memory.models import InboxItem, StudySession
+from memory.taught import Statement
 
 HEAT_PUMP = "Heat pump"
 OLD = timedelta(days=120)
@@ -38,7 +39,9 @@ def heat_pump(home) -> Subject:
 
 def _teach(home, text, *, about=(), confidence="medium", age=timedelta(0)) -> Fact:
     fact = actions.learn(
-        memory=home, text=text, origin="typed", subjects=list(about), confidence=confidence
+        Statement.typed(
+            memory=home, text=text, origin="typed", subjects=list(about), confidence=confidence
+        )
     ).fact
     if age:
         then = timezone.now() - age
@@ -146,7 +149,9 @@ def test_saying_a_fact_again_makes_its_subject_fresh(home, heat_pump):
     _teach(home, "The heat pump runs on weather compensation", about=[heat_pump], age=OLD)
     _teach(home, "The garage fridge is meant to run 24/7", about=[fridge], age=OLD * 2)
 
-    actions.learn(memory=home, text="The garage fridge is meant to run 24/7", origin="typed")
+    actions.learn(
+        Statement.typed(memory=home, text="The garage fridge is meant to run 24/7", origin="typed")
+    )
 
     assert study.stalest_subject(home, SYSTEM) == heat_pump
 

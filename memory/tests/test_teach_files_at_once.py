@@ -7,6 +7,7 @@ from django.urls import reverse
 
 from memory import actions, consolidator
 from memory.models import ConsolidationRun, DocumentRevision, InboxItem, Origin
+from memory.taught import Statement
 
 HTMX = {"HX-Request": "true"}
 
@@ -18,7 +19,9 @@ def _document(home) -> str:
 def test_a_taught_line_is_in_the_document_at_once_and_nothing_else_is_filed_with_it(
     signed_in, home, django_capture_on_commit_callbacks
 ):
-    earlier = actions.learn(memory=home, text="Guests use the loft.", origin=Origin.VOICE)
+    earlier = actions.learn(
+        Statement.said(memory=home, text="Guests use the loft.", origin=Origin.VOICE)
+    )
 
     with django_capture_on_commit_callbacks() as sent:
         response = signed_in.post(
@@ -42,7 +45,7 @@ def test_a_taught_line_is_in_the_document_at_once_and_nothing_else_is_filed_with
 def test_while_a_pass_runs_the_taught_line_waits_its_turn_and_the_box_says_so(
     signed_in, home, django_capture_on_commit_callbacks
 ):
-    actions.learn(memory=home, text="Guests use the loft.", origin=Origin.VOICE)
+    actions.learn(Statement.said(memory=home, text="Guests use the loft.", origin=Origin.VOICE))
     running = consolidator.request_consolidation(memory=home, trigger="manual", send=False).run
 
     with django_capture_on_commit_callbacks():
@@ -62,12 +65,14 @@ def test_a_line_taught_after_a_pass_read_the_queue_gets_a_pass_when_it_ends(
 ):
     from memory.composers.offline import OfflineComposer
 
-    actions.learn(memory=home, text="Guests use the loft.", origin=Origin.VOICE)
+    actions.learn(Statement.said(memory=home, text="Guests use the loft.", origin=Origin.VOICE))
     running = consolidator.request_consolidation(memory=home, trigger="manual", send=False).run
     said = []
 
     def compose_while_someone_teaches(**asked):
-        taught = actions.learn(memory=home, text="The hall is cold.", origin=Origin.TYPED)
+        taught = actions.learn(
+            Statement.typed(memory=home, text="The hall is cold.", origin=Origin.TYPED)
+        )
         said.append(consolidator.file_at_once(item=taught.item).message)
         return OfflineComposer().compose(**asked)
 
@@ -100,7 +105,9 @@ def test_a_failed_pass_of_its_own_is_not_asked_again_in_a_loop(
     from memory.composers.base import ComposerError
 
     scripted(ComposerError("Overloaded"))
-    taught = actions.learn(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    taught = actions.learn(
+        Statement.typed(memory=home, text="The loft is warm.", origin=Origin.TYPED)
+    )
     with django_capture_on_commit_callbacks():
         request = consolidator.file_at_once(item=taught.item).request
 

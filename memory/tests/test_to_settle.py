@@ -23,6 +23,7 @@ from knowledge.models import Conflict, Fact, Memory
 from knowledge.read_layer import SYSTEM
 from memory import actions, consolidator
 from memory.models import ConsolidationRun, DocumentRevision, InboxItem, Origin
+from memory.taught import Statement
 
 OLD = "The bike pump is kept in the shed."
 NEW = "The bike pump is kept under the stairs."
@@ -34,8 +35,8 @@ def offline(settings):
 
 
 def open_conflict(home: Memory, by=None) -> Conflict:
-    actions.learn(memory=home, text=OLD, origin=Origin.TYPED, by=by)
-    new = actions.learn(memory=home, text=NEW, origin=Origin.TYPED, by=by)
+    actions.learn(Statement.typed(memory=home, text=OLD, origin=Origin.TYPED, by=by))
+    new = actions.learn(Statement.typed(memory=home, text=NEW, origin=Origin.TYPED, by=by))
     assert new.verdict == "conflict", new.reason
     return new.conflict
 
@@ -53,9 +54,9 @@ def file_now(home: Memory) -> None:
 
 
 def test_keeping_the_new_one_retires_the_old_one_and_its_line_leaves_the_document(home):
-    actions.learn(memory=home, text=OLD, origin=Origin.TYPED)
+    actions.learn(Statement.typed(memory=home, text=OLD, origin=Origin.TYPED))
     file_now(home)
-    new = actions.learn(memory=home, text=NEW, origin=Origin.TYPED)
+    new = actions.learn(Statement.typed(memory=home, text=NEW, origin=Origin.TYPED))
     conflict = new.conflict
     assert live_texts(home) == {OLD, NEW}
 

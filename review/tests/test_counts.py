@@ -15,6 +15,7 @@ from knowledge.models import Fact
 from knowledge.read_layer import SYSTEM
 from memory import actions, brief, consolidator, counts, measurements
 from memory.models import Brief
+from memory.taught import Statement
 from review import counts as all_counts
 from review import findings, guesses, status
 from review.models import Event, Finding
@@ -25,7 +26,7 @@ HTMX = {"HX-Request": "true"}
 
 def _teach(home, *texts: str) -> None:
     for text in texts:
-        actions.learn(memory=home, text=text, origin="typed")
+        actions.learn(Statement.typed(memory=home, text=text, origin="typed"))
 
 
 def _file(home) -> None:
@@ -38,9 +39,13 @@ def _household(home) -> None:
     _teach(home, "The loft is warm in summer.", "The cellar is damp in winter.")
     _file(home)
     _teach(home, "Guests sleep in the loft.", "The dog is called Biscuit.")
-    forgotten = actions.learn(memory=home, text="The shed leaks.", origin="typed").fact
+    forgotten = actions.learn(
+        Statement.typed(memory=home, text="The shed leaks.", origin="typed")
+    ).fact
     actions.forget(fact=forgotten, by=None)
-    old = actions.learn(memory=home, text="The hall light is a 9 W bulb.", origin="typed").fact
+    old = actions.learn(
+        Statement.typed(memory=home, text="The hall light is a 9 W bulb.", origin="typed")
+    ).fact
     Fact.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(weeks=5))
     for check, severity in (("water_leak", "high"), ("battery_low", "low")):
         findings.raise_finding(memory=home, check_id=check, text=f"{check}!", severity=severity)

@@ -10,6 +10,7 @@ from brain.models import ModelCall
 from brain.tests.stubs.messages import stub_json, stub_overloaded
 from knowledge.models import Fact, Memory, Subject
 from memory import actions as memory_actions
+from memory.taught import Statement
 from review import deep_review, tasks
 from review import findings as review_findings
 from review import guesses as review_guesses
@@ -57,7 +58,9 @@ def devices(home) -> dict[str, Subject]:
 
 def _learn(home, text, *, about=(), confidence="medium", days_ago=0) -> Fact:
     fact = memory_actions.learn(
-        memory=home, text=text, origin="typed", subjects=list(about), confidence=confidence
+        Statement.typed(
+            memory=home, text=text, origin="typed", subjects=list(about), confidence=confidence
+        )
     ).fact
     if days_ago:
         Fact.objects.filter(pk=fact.pk).update(created_at=timezone.now() - timedelta(days=days_ago))

@@ -12,6 +12,7 @@ from knowledge.models import Fact, Memory, Source
 from knowledge.read_layer import SYSTEM
 from memory import actions, consolidator
 from memory.models import ConsolidationRun, InboxItem
+from memory.taught import Statement
 from review import counts, demo_household
 from review.models import Finding, Guess
 
@@ -102,7 +103,7 @@ def test_the_demo_waits_for_a_pass_the_worker_is_running_instead_of_racing_it(ho
     """`make run`'s worker may be filing the memory when the demo asks for a pass: the demo
     used to carry on as if it had filed, edit the document on top of a generation the worker
     was replacing, and stop with DocumentChanged; now it waits for that pass, then files."""
-    actions.learn(memory=home, text="The loft is warm.", origin="typed")
+    actions.learn(Statement.typed(memory=home, text="The loft is warm.", origin="typed"))
     workers_pass = consolidator.request_consolidation(
         memory=home, trigger=ConsolidationRun.Trigger.EARLY, send=False
     ).run
@@ -131,7 +132,7 @@ def test_a_pass_asked_for_with_no_worker_running_is_run_by_the_demo_not_waited_f
 ):
     """Early filing asks the worker for a pass at 20 waiting lines; with no `make run` going
     nobody takes it, and the demo must file it itself rather than wait for a worker."""
-    actions.learn(memory=home, text="The loft is warm.", origin="typed")
+    actions.learn(Statement.typed(memory=home, text="The loft is warm.", origin="typed"))
     asked = consolidator.request_consolidation(
         memory=home, trigger=ConsolidationRun.Trigger.EARLY, send=False
     ).run

@@ -13,6 +13,7 @@ from rest_framework.authtoken.models import Token
 from knowledge.models import Fact, Membership, Memory, Permission, Subject
 from memory import actions as memory_actions
 from memory.models import InboxItem, Origin
+from memory.taught import Statement
 from review import findings as review_findings
 from review import guesses as review_guesses
 from review.models import Event, Finding, Guess, Rule
@@ -533,7 +534,9 @@ def test_the_status_shows_the_four_sensors_after_a_few_actions(
 ):
     assert api.get("/api/status/").json()["memory_waiting_on_you"]["state"] == "off"
     with django_capture_on_commit_callbacks(execute=True):
-        memory_actions.learn(memory=home, text="Guests use the loft", origin=Origin.TYPED)
+        memory_actions.learn(
+            Statement.typed(memory=home, text="Guests use the loft", origin=Origin.TYPED)
+        )
     leak = _raise(home, check="leak", entity_id="", severity="high", text="Water by the boiler")
     _raise(home, check="night_motion", severity="low", text="Motion at 3am")
     review_findings.mark_fixed(finding=_raise(home, check="offline", severity="medium"))
@@ -575,7 +578,9 @@ def test_the_timeline_is_newest_first_one_page_at_a_time(
     api, home, hall_motion, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
-        memory_actions.learn(memory=home, text="Guests use the loft", origin=Origin.TYPED)
+        memory_actions.learn(
+            Statement.typed(memory=home, text="Guests use the loft", origin=Origin.TYPED)
+        )
     _raise(home, check="night_motion", text="Motion at 3am")
     _raise(home, check="offline", text="The hall sensor is offline")
     expected = list(Event.objects.order_by("-created_at", "-pk").values_list("text", flat=True))

@@ -12,6 +12,7 @@ from django.utils import timezone
 from knowledge.models import Fact, Memory
 from knowledge.read_layer import SYSTEM
 from memory import actions
+from memory.taught import Statement
 from review import findings, guesses
 from review.models import Finding
 from surfaces.house import WEEKS, overview
@@ -26,7 +27,11 @@ def _number(page: str, name: str) -> str:
 def _teach_and_raise(home, count: int, offset: int = 0) -> None:
     for index in range(count):
         actions.learn(
-            memory=home, text=f"Room {index + offset} has {index + offset} chairs.", origin="typed"
+            Statement.typed(
+                memory=home,
+                text=f"Room {index + offset} has {index + offset} chairs.",
+                origin="typed",
+            )
         )
     for index in range(count):
         findings.raise_finding(
@@ -49,7 +54,9 @@ def test_a_new_house_says_nothing_waits_and_how_to_begin(signed_in, home):
 def test_the_house_shows_what_waits_the_brief_and_what_was_learned_with_who_taught_it(
     signed_in, home, alice
 ):
-    actions.learn(memory=home, text="The loft is warm in summer.", origin="voice", by=alice)
+    actions.learn(
+        Statement.said(memory=home, text="The loft is warm in summer.", origin="voice", by=alice)
+    )
     findings.raise_finding(
         memory=home, check_id="leak", text="Water under the kitchen sink.", severity="high"
     )
@@ -70,10 +77,14 @@ def test_the_house_shows_what_waits_the_brief_and_what_was_learned_with_who_taug
 
 def test_the_chart_counts_facts_learned_and_findings_raised_per_week(home):
     now = timezone.now()
-    actions.learn(memory=home, text="The loft is warm in summer.", origin="typed")
-    old = actions.learn(memory=home, text="The cellar is damp in winter.", origin="typed").fact
+    actions.learn(Statement.typed(memory=home, text="The loft is warm in summer.", origin="typed"))
+    old = actions.learn(
+        Statement.typed(memory=home, text="The cellar is damp in winter.", origin="typed")
+    ).fact
     Fact.objects.filter(pk=old.pk).update(created_at=now - timedelta(weeks=3))
-    ancient = actions.learn(memory=home, text="The shed leaks in the rain.", origin="typed").fact
+    ancient = actions.learn(
+        Statement.typed(memory=home, text="The shed leaks in the rain.", origin="typed")
+    ).fact
     Fact.objects.filter(pk=ancient.pk).update(created_at=now - timedelta(weeks=WEEKS + 2))
     raised = findings.raise_finding(
         memory=home, check_id="battery", text="Hall battery low.", severity="low"
@@ -92,7 +103,7 @@ def test_the_chart_counts_facts_learned_and_findings_raised_per_week(home):
 
 
 def test_the_chart_is_drawn_on_the_server_without_script_or_inline_style(signed_in, home):
-    actions.learn(memory=home, text="The loft is warm in summer.", origin="typed")
+    actions.learn(Statement.typed(memory=home, text="The loft is warm in summer.", origin="typed"))
 
     page = signed_in.get(reverse("home")).content.decode()
 
@@ -115,7 +126,11 @@ def test_the_house_costs_the_same_number_of_queries_for_a_few_or_many_facts(
 
 def test_the_house_is_about_the_memory_chosen(signed_in, home):
     other = Memory.objects.create(slug="cabin", name="The cabin")
-    actions.learn(memory=other, text="The cabin stove smokes in an east wind.", origin="typed")
+    actions.learn(
+        Statement.typed(
+            memory=other, text="The cabin stove smokes in an east wind.", origin="typed"
+        )
+    )
 
     page = signed_in.get(reverse("home"), {"memory": "cabin"}).content.decode()
 

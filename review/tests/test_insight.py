@@ -16,6 +16,7 @@ from brain.tests.stubs.messages import stub_error, stub_json, stub_text
 from knowledge.models import Fact, Memory, Source, Subject
 from memory import actions as memory_actions
 from memory.models import InboxItem
+from memory.taught import Statement
 from review import deep_review, insight, tasks
 from review import guesses as review_guesses
 from review.models import DeepReview, Guess, HouseEvent, InsightRun
@@ -145,9 +146,11 @@ def test_what_an_automation_does_or_a_few_scattered_presses_are_not_guesses(
 
 def test_what_the_household_already_taught_is_not_asked(home, hall_light):
     memory_actions.learn(
-        memory=home,
-        text="The hall light is switched on by hand at 06:10 on weekdays",
-        origin="typed",
+        Statement.typed(
+            memory=home,
+            text="The hall light is switched on by hand at 06:10 on weekdays",
+            origin="typed",
+        )
     )
     _hall_light_each_weekday_morning(home)
 

@@ -7,6 +7,7 @@ from knowledge import subjects as knowledge_subjects
 from knowledge.models import Fact, Memory, Subject
 from memory import actions as memory_actions
 from memory.models import Origin
+from memory.taught import Statement
 from review import findings as review_findings
 from review import guesses as review_guesses
 from review import merging
@@ -35,7 +36,7 @@ def beacon(home) -> Subject:
 
 def _teach(home, text, subject) -> Fact:
     return memory_actions.learn(
-        memory=home, text=text, origin=Origin.TYPED, subjects=[subject.pk]
+        Statement.typed(memory=home, text=text, origin=Origin.TYPED, subjects=[subject.pk])
     ).fact
 
 

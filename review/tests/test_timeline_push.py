@@ -11,6 +11,7 @@ import pytest
 from brain.celery import app as celery_app
 from knowledge.models import Memory, Subject
 from memory.actions import learn
+from memory.taught import Statement
 from review import findings as review_findings
 from review import guesses as review_guesses
 from review import tasks, timeline
@@ -94,7 +95,11 @@ def test_learning_a_fact_records_brain_learned_and_pushes_it_with_the_sensors(
     home, home_assistant, queued, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
-        learn(memory=home, text="The hallway sensor drops offline around 2am", origin="typed")
+        learn(
+            Statement.typed(
+                memory=home, text="The hallway sensor drops offline around 2am", origin="typed"
+            )
+        )
     event = Event.objects.get()
     assert (event.kind, event.text) == (
         "brain_learned",
@@ -180,7 +185,7 @@ def test_a_push_is_sent_after_commit_and_only_when_home_assistant_is_configured(
 
     settings.HA_URL = ""
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        learn(memory=home, text="Guests use the loft", origin="typed")
+        learn(Statement.typed(memory=home, text="Guests use the loft", origin="typed"))
 
     assert Event.objects.filter(kind="brain_learned").count() == 1  # recorded all the same
     assert queued == [Event.objects.get(kind="brain_finding").pk]

@@ -30,6 +30,7 @@ from memory import actions, brief, consolidator, measurements, revisions
 from memory.forms import DocumentForm, TextForm
 from memory.models import Change, ConsolidationRun, DocumentRevision, InboxItem, Origin
 from memory.rendering import render_markdown
+from memory.taught import Statement
 from review import counts as review_counts
 from surfaces.views import ask, curation, study, workers
 
@@ -372,7 +373,9 @@ def teach(request: HttpRequest, memory: Memory) -> HttpResponse:
     form.is_valid()  # any words: learn says what it refuses
     text = form.cleaned_data["text"]
     try:
-        learned = actions.learn(memory=memory, text=text, origin=Origin.TYPED, by=request.user)
+        learned = actions.learn(
+            Statement.typed(memory=memory, text=text, origin=Origin.TYPED, by=request.user)
+        )
     except (ValidationError, UnknownSubject) as error:
         refusal = error if isinstance(error, ValidationError) else ValidationError(str(error))
         typed = {"teach_text": text, "memory": memory}

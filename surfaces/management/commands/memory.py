@@ -38,6 +38,7 @@ from memory.models import (
     InboxItem,
     Origin,
 )
+from memory.taught import Statement
 from review import cli as guesses_cli
 
 # What each verb needs (knowledge/access.py), checked before it runs.
@@ -143,11 +144,13 @@ class Command(GroupCommand):
 
         try:
             learned = actions.learn(
-                memory=self.memory,
-                text=text,
-                origin=Origin.TERMINAL,
-                confidence=confidence,
-                by=self.person,
+                Statement.typed(
+                    memory=self.memory,
+                    text=text,
+                    origin=Origin.TERMINAL,
+                    confidence=confidence,
+                    by=self.person,
+                )
             )
         except Exception:
             # Refused before the model was needed: the process must not end while the model
