@@ -38,7 +38,6 @@ from memory.models import (
     InboxItem,
     Origin,
 )
-from memory.taught import Statement
 from review import cli as guesses_cli
 
 # What each verb needs (knowledge/access.py), checked before it runs.
@@ -141,6 +140,7 @@ class Command(GroupCommand):
     def do_add(self, *, text: str, confidence: str, **_) -> None:
         loading = _load_the_embedder_meanwhile()
         from memory import actions
+        from memory.taught import Statement
 
         try:
             learned = actions.learn(
