@@ -14,11 +14,13 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import threading
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -140,6 +142,11 @@ class Cluster:
         )
         assert made.returncode == 0, made.stdout + made.stderr
         self.token = made.stdout.split()[-1]
+        # Stopped from a process of its own, once nothing of the one that made it can connect
+        # (a connection starts the embedded server again): a copy of a running server's
+        # folder would not start.
+        _embedded(folder, "embedded.postgres.stop()")
+        assert not (folder / "postgres" / "postmaster.pid").exists()
 
     def copy_to(self, var: Path) -> None:
         """The cluster as ``var``'s embedded PostgreSQL (owners and modes kept, as initdb set
@@ -161,14 +168,17 @@ call_command("ensure_admin", stdout=io.StringIO())
 said = io.StringIO()
 call_command("drf_create_token", "admin", stdout=said)
 connections.close_all()
-embedded.postgres.stop()
 print(said.getvalue().split()[2])
 """
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory) -> Cluster:
-    return Cluster(tmp_path_factory.mktemp("cluster") / "var")
+def cluster() -> Iterator[Cluster]:
+    """In a folder of its own under /tmp rather than pytest's: a pytest starting meanwhile (any
+    run on the machine) makes pytest's folder private again, out of the postgres account's
+    reach."""
+    with tempfile.TemporaryDirectory(prefix="brain-cluster-") as folder:
+        yield Cluster(Path(folder) / "var")
 
 
 def _start(tmp_path, cluster: Cluster, env: dict | None = None, *, embedded: bool) -> MakeRun:
