@@ -1,5 +1,6 @@
 """Plain words for what pages and messages say, written once: quoting a line someone said,
-ending a sentence, and how sure brain is, in words rather than a number.
+ending a sentence, a count and its noun, and how sure brain is, in words rather than a
+number.
 
 The platform's: no app is imported, so every app's pages, messages and briefs may use them.
 """
@@ -81,6 +82,17 @@ def how_sure(value) -> str:
     return _HOW_SURE.get(confidence(value), "")
 
 
+def noun(count: int, one: str, many: str = "") -> str:
+    """The noun a count takes: fact for 1, facts otherwise (``many`` when an s will not do)."""
+    return one if count == 1 else many or one + "s"
+
+
 def plural(count: int, one: str, many: str = "") -> str:
-    """A count and its noun: 1 fact, 3 facts, 2 guesses (``many`` when an s will not do)."""
-    return f"{count:,} {one if count == 1 else many or one + 's'}"
+    """A count and its noun: 1 fact, 3 facts, 2 guesses, 1,204 facts."""
+    return f"{count:,} {noun(count, one, many)}"
+
+
+def counted(count: int, one: str, many: str = "") -> str:
+    """A count and its noun with the digits ungrouped, as runs' reports and messages say it:
+    1 fact, 1204 facts."""
+    return f"{count} {noun(count, one, many)}"

@@ -31,16 +31,13 @@ from django.db.models import Q
 
 from brain.db.retry import retry_transaction
 from brain.errors import StateConflict
+from brain.words import counted
 from knowledge import passages
 from knowledge.models import Label, LabelSet, Passage, Source
 
 
 class LabelInUse(StateConflict):
     """A label passages or sources still carry; the message names where."""
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def delete_label(label: Label) -> None:
@@ -54,7 +51,7 @@ def delete_label(label: Label) -> None:
     where = list(using.order_by("title").values_list("title", flat=True))
     if where:
         shown = ", ".join(f"“{title}”" for title in where[:3])
-        more = f" and {_plural(len(where) - 3, 'other source')}" if len(where) > 3 else ""
+        more = f" and {counted(len(where) - 3, 'other source')}" if len(where) > 3 else ""
         raise LabelInUse(
             f"The label “{label.name}” is still in use, on {shown}{more}: take it off "
             f"{'that source' if len(where) == 1 else 'those sources'} first (or relabel them)."
@@ -77,7 +74,7 @@ class Relabelled:
         where = f"“{self.source.title}”" if self.source else "the memory"
         named = ", ".join(self.labels) or "no label (administrators only)"
         return (
-            f"Relabelled {_plural(self.passages, 'passage')} of {where}: {named}. Facts "
+            f"Relabelled {counted(self.passages, 'passage')} of {where}: {named}. Facts "
             "citing them follow at once; nothing was compiled again."
         )
 

@@ -14,7 +14,7 @@ from typing import Any
 from django.utils import timezone
 
 from brain import llm
-from brain.words import quoted, sentence, unnested
+from brain.words import counted, quoted, sentence, unnested
 from knowledge import visibility
 from knowledge.models import Memory
 from memory import counts
@@ -23,10 +23,6 @@ from memory.models import Brief, Change
 logger = logging.getLogger(__name__)
 WINDOW = timedelta(days=1)
 BRIEF_TIMEOUT_S = 30.0
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def compose(memory: Memory, *, reader, now=None) -> str:
@@ -44,14 +40,14 @@ def compose(memory: Memory, *, reader, now=None) -> str:
     sentences = []
     if learned_count:
         sentences.append(
-            f"Since yesterday brain learned {_plural(learned_count, 'fact')}, most "
+            f"Since yesterday brain learned {counted(learned_count, 'fact')}, most "
             f"recently {quoted(latest.text.rstrip('.'))}."
         )
     else:
         sentences.append("Nothing new was learned since yesterday.")
     if waiting:
         sentences.append(
-            f"{_plural(waiting, 'line')} {'waits' if waiting == 1 else 'wait'} to "
+            f"{counted(waiting, 'line')} {'waits' if waiting == 1 else 'wait'} to "
             "be filed into the memory document."
         )
     else:
@@ -60,7 +56,7 @@ def compose(memory: Memory, *, reader, now=None) -> str:
         assert last_change is not None  # the newest of the changes counted
         sentences.append(
             sentence(
-                f"The document changed {_plural(change_count, 'time')}; the last: "
+                f"The document changed {counted(change_count, 'time')}; the last: "
                 f"{unnested(last_change.summary)}"
             )
         )

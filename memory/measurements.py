@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from django.utils import timezone
 
+from brain.words import noun
 from knowledge.models import Memory
 from memory.models import ConsolidationRun, DocumentRevision
 
@@ -39,11 +40,6 @@ LAST_PASS_WORDS: dict[str, str] = {
 }
 
 
-def _plural(count: int, word: str, plural: str = "") -> str:
-    """The word a count of it takes: "1 rule you set", "2 rules you set"."""
-    return word if count == 1 else plural or f"{word}s"
-
-
 def measure(memory: Memory, counted) -> list[Measurement]:
     """What brain measures about ``memory`` for one reader.
 
@@ -62,11 +58,11 @@ def measure(memory: Memory, counted) -> list[Measurement]:
     )
     last_value = _when(last.finished_at) if last else "never"
     return [
-        Measurement("known", f"{_plural(known, 'fact')} known", f"{known:,}"),
+        Measurement("known", f"{noun(known, 'fact')} known", f"{known:,}"),
         Measurement("week", "learned this week", f"{this_week:,}", "since Monday"),
         Measurement("waiting", "waiting to be filed", f"{waiting:,}"),
-        Measurement("guesses", f"open {_plural(guesses, 'guess', 'guesses')}", f"{guesses:,}"),
-        Measurement("rules", f"{_plural(rules, 'rule')} you set", f"{rules:,}"),
+        Measurement("guesses", f"open {noun(guesses, 'guess', 'guesses')}", f"{guesses:,}"),
+        Measurement("rules", f"{noun(rules, 'rule')} you set", f"{rules:,}"),
         Measurement(
             "size",
             f"of {memory.memory_max_kb} KB document",

@@ -44,6 +44,7 @@ from django.utils import timezone
 
 from brain import leases, llm
 from brain.celery import send_on_commit
+from brain.words import counted
 from knowledge import statements, visibility
 from knowledge.models import Fact, Memory, Subject
 from review import findings as review_findings
@@ -122,10 +123,6 @@ PLAIN_START = {"the", "a", "an", "our", "my", "it", "its", "it's", "there", "thi
 # The report ----------------------------------------------------------------------------------
 
 
-def _count(number: int, word: str, plural: str = "") -> str:
-    return f"{number} {word if number == 1 else plural or word + 's'}"
-
-
 @dataclass
 class Report:
     """What a deep review did, counted, and in words (``text``)."""
@@ -150,19 +147,19 @@ class Report:
     @property
     def text(self) -> str:
         sentences = [
-            f"Deep review of {self.memory} read {_count(self.facts_read, 'fact')}, "
-            f"{_count(self.findings_read, 'finding')} and {_count(self.rules_read, 'rule')}."
+            f"Deep review of {self.memory} read {counted(self.facts_read, 'fact')}, "
+            f"{counted(self.findings_read, 'finding')} and {counted(self.rules_read, 'rule')}."
         ]
         guesses = []
         if self.guesses_asked:
-            guesses.append(f"{_count(self.guesses_asked, 'guess', 'guesses')} asked")
+            guesses.append(f"{counted(self.guesses_asked, 'guess', 'guesses')} asked")
         if self.guesses_waiting:
             guesses.append(f"{self.guesses_waiting} waiting for a free slot")
         if self.guesses_refused:
             guesses.append(f"{self.guesses_refused} not asked again (already asked or answered)")
         findings = []
         if self.findings_raised:
-            findings.append(f"{_count(self.findings_raised, 'finding')} raised")
+            findings.append(f"{counted(self.findings_raised, 'finding')} raised")
         if self.findings_quiet:
             findings.append(f"{self.findings_quiet} kept quiet by a rule you set")
         if self.findings_seen:
@@ -511,7 +508,7 @@ def _ask_the_model(
         return []
     assert answer.parsed is not None  # asked with output=SuggestedGuesses
     suggested = answer.parsed.guesses[:NEW_GUESSES_PER_RUN]
-    report.model = f"The model suggested {_count(len(suggested), 'guess', 'guesses')}."
+    report.model = f"The model suggested {counted(len(suggested), 'guess', 'guesses')}."
     return [
         Candidate(
             text=item.statement,
