@@ -44,6 +44,7 @@ from django.utils import timezone
 
 from brain import leases, llm
 from brain.celery import send_on_commit
+from brain.words import counted
 from knowledge import statements, visibility
 from knowledge.models import Fact, Memory, Source, Subject
 from memory import actions as memory_actions
@@ -218,10 +219,6 @@ def _already_known(memory: Memory, routine: Routine) -> Fact | None:
 # The report -----------------------------------------------------------------------------------
 
 
-def _count(number: int, word: str, plural: str = "") -> str:
-    return f"{number} {word if number == 1 else plural or word + 's'}"
-
-
 @dataclass
 class Report:
     """What an insight run did, counted, and in words (``text``)."""
@@ -242,13 +239,13 @@ class Report:
     @property
     def text(self) -> str:
         sentences = [
-            f"Insight run over {self.memory} read {_count(self.events_read, 'house event')} "
+            f"Insight run over {self.memory} read {counted(self.events_read, 'house event')} "
             f"({self.new_events} new) and found "
-            f"{_count(self.routines_found, 'thing', 'things')} done by hand at a regular time."
+            f"{counted(self.routines_found, 'thing', 'things')} done by hand at a regular time."
         ]
         guesses = []
         if self.guesses_asked:
-            guesses.append(f"{_count(self.guesses_asked, 'guess', 'guesses')} asked")
+            guesses.append(f"{counted(self.guesses_asked, 'guess', 'guesses')} asked")
         if self.guesses_waiting:
             guesses.append(f"{self.guesses_waiting} worked out and waiting for a free slot")
         if self.unworded:
@@ -258,7 +255,7 @@ class Report:
         if guesses:
             sentences.append(f"Guesses: {', '.join(guesses)}.")
         if self.findings_filed:
-            sentences.append(f"Filed {_count(self.findings_filed, 'finding')} through the inbox.")
+            sentences.append(f"Filed {counted(self.findings_filed, 'finding')} through the inbox.")
         if self.model:
             sentences.append(self.model)
         return " ".join(sentences)
