@@ -36,7 +36,7 @@ OUTCOMES = tuple(Episode.Outcome.values)  # ok, fail, unknown
 
 def clean(text: str | None) -> str:
     """The text of an episode as it will be stored, or ValidationError naming the problem."""
-    text = " ".join((text or "").split())
+    text = statements.as_stored(text)
     if not text:
         raise ValidationError("An episode can't be empty: say what happened.")
     if len(text) > MAX_EPISODE_CHARS:

@@ -114,6 +114,12 @@ def _as_written(text: str) -> str:
     return text.strip().lstrip("\"'(\u201c\u201d ")
 
 
+def _compared(text: str) -> str:
+    """``text`` in the form statements are compared in, from its first word (leading quotes and
+    brackets dropped): what the patterns below read."""
+    return normalise(text).lstrip("\"'( ")
+
+
 def _is_rule(norm: str, written: str) -> bool:
     return bool(
         _RULE_START.match(norm) or _RULE_ANYWHERE.search(norm) or _ONLY_AND_A_VERB.match(written)
@@ -135,14 +141,14 @@ def asks(text: str) -> bool:
     teaches it: "Is the garage freezer off in winter?", "what temperature does Sarah like",
     "tell me about the heat pump" ask; "the garage freezer is off in winter" and "don't
     rename entity ids" (an instruction: a rule) teach. The ask bar decides with it."""
-    norm = normalise(text.strip()).lstrip("\"'( ")
+    norm = _compared(text)
     return bool(text.strip().endswith("?") or _ASKS.search(norm))
 
 
 @lru_cache(maxsize=8192)
 def classify(text: str) -> Classification:
     """The kind ``text`` is and the section it is filed under; see the module docstring."""
-    norm = normalise(text).lstrip("\"'( ")
+    norm = _compared(text)
     if _is_rule(norm, _as_written(text)):
         return Classification(Fact.Kind.RULE, "Rules")
     if _NICKNAME.search(norm):

@@ -24,7 +24,7 @@ from django.db import connection, transaction
 from django.db.models import Case, OuterRef, Q, Subquery, When
 from django.utils import timezone
 
-from knowledge import labelling_rules, visibility
+from knowledge import labelling_rules, statements, visibility
 from knowledge.models import (
     Citation,
     Fact,
@@ -46,7 +46,7 @@ _SENTENCES = re.compile(r"(?<=[.!?])[\"”’)]?\s+(?=[\"“‘(]?[A-Z0-9À-Ý�
 
 def text_hash(text: str) -> str:
     """The passage's text with its spaces evened out, hashed: equal for unchanged text."""
-    return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()
+    return hashlib.sha256(statements.as_stored(text).encode()).hexdigest()
 
 
 def sentences(paragraph: str) -> list[str]:
@@ -200,7 +200,7 @@ def of_line(source: Source, line: str) -> Passage:
     """The passage of ``source`` a fact taught as ``line`` cites: the first that holds the line
     (a document or conversation that said it; one with the very same text before any other),
     else the line itself, added to the source."""
-    line = " ".join(line.split())
+    line = statements.as_stored(line)
     digest = text_hash(line)
     holding = (
         source.passages.as_system("the passage a fact taught from this source cites")
@@ -241,7 +241,7 @@ def line_of_new_source(source: Source, line: str) -> Passage:
     transaction sees yet holds no passage to find, has no labels of its own, and has no other
     writer to wait for. The memory's very first passage makes its default labels, as ``add``
     does."""
-    line = " ".join(line.split())
+    line = statements.as_stored(line)
     digest, now = text_hash(line), timezone.now()
     with connection.cursor() as cursor:
         cursor.execute(
@@ -309,11 +309,11 @@ def lines_for(facts: Sequence[Fact]) -> list[Passage]:
         if not source_id:
             assert spare is not None  # there is one when a fact has no source
             source_id = spare.pk
-        return source_id, text_hash(" ".join(fact.text.split()))
+        return source_id, text_hash(statements.as_stored(fact.text))
 
     wanted: dict[tuple[int, str], str] = {}
     for fact in facts:
-        wanted.setdefault(key(fact), " ".join(fact.text.split()))
+        wanted.setdefault(key(fact), statements.as_stored(fact.text))
     found = {
         (p.source_id, p.text_hash): p
         for p in Passage.objects.as_system("lines already kept, reused by what cites them")

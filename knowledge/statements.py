@@ -17,9 +17,12 @@ The comparison is lexical, and says so. It works on:
 It knows no synonyms beyond stemming: "Sarah sleeps lightly" and "Sarah is a light sleeper"
 match because they share stems, "the lounge" and "the living room" do not.
 
-Public API: :func:`normalise`, :func:`content_words`, :func:`is_negated`, :func:`numbers`,
-:func:`compare` (returning a :class:`Comparison`). What kind of statement one is, and the section
-of the memory document it is filed under, is ``knowledge.kinds``.
+A statement has two forms, each made here and nowhere else: :func:`as_stored` (what a fact,
+an episode or a passage's line keeps) and :func:`normalise` (what statements are compared in).
+
+Public API: :func:`as_stored`, :func:`normalise`, :func:`content_words`, :func:`is_negated`,
+:func:`numbers`, :func:`compare` (returning a :class:`Comparison`). What kind of statement one
+is, and the section of the memory document it is filed under, is ``knowledge.kinds``.
 """
 
 from __future__ import annotations
@@ -131,8 +134,16 @@ def _unify(text: str) -> str:
     return unicodedata.normalize("NFKC", text).translate(_QUOTES)
 
 
+def as_stored(text: str | None) -> str:
+    """A statement as it is stored (a fact, an episode, a line a passage holds): its whitespace
+    collapsed to single spaces and its ends trimmed, its words, case and punctuation as said.
+    ``normalise`` gives the form statements are compared in."""
+    return " ".join((text or "").split())
+
+
 def normalise(text: str) -> str:
-    """Casefold, unify quotes and dashes, collapse whitespace, strip trailing punctuation.
+    """The form statements are compared in (``Fact.normalized``, the gate, the kinds): casefold,
+    unify quotes and dashes, collapse whitespace, strip trailing punctuation.
 
     Two statements that differ only in case, typography, spacing or a final full stop
     normalise to the same string. Inner punctuation is kept (it separates clauses).

@@ -27,7 +27,7 @@ from brain.db.retry import retry_transaction
 from brain.errors import StateConflict
 from knowledge import actions as knowledge_actions
 from knowledge import episodes as knowledge_episodes
-from knowledge import gate, kinds, passages, search
+from knowledge import gate, kinds, passages, search, statements
 from knowledge.embedding import embedder_for, vector_or_none
 from knowledge.models import (
     Conflict,
@@ -58,7 +58,7 @@ MAX_ITEM_CHARS = 1000  # a fact is a sentence or two, not a document
 
 def clean_fact_text(text: str | None) -> str:
     """The text of a fact as it will be stored, or ValidationError naming the limit."""
-    text = " ".join((text or "").split())
+    text = statements.as_stored(text)
     if not text:
         raise ValidationError("A fact can't be empty: say what brain should remember.")
     if len(text) > MAX_ITEM_CHARS:

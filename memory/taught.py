@@ -4,8 +4,8 @@
 A statement is checked as it is built, so nothing is judged or written for words brain would
 not keep: empty or too long, a secret, talk and not a fact, or — said in a conversation — only
 a question (``said_text``); an unknown origin or confidence. Each raises ValidationError saying
-why. Its text is kept as said (the talk around it left out) and compared in its normalised form
-(``statements.normalise``), worked out once here.
+why. Its text is kept as said (``statements.as_stored``, the talk around it left out) and
+compared in its normalised form (``statements.normalise``), worked out once here.
 
 The surfaces and the constructor each builds with:
 
