@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import date, datetime, time, timedelta
 
+from django import forms
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
@@ -39,6 +40,14 @@ EVENTS_PER_PAGE = 50
 WIDE = (Rule.Scope.ROOM, Rule.Scope.EVERYWHERE)
 UNDO_FOR = timedelta(days=1)  # a rule this new offers Undo; an older one, Let brain raise it again
 NOT_SENT_BY_THIS_PAGE = "That request wasn't one this page sends. Reload the page and try again."
+
+
+def _posted(form_class: type[forms.Form], request: HttpRequest) -> dict:
+    """The form's cleaned data; BadInput when the post is not one this page's forms send."""
+    form = form_class(request.POST)
+    if not form.is_valid():
+        raise BadInput(NOT_SENT_BY_THIS_PAGE)
+    return form.cleaned_data
 
 
 def _finding(memory: Memory, pk: int) -> Finding:
@@ -238,11 +247,8 @@ def timeline(request: HttpRequest, memory: Memory) -> HttpResponse:
 @access.requires(Permission.CURATE)
 def not_a_problem(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     finding = _finding(memory, pk)
-    posted = NotAProblemForm(request.POST)
-    if not posted.is_valid():
-        raise BadInput(NOT_SENT_BY_THIS_PAGE)
-    confirmed = posted.cleaned_data.pop("confirmed")
-    form = posted.cleaned_data  # the card's fields as typed, to show them again
+    form = _posted(NotAProblemForm, request)  # the card's fields as typed, to show them again
+    confirmed = form.pop("confirmed")
     try:
         until = _until(form["until"], form["until_date"])
         if form["scope"] in WIDE and not confirmed and not finding.protected:
@@ -295,10 +301,7 @@ SETTLED_NOTES = {
 def mark_fixed(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """I've already fixed it, Got it, and Done on a to-do: quiet only while it stays fixed."""
     finding = _finding(memory, pk)
-    form = MarkFixedForm(request.POST)
-    if not form.is_valid():
-        raise BadInput(NOT_SENT_BY_THIS_PAGE)
-    how = form.cleaned_data["how"]
+    how = _posted(MarkFixedForm, request)["how"]
     try:
         review_findings.mark_fixed(finding=finding, how=how, by=request.user)
     except review_findings.Refused as refused:
@@ -314,10 +317,8 @@ def mark_fixed(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
 def answer_guess(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """✓ Yes or ✕ No; two people answering at once: the second is told who won."""
     guess = _guess(memory, pk)
-    form = AnswerGuessForm(request.POST)
-    if not form.is_valid():
-        raise BadInput(NOT_SENT_BY_THIS_PAGE)
-    answer, reason = form.cleaned_data["answer"], form.cleaned_data["reason"]
+    posted = _posted(AnswerGuessForm, request)
+    answer, reason = posted["answer"], posted["reason"]
     try:
         answered = review_guesses.answer_guess(
             guess=guess, answer=answer, by=request.user, reason=reason
