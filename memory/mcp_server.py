@@ -36,7 +36,7 @@ from pydantic import Field
 
 from brain import inputs
 from brain.db import retry
-from brain.errors import StateConflict
+from brain.errors import StateConflict, in_words
 from knowledge import access, provenance, retrieval
 from knowledge import actions as knowledge_actions
 from knowledge import episodes as knowledge_episodes
@@ -173,7 +173,8 @@ async def _orm[T](work: Callable[..., T], /, *args: Any) -> T:
 
 
 # What a refusal says, by the kind of error that refused.
-_REFUSALS: tuple[type[BaseException], ...] = (
+_REFUSALS: tuple[type[Exception], ...] = (
+    ValidationError,  # bad input: every message, in order
     BadVerdict,
     UnknownSubject,
     retrieval.BadBudget,
@@ -201,10 +202,8 @@ def tool_errors[**P, T](tool: Callable[P, Awaitable[T]]) -> Callable[P, Awaitabl
             raise
         except inputs.BadInput as bad:
             raise ToolError(bad.message) from None
-        except ValidationError as error:
-            raise ToolError(" ".join(error.messages)) from None
         except _REFUSALS as error:
-            raise ToolError(str(error)) from None
+            raise ToolError(in_words(error)) from None
         except Exception as error:
             if retry.is_retryable(error):
                 raise ToolError(retry.BUSY_MESSAGE) from None

@@ -24,7 +24,7 @@ from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
 from brain.cli import GroupCommand
-from brain.errors import StateConflict
+from brain.errors import in_words
 from brain.portable import ImportRejected
 from brain.progress import Progress
 from knowledge import access
@@ -65,6 +65,7 @@ OTHER_VERBS = (guesses_cli,)
 
 class Command(GroupCommand):
     help = "Read and change what brain has learned: the memory document, its inbox and log."
+    refusals = (*GroupCommand.refusals, ImportRejected)
 
     def add_arguments(self, parser: CommandParser) -> None:
         verbs = parser.add_subparsers(dest="verb", required=True, metavar="COMMAND")
@@ -117,13 +118,8 @@ class Command(GroupCommand):
         self.memory = self.chosen_memory(memory)
         self.person = self.chosen_person(person)
         handler, needs = self._handler(verb)
-        try:
-            access.require(self.person, self.memory, needs)
-            handler(**options)
-        except ValidationError as error:
-            raise CommandError(" ".join(error.messages)) from None
-        except (access.NotPermitted, StateConflict, ImportRejected) as error:
-            raise CommandError(str(error)) from None
+        access.require(self.person, self.memory, needs)
+        handler(**options)
 
     def _handler(self, verb: str):
         """The method for ``verb`` and what it needs: this app's own, or another's."""
@@ -288,8 +284,7 @@ class Command(GroupCommand):
                 by=self.person,
             )
         except (ValidationError, revisions.DocumentChanged) as error:
-            message = " ".join(error.messages) if isinstance(error, ValidationError) else error
-            raise CommandError(f"{message} Your text is kept in {path}.") from None
+            raise CommandError(f"{in_words(error)} Your text is kept in {path}.") from None
         path.unlink()
         self.stdout.write(
             f"#{changes[0].number}  {changes[0].summary}" if changes else "No changes."
