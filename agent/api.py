@@ -18,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agent import actions, tasks
+from brain.inputs import posted
 from knowledge import access, retrieval
 from knowledge.episodes import MAX_EPISODE_CHARS
 from knowledge.models import CORE_MAX_CHARS, Episode, Memory, Permission, Procedure
@@ -108,12 +109,6 @@ class CoreSerializer(serializers.Serializer):
     text = serializers.CharField(allow_blank=True, max_length=CORE_MAX_CHARS * 2)
 
 
-def _valid(serializer_class, request: Request) -> dict:
-    form = serializer_class(data=request.data)
-    form.is_valid(raise_exception=True)
-    return form.validated_data
-
-
 # Episodes --------------------------------------------------------------------------------------
 
 
@@ -135,7 +130,7 @@ def episodes(request: Request, memory: Memory) -> Response:
                 "waiting": waiting.count(),
             }
         )
-    data = _valid(NewEpisodeSerializer, request)
+    data = posted(NewEpisodeSerializer, request)
     encoded = actions.encode(memory=memory, by=request.user, **data)
     return Response(
         {
@@ -152,7 +147,7 @@ def episodes(request: Request, memory: Memory) -> Response:
 @access.requires(Permission.TEACH)
 def distil(request: Request, memory: Memory) -> Response:
     """Distil waiting episodes into the propositions given (an empty list clears them)."""
-    data = _valid(DistilSerializer, request)
+    data = posted(DistilSerializer, request)
     distilled = actions.distil(memory=memory, by=request.user, **data)
     return Response(
         {
@@ -179,7 +174,7 @@ def procedures(request: Request, memory: Memory) -> Response:
             reverse=True,
         )[:LISTED]
         return Response({"procedures": ProcedureSerializer(listed, many=True).data})
-    data = _valid(NewProcedureSerializer, request)
+    data = posted(NewProcedureSerializer, request)
     recorded = actions.record_procedure(memory=memory, by=request.user, **data)
     return Response(
         {"procedure": ProcedureSerializer(recorded.procedure).data, "message": recorded.message},
@@ -193,7 +188,7 @@ def procedures(request: Request, memory: Memory) -> Response:
 def procedure_outcome(request: Request, pk: int, memory: Memory) -> Response:
     """Report a run of procedure ``pk``: outcome ok or fail."""
     procedure = get_object_or_404(Procedure.objects.for_memory(memory), pk=pk)
-    data = _valid(ProcedureOutcomeSerializer, request)
+    data = posted(ProcedureOutcomeSerializer, request)
     recorded = actions.procedure_outcome(procedure=procedure, outcome=data["outcome"])
     return Response(
         {"procedure": ProcedureSerializer(recorded.procedure).data, "message": recorded.message}
@@ -213,7 +208,7 @@ def _ids(facts) -> list[int]:
 def sleep(request: Request, memory: Memory) -> Response:
     """The sleep pass (distil, decay, prune). ``wait``: run it now and answer what it did;
     otherwise it runs in the background (202), as a session's end asks for it."""
-    data = _valid(SleepSerializer, request)
+    data = posted(SleepSerializer, request)
     if not data["wait"]:
         transaction.on_commit(lambda: tasks.sleep.delay(memory.pk))
         return Response(
@@ -247,7 +242,7 @@ def decay(request: Request, memory: Memory) -> Response:
 @access.requires(Permission.TEACH)
 def prune(request: Request, memory: Memory) -> Response:
     """Cap the beliefs scored by outcomes at ``keep`` (default 20) a class."""
-    data = _valid(KeepSerializer, request)
+    data = posted(KeepSerializer, request)
     pruned = actions.prune(memory=memory, keep=data["keep"])
     return Response(
         {"retired": _ids(pruned.retired), "kept": pruned.kept, "message": pruned.message}
@@ -262,7 +257,7 @@ def prune(request: Request, memory: Memory) -> Response:
 @access.requires(Permission.READ)
 def retrieve(request: Request, memory: Memory) -> Response:
     """The k facts that best answer ``query`` (default 3), best first."""
-    data = _valid(RetrieveSerializer, request)
+    data = posted(RetrieveSerializer, request)
     facts = retrieval.retrieve(
         memory=memory, question=data["query"], reader=request.user, k=data["k"]
     )
@@ -288,7 +283,7 @@ def retrieve(request: Request, memory: Memory) -> Response:
 @access.requires(Permission.TEACH)
 def outcome(request: Request, memory: Memory) -> Response:
     """Acting on a fact (``ref`` "12") or a procedure ("p3") worked (ok) or not (fail)."""
-    data = _valid(RefOutcomeSerializer, request)
+    data = posted(RefOutcomeSerializer, request)
     recorded = actions.record_outcome(memory=memory, reader=request.user, **data)
     return Response(
         {
@@ -330,7 +325,7 @@ def core(request: Request, memory: Memory) -> Response:
     """The memory's pinned core; PUT replaces it (curators)."""
     if request.method == "GET":
         return Response({"text": memory.core, "tokens": retrieval.tokens(memory.core)})
-    data = _valid(CoreSerializer, request)
+    data = posted(CoreSerializer, request)
     saved = actions.set_core(memory=memory, text=data["text"], by=request.user)
     return Response(
         {"text": saved.text, "tokens": retrieval.tokens(saved.text), "message": saved.message}

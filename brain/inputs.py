@@ -21,6 +21,8 @@ Where it runs:
 - ``JSONParser``: DRF's parser (``REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"]``), through
   ``load_json``, which any view reading JSON itself calls too: size and depth bounded before
   ``json.loads``, then ``clean`` over every key and string.
+- ``posted``: an API view's body read by the view's serializer; what does not fit is a 400
+  naming the field.
 - ``CursorPages``: cursor pagination whose ``?cursor=`` is checked against the ordering field
   before it filters; a cursor this API did not give out is a 400.
 
@@ -56,7 +58,7 @@ from django.http.multipartparser import MultiPartParserError
 from django.shortcuts import render
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
-from rest_framework import parsers, status
+from rest_framework import parsers, serializers, status
 from rest_framework.exceptions import APIException, ParseError
 from rest_framework.pagination import CursorPagination
 
@@ -64,6 +66,7 @@ from brain import htmx
 
 if TYPE_CHECKING:
     from django.http.request import _ImmutableQueryDict
+    from rest_framework.request import Request
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_JSON_DEPTH = 32
@@ -265,6 +268,14 @@ class JSONParser(parsers.JSONParser):
             if bad.status == 413:
                 raise BodyTooLarge(bad.message) from None
             raise ParseError(bad.message) from None
+
+
+def posted(serializer_class: type[serializers.Serializer], request: Request) -> dict:
+    """An API view's body as ``serializer_class`` reads it; its ValidationError (a 400 naming
+    each field and what is wrong with it) when the body does not fit."""
+    form = serializer_class(data=request.data)
+    form.is_valid(raise_exception=True)
+    return form.validated_data
 
 
 # Cursors -------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from brain import inputs
 from brain.api_errors import bad_request
 from brain.errors import in_words
-from brain.inputs import allows_body
+from brain.inputs import allows_body, posted
 from knowledge import (
     access,
     actions,
@@ -136,11 +136,8 @@ class OutcomeSerializer(serializers.Serializer):
 @access.requires(Permission.TEACH)
 def fact_outcome(request: Request, pk: int, memory: Memory) -> Response:
     """Report whether acting on a fact worked: the only thing that moves its confidence."""
-    form = OutcomeSerializer(data=request.data)
-    form.is_valid(raise_exception=True)
-    fact = actions.record_outcome(
-        fact=readable_fact(request, memory, pk), success=form.validated_data["success"]
-    )
+    data = posted(OutcomeSerializer, request)
+    fact = actions.record_outcome(fact=readable_fact(request, memory, pk), success=data["success"])
     return Response(FactSerializer(fact).data)
 
 
@@ -157,10 +154,9 @@ class ContextSerializer(serializers.Serializer):
 @access.requires(Permission.READ)
 def context(request: Request, memory: Memory) -> Response:
     """The memory block a run is given for this question and these subjects."""
-    form = ContextSerializer(data=request.data)
-    form.is_valid(raise_exception=True)
+    data = posted(ContextSerializer, request)
     try:
-        block = retrieval.context(memory=memory, reader=request.user, **form.validated_data)
+        block = retrieval.context(memory=memory, reader=request.user, **data)
     except (retrieval.BadBudget, UnknownSubject) as problem:
         return bad_request(str(problem))
     return Response({"text": block.text, "fact_ids": block.fact_ids, "tokens": block.tokens})
@@ -213,9 +209,7 @@ def source_body(source, reader) -> dict:
 def new_source(request: Request, memory: Memory) -> Response:
     """Add a note (``text``) or a file (``file``: .txt, .md, .pdf or .eml, at most 50 MB),
     kept whole and cut into labelled passages; ``labels`` set on it are taken by its passages."""
-    form = NewSourceSerializer(data=request.data)
-    form.is_valid(raise_exception=True)
-    data = form.validated_data
+    data = posted(NewSourceSerializer, request)
     upload = None
     if data.get("file") is not None:
         upload = sources.Upload(data["file"].name, data["file"].read())

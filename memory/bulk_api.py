@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from brain.api_errors import bad_request
+from brain.inputs import posted
 from knowledge import access
 from knowledge.models import Memory, Permission
 from knowledge.subjects import UnknownSubject
@@ -36,9 +37,7 @@ def add_many(request: Request, memory: Memory) -> Response:
     says something changed is judged against what is known, the rest are added without the
     write gate's judgement of each (``memory/bulk.py`` says what is judged and why): anyone
     who may teach this memory."""
-    form = BulkSerializer(data=request.data)
-    form.is_valid(raise_exception=True)
-    data = form.validated_data
+    data = posted(BulkSerializer, request)
     try:
         added = bulk.add_many(
             memory=memory,

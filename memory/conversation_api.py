@@ -21,7 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from brain.errors import in_words
-from brain.inputs import allows_body
+from brain.inputs import allows_body, posted
 from knowledge import access, visibility
 from knowledge.models import Memory, Permission, Source, name_of
 from memory import conversations, reflection
@@ -112,9 +112,7 @@ def new_conversation(request: Request, memory: Memory) -> Response:
             f"{conversations.MAX_MESSAGES:,} in one conversation. Send it in parts, each under "
             "its own reference."
         )
-    form = NewConversationSerializer(data=request.data)
-    form.is_valid(raise_exception=True)
-    data = form.validated_data
+    data = posted(NewConversationSerializer, request)
     person = conversations.person_named(data["person"])
     if person is not None and person != request.user:
         access.require(request.user, memory, Permission.ADMINISTER)

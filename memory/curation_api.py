@@ -15,6 +15,7 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from brain.inputs import posted
 from knowledge import access, review_items
 from knowledge.models import Fact, Memory, Permission, ReviewItem, Subject
 from memory import actions, curation, fact_edits
@@ -89,11 +90,10 @@ class MergeSerializer(serializers.Serializer):
 @access.requires(Permission.ADMINISTER)
 def merge_pages(request: Request, pk: int, memory: Memory) -> Response:
     """Merge page ``merged`` into page ``pk``: its facts move, its names become nicknames."""
-    form = MergeSerializer(data=request.data)
-    form.is_valid(raise_exception=True)
+    data = posted(MergeSerializer, request)
     pages = Subject.objects.readable_by(request.user)
     keep = get_object_or_404(pages, pk=pk, memory=memory)
-    merged = get_object_or_404(pages, pk=form.validated_data["merged"], memory=memory)
+    merged = get_object_or_404(pages, pk=data["merged"], memory=memory)
     return _curated(curation.merge_pages(keep=keep, merged=merged, by=request.user))
 
 
@@ -108,10 +108,9 @@ class SplitSerializer(serializers.Serializer):
 @access.requires(Permission.ADMINISTER)
 def split_page(request: Request, pk: int, memory: Memory) -> Response:
     """Move ``facts`` off page ``pk`` onto a new page called ``name`` of type ``kind``."""
-    form = SplitSerializer(data=request.data)
-    form.is_valid(raise_exception=True)
+    data = posted(SplitSerializer, request)
     page = get_object_or_404(Subject.objects.readable_by(request.user), pk=pk, memory=memory)
-    return _curated(curation.split_page(page=page, by=request.user, **form.validated_data))
+    return _curated(curation.split_page(page=page, by=request.user, **data))
 
 
 class EditSerializer(serializers.Serializer):
@@ -129,11 +128,10 @@ class EditedSerializer(serializers.Serializer):
 @access.requires(Permission.ADMINISTER)
 def edit_fact(request: Request, pk: int, memory: Memory) -> Response:
     """Change fact ``pk``'s words: the new words keep its citations; the change log undoes it."""
-    form = EditSerializer(data=request.data)
-    form.is_valid(raise_exception=True)
+    data = posted(EditSerializer, request)
     fact = get_object_or_404(
         Fact.objects.for_memory(memory).readable_by(request.user).without_vectors(), pk=pk
     )
-    edited = fact_edits.edit_fact(fact=fact, text=form.validated_data["text"], by=request.user)
+    edited = fact_edits.edit_fact(fact=fact, text=data["text"], by=request.user)
     change = edited.change.number if edited.change is not None else None
     return Response({"detail": edited.message, "fact": edited.fact.pk, "change": change})

@@ -16,6 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from brain.errors import StateConflict
+from brain.inputs import posted
 from knowledge import access, kinds
 from knowledge.models import Fact, Memory, Permission
 from memory import ask, study
@@ -64,9 +65,8 @@ class NewStudySerializer(serializers.Serializer):
 def start_study(request: Request, memory: Memory) -> Response:
     """Study a topic (or the stalest subject) in the background; poll the session for its
     progress and, when it lands, its report. One runs at a time: a 409 names the running one."""
-    form = NewStudySerializer(data=request.data)
-    form.is_valid(raise_exception=True)
-    started = study.start(memory=memory, topic=form.validated_data["topic"], by=request.user)
+    data = posted(NewStudySerializer, request)
+    started = study.start(memory=memory, topic=data["topic"], by=request.user)
     if not started.started:
         raise StateConflict(started.message, session=StudySessionSerializer(started.session).data)
     return Response(StudySessionSerializer(started.session).data, status=status.HTTP_202_ACCEPTED)
@@ -140,12 +140,11 @@ def ask_or_teach(request: Request, memory: Memory) -> Response:
     whether one worked with ``POST /api/facts/<id>/outcome``), or teach something plainly. A
     question needs read, teaching needs teach; with learning off a question is still answered
     and teaching is a 409."""
-    form = AskSerializer(data=request.data)
-    form.is_valid(raise_exception=True)
-    text = form.validated_data["text"]
+    data = posted(AskSerializer, request)
+    text = data["text"]
     if not kinds.asks(text):
         access.require(request.user, memory, Permission.TEACH)
-    pk = form.validated_data["conversation"]
+    pk = data["conversation"]
     conversation = ask.conversation_of(memory, pk, request.user)
     if pk and conversation is None:
         raise NotFound(f"There is no conversation #{pk} of yours from the ask bar.")

@@ -21,6 +21,7 @@ from rest_framework.response import Response
 
 from brain import inputs
 from brain.errors import StateConflict
+from brain.inputs import posted
 from knowledge import access
 from knowledge.models import Memory, Permission
 from review import findings as review_findings
@@ -115,9 +116,7 @@ def findings(request: Request, memory: Memory) -> Response:
     if request.method == "GET":
         rows = Finding.objects.for_memory(memory).open().in_review_order().select_related("subject")
         return Response(FindingSerializer(rows, many=True).data)
-    form = NewFindingSerializer(data=request.data)
-    form.is_valid(raise_exception=True)
-    data = form.validated_data
+    data = posted(NewFindingSerializer, request)
     raised = review_findings.raise_finding(
         memory=memory,
         check_id=data["check"],
@@ -200,9 +199,7 @@ def not_a_problem(request: Request, pk: int, memory: Memory) -> Response:
     """The check was wrong here: a rule it reads on its next pass. A rule for the room or
     everywhere must be sent with ``confirm: true``; without it the answer is a 409."""
     finding = _finding(memory, pk)
-    form = NotAProblemSerializer(data=request.data)
-    form.is_valid(raise_exception=True)
-    data = form.validated_data
+    data = posted(NotAProblemSerializer, request)
     rule = review_findings.not_a_problem(
         finding=finding,
         by=request.user,
@@ -224,11 +221,8 @@ class FixedSerializer(serializers.Serializer):
 def fixed(request: Request, pk: int, memory: Memory) -> Response:
     """I've already fixed it, Got it, or a finished to-do: quiet only while it stays fixed."""
     finding = _finding(memory, pk)
-    form = FixedSerializer(data=request.data)
-    form.is_valid(raise_exception=True)
-    settled = review_findings.mark_fixed(
-        finding=finding, how=form.validated_data["how"], by=request.user
-    )
+    data = posted(FixedSerializer, request)
+    settled = review_findings.mark_fixed(finding=finding, how=data["how"], by=request.user)
     return Response(FindingSerializer(settled).data)
 
 
@@ -314,12 +308,11 @@ def answer(request: Request, pk: int, memory: Memory) -> Response:
     it for good and keeps the rest of the answer as a correction. When two people answer at
     once, one wins and the other gets a 409 naming who answered."""
     guess = _guess(memory, pk)
-    form = AnswerSerializer(data=request.data)
-    form.is_valid(raise_exception=True)
+    data = posted(AnswerSerializer, request)
     answered = review_guesses.answer_guess(
         guess=guess,
-        answer=form.validated_data["answer"],
-        reason=form.validated_data["reason"],
+        answer=data["answer"],
+        reason=data["reason"],
         by=request.user,
     )
     return Response(
