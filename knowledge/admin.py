@@ -37,6 +37,7 @@ from django.utils.html import format_html
 
 from brain import htmx
 from brain.errors import StateConflict
+from brain.words import counted
 from knowledge import access, labeller, labelling, visibility
 from knowledge.access import NotPermitted, Permission
 from knowledge.models import (
@@ -574,7 +575,7 @@ class LabelAdmin(SchemaAdmin):
             looked = labeller.relabel(memory=obj.memory)
             self.message_user(
                 request,
-                f"Looked again at {looked} passage{'' if looked == 1 else 's'} with the "
+                f"Looked again at {counted(looked, 'passage')} with the "
                 "labels' meanings as they are now; facts follow their passages at once.",
             )
 

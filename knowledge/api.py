@@ -19,6 +19,7 @@ from brain import inputs
 from brain.api_errors import bad_request
 from brain.errors import in_words
 from brain.inputs import allows_body, posted
+from brain.words import plural
 from knowledge import (
     access,
     actions,
@@ -290,7 +291,7 @@ class PassagePages(PageNumberPagination):
         except NotFound:
             count = self.django_paginator_class(queryset, self.get_page_size(request)).count
             pages = max(1, -(-count // self.get_page_size(request)))
-            found = f"the {count:,} passage{'' if count == 1 else 's'} found"
+            found = f"the {plural(count, 'passage')} found"
             fit = "fits on 1 page" if pages == 1 else f"fill {pages:,} pages"
             raise NotFound(
                 f"There is no page {request.query_params.get(self.page_query_param)}: "

@@ -38,6 +38,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from brain import llm
+from brain.words import counted
 from knowledge import passages as passage_rows
 from knowledge import statements
 from knowledge.models import Label, Passage, ReviewItem, Source
@@ -212,7 +213,7 @@ def _ask(source: Source, doubts: list[Decision]) -> None:
     parts = []
     if unsure:
         parts.append(
-            f"{len(unsure)} passage{'' if len(unsure) == 1 else 's'} of “{source.title}” "
+            f"{counted(len(unsure), 'passage')} of “{source.title}” "
             "could not be placed under its labels: only administrators read "
             f"{'it' if len(unsure) == 1 else 'them'} until you choose."
         )

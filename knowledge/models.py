@@ -15,6 +15,7 @@ from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
+from brain.words import counted
 from knowledge import label_names, read_rule, runs
 from knowledge.read_layer import ReadManager, ReadQuerySet
 
@@ -739,7 +740,7 @@ class CompileRun(runs.Run, runs.Requested, runs.Reasoned):
             return f"Compiling failed: {self.reason}"
         if self.state == self.State.NOTHING:
             return f"Compiled nothing: {self.reason}"
-        filed = f"{self.facts_filed} new fact{'' if self.facts_filed == 1 else 's'}"
+        filed = counted(self.facts_filed, "new fact")
         known = f", {self.facts_known} already known" if self.facts_known else ""
         unplaced = ""
         if self.unplaced:
@@ -747,7 +748,7 @@ class CompileRun(runs.Run, runs.Requested, runs.Reasoned):
                 f"; {self.unplaced} passage{' was' if self.unplaced == 1 else 's were'} placed "
                 "on no page (see Review)"
             )
-        read = f"{self.passages_done} passage{'' if self.passages_done == 1 else 's'}"
+        read = counted(self.passages_done, "passage")
         return f"Compiled {read}: {filed}{known}{unplaced}."
 
 

@@ -32,6 +32,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
 
 from brain.errors import StateConflict
+from brain.words import counted
 from knowledge import actions as knowledge_actions
 from knowledge.models import Fact, Subject
 
@@ -56,7 +57,7 @@ class PagesMerged:
 
     @property
     def message(self) -> str:
-        facts = f"{self.facts} fact{'' if self.facts == 1 else 's'}"
+        facts = counted(self.facts, "fact")
         added = ", ".join(f"“{n}”" for n in self.nicknames)
         names = f"; it is also called {added} now" if added else ""
         return f"Merged “{self.merged_name}” into “{self.keep.name}”: {facts} moved{names}."
@@ -71,7 +72,7 @@ class PageSplit:
 
     @property
     def message(self) -> str:
-        facts = f"{self.facts} fact{'' if self.facts == 1 else 's'}"
+        facts = counted(self.facts, "fact")
         return f"Split {facts} off “{self.page.name}” onto a new page, “{self.new.name}”."
 
 

@@ -52,6 +52,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from brain import inputs
+from brain.words import counted
 from knowledge import compile_requests, label_names, labeller, labelling_rules, passages
 from knowledge.models import Label, Memory, Passage, Source, name_of
 
@@ -82,7 +83,7 @@ class SourceAdded:
     @property
     def message(self) -> str:
         count = len(self.passages)
-        cut = f"cut into {count} passage{'' if count == 1 else 's'}"
+        cut = f"cut into {counted(count, 'passage')}"
         labelled = f", labelled {', '.join(self.labels)}" if self.labels else ""
         version = ""
         if self.source.previous is not None:

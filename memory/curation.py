@@ -21,6 +21,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from brain.db.retry import retry_transaction
+from brain.words import counted
 from knowledge import actions as knowledge_actions
 from knowledge import page_moves
 from knowledge.models import Fact, Memory, Subject, name_of
@@ -93,7 +94,7 @@ def split_page(
         done = page_moves.split_page(page=page, facts=facts, name=name, kind=kind)
         change = log(
             memory=page.memory,
-            summary=f"Split {done.facts} fact{'' if done.facts == 1 else 's'} off page "
+            summary=f"Split {counted(done.facts, 'fact')} off page "
             f"“{page.name}” onto “{done.new.name}”",
             curation={"action": SPLIT, **done.undo},
             by=by,

@@ -51,6 +51,7 @@ from django.utils import timezone
 from brain import inputs, leases, llm
 from brain.celery import send_on_commit
 from brain.errors import StateConflict
+from brain.words import counted
 from knowledge import retrieval, statements
 from knowledge.models import Conflict, Fact, Memory, Passage, Source, Subject
 from knowledge.read_layer import reader_for
@@ -212,7 +213,7 @@ class Findings:
     @property
     def text(self) -> str:
         count = len(self.facts)
-        sentences = [f"Studied {self.topic}: read {count} fact{'s' if count != 1 else ''}."]
+        sentences = [f"Studied {self.topic}: read {counted(count, 'fact')}."]
         if count < KNOWN_AT_LEAST:
             sentences.append(
                 f"Little is known about {self.topic}: "

@@ -33,6 +33,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from brain import inputs
+from brain.words import counted
 from knowledge.models import Memory, Subject
 from review.models import HouseEvent
 
@@ -58,7 +59,7 @@ class Received:
     @property
     def message(self) -> str:
         stored = len(self.events)
-        text = f"Kept {stored} event{'s' if stored != 1 else ''}."
+        text = f"Kept {counted(stored, 'event')}."
         if self.duplicates:
             text += f" {self.duplicates} had been sent before and were kept once."
         return text

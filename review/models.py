@@ -12,6 +12,7 @@ from django.db.models.fields.json import KT
 from django.utils import timezone
 from pgvector.django import VectorField
 
+from brain.words import counted
 from knowledge import read_rule, runs
 from knowledge.models import Fact, Memory, Subject
 from knowledge.read_layer import ReadManager, ReadQuerySet
@@ -106,9 +107,9 @@ class Finding(models.Model):
             return ""
         days = self.stayed_away.days
         if days >= 1:
-            return f"back after {days} day{'s' if days != 1 else ''}"
+            return f"back after {counted(days, 'day')}"
         hours = int(self.stayed_away.total_seconds() // 3600)
-        return f"back after {hours} hour{'s' if hours != 1 else ''}"
+        return f"back after {counted(hours, 'hour')}"
 
 
 class RuleQuerySet(models.QuerySet):

@@ -31,6 +31,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from brain import health
+from brain.words import counted
 from knowledge.models import Fact, Memory
 from memory import brief as briefs
 from memory import counts as fact_counts
@@ -76,7 +77,7 @@ class Week:
     def title(self) -> str:
         return (
             f"Week of {self.starts:%-d %b}: {self.learned} learned, "
-            f"{self.raised} finding{'' if self.raised == 1 else 's'} raised"
+            f"{counted(self.raised, 'finding')} raised"
         )
 
 

@@ -26,6 +26,7 @@ from django.views.decorators.http import require_GET
 from agent import forgetting
 from brain import health, workers
 from brain.models import WorkerToken
+from brain.words import counted
 from knowledge import access, kinds
 from knowledge import actions as knowledge_actions
 from knowledge.models import (
@@ -65,7 +66,7 @@ class Kept:
 
 def _days(span: timedelta) -> str:
     days = span.days
-    return f"{days} day{'' if days == 1 else 's'}"
+    return counted(days, "day")
 
 
 def retention() -> list[Kept]:

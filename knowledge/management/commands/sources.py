@@ -11,6 +11,7 @@ from pathlib import Path
 from django.core.management.base import CommandError, CommandParser
 
 from brain.cli import GroupCommand
+from brain.words import counted
 from knowledge import access, compile_requests, labeller, passage_search, sources
 from knowledge.models import Permission, Source
 from knowledge.read_layer import reader_for
@@ -123,7 +124,7 @@ class Command(GroupCommand):
             )
             asked = [compile_requests.compile_again(one, by=self.person) for one in waiting]
             self.stdout.write(
-                f"Asked for {len(asked)} compile{'' if len(asked) == 1 else 's'}; a worker "
+                f"Asked for {counted(len(asked), 'compile')}; a worker "
                 "compiles them (each source's page shows how far it got)."
             )
             return
@@ -140,7 +141,7 @@ class Command(GroupCommand):
         q = passage_search.clean_query(" ".join(words))
         found = passage_search.matching(self.memory, self.reader, q)
         count = found.count()
-        self.stdout.write(f"{count} passage{'' if count == 1 else 's'} you may read hold “{q}”")
+        self.stdout.write(f"{counted(count, 'passage')} you may read hold “{q}”")
         for passage in found[:FOUND_SHOWN]:
             where = f"#{passage.source_id} ¶{passage.ordinal + 1} {passage.source.title}"
             # snippet is matching's annotation, which its QuerySet[Passage] does not carry.
@@ -159,6 +160,6 @@ class Command(GroupCommand):
                 raise CommandError(f"There is no source #{source} in {self.memory.name}.")
         looked = labeller.relabel(memory=self.memory, source=one)
         self.stdout.write(
-            f"Looked again at {looked} passage{'' if looked == 1 else 's'}; facts follow their "
+            f"Looked again at {counted(looked, 'passage')}; facts follow their "
             "passages at once, nothing was compiled again."
         )
