@@ -43,6 +43,7 @@ from django.utils import timezone
 from brain import leases
 from brain.celery import send_on_commit
 from brain.db import retry
+from brain.words import counted
 from knowledge import actions as knowledge_actions
 from knowledge import visibility
 from knowledge.actions import reconcile_with_document
@@ -305,9 +306,8 @@ def kept_out(memory: Memory, items: list[InboxItem]) -> set[int]:
 def _kept_out_reason(kept: int) -> str:
     if not kept:
         return ""
-    which = "1 fact" if kept == 1 else f"{kept} facts"
     return (
-        f" {which} kept out of the document: not everyone in the memory may read "
+        f" {counted(kept, 'fact')} kept out of the document: not everyone in the memory may read "
         f"{'it' if kept == 1 else 'them'}."
     )
 

@@ -10,6 +10,7 @@ from django.db.models import Func
 from django.db.models.lookups import LessThanOrEqual, Lookup
 from django.utils import timezone
 
+from brain.words import counted
 from knowledge import runs
 from knowledge.models import Fact, Memory
 from knowledge.read_layer import ReadManager, ReadQuerySet
@@ -250,9 +251,7 @@ class ConsolidationRun(runs.Run, runs.Requested, runs.Reasoned):
         if self.state == self.State.RUNNING:
             return "Filing…"
         if self.state == self.State.FILED:
-            filed = self.items_read
-            noun = "item" if filed == 1 else "items"
-            return f"Filed {filed} {noun}. {self.reason}".strip()
+            return f"Filed {counted(self.items_read, 'item')}. {self.reason}".strip()
         label = {
             "kept": "Kept the queue",
             "refused": "Refused",
@@ -404,10 +403,8 @@ class ReflectionRun(runs.Run, runs.Reasoned):
         if self.state == self.State.RUNNING:
             return "Reflecting on the conversation…"
         if self.state == self.State.FILED:
-            count = len(self.filed)
-            noun = "fact" if count == 1 else "facts"
             texts = "; ".join(f"“{entry['text']}”" for entry in self.filed)
-            return f"Learned {count} {noun} from the conversation: {texts}."
+            return f"Learned {counted(len(self.filed), 'fact')} from the conversation: {texts}."
         if self.state == self.State.NOTHING:
             return f"Filed nothing: {self.reason}"
         return f"Failed: {self.reason}"

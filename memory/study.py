@@ -233,15 +233,14 @@ class Findings:
             pairs = "; ".join(
                 f"#{a.pk} and #{b.pk} ({why})" for a, b, why in self.contradictions[:SHOWN_IDS]
             )
-            noun = "pair" if len(self.contradictions) == 1 else "pairs"
-            sentences.append(f"{len(self.contradictions)} {noun} may contradict: {pairs}.")
+            contradicting = counted(len(self.contradictions), "pair")
+            sentences.append(f"{contradicting} may contradict: {pairs}.")
         if not (self.stale or self.thin or self.contradictions) and count:
             sentences.append("Nothing stale, thin or contradictory.")
         if self.gaps:
             sentences.append(f"Gaps: {'; '.join(self.gaps)}.")
         if self.filed:
-            noun = "conclusion" if len(self.filed) == 1 else "conclusions"
-            sentences.append(f"Filed {len(self.filed)} {noun} through the inbox.")
+            sentences.append(f"Filed {counted(len(self.filed), 'conclusion')} through the inbox.")
         if self.model:
             sentences.append(self.model)
         return " ".join(sentences)
