@@ -334,7 +334,8 @@ class RunLogAdmin(MemoryScopedAdmin):
 
 class ReadOnlyInline(admin.TabularInline):
     """Children shown with their parent, never edited there (the parent's page has already
-    checked that the person may read it); only the children they may read."""
+    checked that the person may read it); only the children they may read, and every field
+    it shows (``fields``) read-only."""
 
     extra = 0
     can_delete = False
@@ -342,6 +343,9 @@ class ReadOnlyInline(admin.TabularInline):
 
     def get_queryset(self, request):
         return readable(super().get_queryset(request), request)
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.fields
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
@@ -531,7 +535,6 @@ class ObservationInline(ReadOnlyInline):
     model = Observation
     fk_name = "fact"
     fields = ["kind", "text", "said_by_name", "channel", "outcome", "episode", "created_at"]
-    readonly_fields = fields  # type: ignore[assignment]  # one list of names, typed apart by the stubs
 
 
 class FactSubjectInline(ReadOnlyInline):
@@ -539,7 +542,6 @@ class FactSubjectInline(ReadOnlyInline):
 
     model = Fact.subjects.through
     fields = ["subject"]
-    readonly_fields = fields  # type: ignore[assignment]  # one list of names, typed apart by the stubs
     verbose_name = "subject"
     verbose_name_plural = "subjects"
     show_change_link = False

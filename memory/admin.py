@@ -333,7 +333,6 @@ class InboxItemAdmin(MemoryScopedAdmin):
 class ChangeInline(ReadOnlyInline):
     model = Change
     fields = ["number", "summary", "source", "author_name", "undone_by", "created_at"]
-    readonly_fields = fields  # type: ignore[assignment]  # one list of names, typed apart by the stubs
 
 
 class ItemInline(ReadOnlyInline):
@@ -341,7 +340,6 @@ class ItemInline(ReadOnlyInline):
 
     model = InboxItem
     fields = ["text", "action", "state", "taught_by_name", "created_at"]
-    readonly_fields = fields  # type: ignore[assignment]  # one list of names, typed apart by the stubs
 
 
 @admin.register(DocumentRevision)

@@ -179,7 +179,6 @@ class RuleInline(ReadOnlyInline):
     model = Rule
     fk_name = "finding"
     fields = ["check_id", "scope", "until", "reason", "removed_at", "created_at"]
-    readonly_fields = fields  # type: ignore[assignment]  # one list of names, typed apart by the stubs
 
 
 @admin.register(Finding)
