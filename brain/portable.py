@@ -171,6 +171,14 @@ class Checked(serializers.Field):
             self.fail("invalid")
 
 
+class AsIs:
+    """A field whose value is written to the file as it is held: a number, true or false, one
+    of its choices, or a JSON value."""
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
 class Text(Checked, serializers.CharField):
     """Text, kept as it is written (no trimming); a field that refuses blank refuses text of
     spaces alone."""
@@ -199,27 +207,21 @@ class Text(Checked, serializers.CharField):
         return f"text, {least}at most {self.max_length:,} characters"
 
 
-class Whole(Checked, serializers.IntegerField):
+class Whole(AsIs, Checked, serializers.IntegerField):
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, int) or isinstance(data, bool):
             self.fail("invalid")
         return data
 
-    def to_representation(self, value: Any) -> Any:
-        return value
-
     def expected(self) -> str:
         return _ranged("a whole number", self.min_value, self.max_value)
 
 
-class Number(Checked, serializers.FloatField):
+class Number(AsIs, Checked, serializers.FloatField):
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, int | float) or isinstance(data, bool) or not math.isfinite(data):
             self.fail("invalid")
         return data
-
-    def to_representation(self, value: Any) -> Any:
-        return value
 
     def expected(self) -> str:
         return _ranged("a number", self.min_value, self.max_value)
@@ -233,14 +235,11 @@ def _ranged(what: str, low: Any, high: Any) -> str:
     return what
 
 
-class Flag(Checked, serializers.BooleanField):
+class Flag(AsIs, Checked, serializers.BooleanField):
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, bool):
             self.fail("invalid")
         return data
-
-    def to_representation(self, value: Any) -> Any:
-        return value
 
     def expected(self) -> str:
         return "true or false"
@@ -275,7 +274,7 @@ class Uid(Checked, serializers.UUIDField):
         return "a uid"
 
 
-class Choice(Checked, serializers.ChoiceField):
+class Choice(AsIs, Checked, serializers.ChoiceField):
     """One of the field's choices, exactly (``"1"`` is not ``1``, nor ``true``)."""
 
     def bind(self, field_name: str, parent: Any) -> None:
@@ -296,9 +295,6 @@ class Choice(Checked, serializers.ChoiceField):
         if not known:
             self.fail("invalid_choice", input=data)
         return data
-
-    def to_representation(self, value: Any) -> Any:
-        return value
 
     def expected(self) -> str:
         return f"one of {', '.join(str(choice) for choice in self.choices)}"
@@ -326,12 +322,9 @@ class Items(Checked, serializers.ListField):
         return f"a list, each {child}"
 
 
-class Json(Checked, serializers.JSONField):
+class Json(AsIs, Checked, serializers.JSONField):
     def to_internal_value(self, data: Any) -> Any:
         return data  # parsed from JSON: whatever it is, it is a JSON value
-
-    def to_representation(self, value: Any) -> Any:
-        return value
 
 
 # An entry's own uid: refused in one sentence whatever is wrong with it.
