@@ -77,15 +77,7 @@ class Command(GroupCommand):
                     f"is {sources.MAX_UPLOAD_BYTES // (1024 * 1024)} MB."
                 )
             upload = sources.Upload(path.name, path.read_bytes())
-        previous = None
-        if version_of is not None:
-            previous = (
-                Source.objects.readable_by(self.reader)
-                .filter(memory=self.memory, pk=version_of)
-                .first()
-            )
-            if previous is None:
-                raise CommandError(f"There is no source #{version_of} in {self.memory.name}.")
+        previous = None if version_of is None else self._source(version_of)
         added = sources.add_source(
             memory=self.memory,
             by=self.person,
@@ -95,6 +87,13 @@ class Command(GroupCommand):
             previous=previous,
         )
         self.stdout.write(f"#{added.source.pk} {added.message}")
+
+    def _source(self, pk: int) -> Source:
+        """Source ``pk`` of the memory, when the person may read it; a CommandError otherwise."""
+        found = Source.objects.readable_by(self.reader).filter(memory=self.memory, pk=pk).first()
+        if found is None:
+            raise CommandError(f"There is no source #{pk} in {self.memory.name}.")
+        return found
 
     @property
     def stdin(self):
@@ -128,9 +127,7 @@ class Command(GroupCommand):
                 "compiles them (each source's page shows how far it got)."
             )
             return
-        one = Source.objects.readable_by(self.reader).filter(memory=self.memory, pk=source).first()
-        if one is None:
-            raise CommandError(f"There is no source #{source} in {self.memory.name}.")
+        one = self._source(source)
         run = compile_requests.compile_again(one, by=self.person)
         self.stdout.write(
             f"#{one.pk} “{one.title}”: compile #{run.pk} asked for; a worker compiles it "
@@ -149,15 +146,7 @@ class Command(GroupCommand):
             self.stdout.write(f"{where}: {passage_search.snippet_text(snippet)}")
 
     def do_relabel(self, *, source, **_) -> None:
-        one = None
-        if source is not None:
-            one = (
-                Source.objects.readable_by(self.reader)
-                .filter(memory=self.memory, pk=source)
-                .first()
-            )
-            if one is None:
-                raise CommandError(f"There is no source #{source} in {self.memory.name}.")
+        one = None if source is None else self._source(source)
         looked = labeller.relabel(memory=self.memory, source=one)
         self.stdout.write(
             f"Looked again at {counted(looked, 'passage')}; facts follow their "
