@@ -125,6 +125,16 @@ def refused(index: int, detail: Any) -> serializers.ValidationError:
     return serializers.ValidationError(cast(Any, {index: detail}))
 
 
+def refuse_repeats(keys: Iterable[tuple[int, Any]], repeats: str) -> None:
+    """Refuse the first entry whose key an earlier one had: ``keys`` are each entry's index
+    and key, ``repeats`` says what it repeats ("repeats an earlier procedure.")."""
+    seen: set[Any] = set()
+    for index, key in keys:
+        if key in seen:
+            raise refused(index, repeats)
+        seen.add(key)
+
+
 # Entries: a model's rows as DRF serializers ---------------------------------------------------
 
 NON_FIELD = api_settings.NON_FIELD_ERRORS_KEY
@@ -361,11 +371,8 @@ class Entries(serializers.ListSerializer):
     def validate(self, attrs: list) -> list:
         if "uid" in self.child.fields:
             source = self.child.fields["uid"].source
-            seen: set[uuid.UUID] = set()
-            for index, entry in enumerate(attrs):
-                if entry[source] in seen:
-                    raise refused(index, "repeats the uid of an earlier entry.")
-                seen.add(entry[source])
+            uids = enumerate(entry[source] for entry in attrs)
+            refuse_repeats(uids, "repeats the uid of an earlier entry.")
         return attrs
 
 

@@ -72,6 +72,7 @@ from brain.portable import (
     is_uuid,
     placements,
     ref,
+    refuse_repeats,
     refused,
     remember,
     required,
@@ -774,13 +775,12 @@ class ObservationsSection(Section[Memory]):
 
 class ConflictEntries(Entries):
     def validate(self, attrs: list) -> list:
-        open_pairs: set[tuple] = set()
-        for index, entry in enumerate(attrs):
-            if entry.get("state", Conflict.State.OPEN) == Conflict.State.OPEN:
-                pair = (entry["old_uid"], entry["new_uid"])
-                if pair in open_pairs:
-                    raise refused(index, "repeats an open conflict of an earlier entry.")
-                open_pairs.add(pair)
+        open_pairs = (
+            (index, (entry["old_uid"], entry["new_uid"]))
+            for index, entry in enumerate(attrs)
+            if entry.get("state", Conflict.State.OPEN) == Conflict.State.OPEN
+        )
+        refuse_repeats(open_pairs, "repeats an open conflict of an earlier entry.")
         return super().validate(attrs)
 
 
@@ -858,12 +858,8 @@ class ConflictsSection(Section[Memory]):
 
 class ProcedureEntries(Entries):
     def validate(self, attrs: list) -> list:
-        ways: set[str] = set()
-        for index, entry in enumerate(attrs):
-            way = statements.normalise(entry["text"])
-            if way in ways:
-                raise refused(index, "repeats an earlier procedure.")
-            ways.add(way)
+        ways = enumerate(statements.normalise(entry["text"]) for entry in attrs)
+        refuse_repeats(ways, "repeats an earlier procedure.")
         return super().validate(attrs)
 
 
@@ -972,12 +968,8 @@ class PermissionWord(Choice):
 
 class GrantEntries(Entries):
     def validate(self, attrs: list) -> list:
-        people: set[str] = set()
-        for index, entry in enumerate(attrs):
-            person = next(iter(entry["user"].values()))
-            if person in people:
-                raise refused(index, "repeats the grant of an earlier entry.")
-            people.add(person)
+        people = enumerate(next(iter(entry["user"].values())) for entry in attrs)
+        refuse_repeats(people, "repeats the grant of an earlier entry.")
         return super().validate(attrs)
 
 

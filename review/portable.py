@@ -37,7 +37,7 @@ from brain.portable import (
     placed,
     placements,
     ref,
-    refused,
+    refuse_repeats,
     required,
     when,
 )
@@ -279,12 +279,11 @@ class AnsweredGuessesSection(Section[Memory]):
 
 class JudgementEntries(Entries):
     def validate(self, attrs: list) -> list:
-        seen = set()
-        for index, entry in enumerate(attrs):
-            pair = (entry["check_id"].strip(), entry.get("subject", {}).get("entity_id", ""))
-            if pair in seen:
-                raise refused(index, "repeats the check and entity of an earlier entry.")
-            seen.add(pair)
+        pairs = enumerate(
+            (entry["check_id"].strip(), entry.get("subject", {}).get("entity_id", ""))
+            for entry in attrs
+        )
+        refuse_repeats(pairs, "repeats the check and entity of an earlier entry.")
         return super().validate(attrs)
 
 
