@@ -57,7 +57,7 @@ from knowledge.models import CORE_MAX_CHARS, Episode, Fact, Memory, Procedure, S
 from knowledge.read_layer import reader_for
 from knowledge.secret_filter import secret_in
 from memory import actions as memory_actions
-from memory import switches
+from memory import switches, taught
 from memory.taught import Statement
 
 OUTCOMES = knowledge_episodes.OUTCOMES
@@ -314,7 +314,7 @@ def encode(
     if (
         judgement.verdict == "same"
         and judgement.target is not None  # a "same" verdict always names the fact it repeats
-        and len(text) <= memory_actions.MAX_ITEM_CHARS
+        and len(text) <= taught.MAX_ITEM_CHARS
     ):
         try:
             with transaction.atomic():

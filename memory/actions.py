@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
-from typing import TYPE_CHECKING
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
@@ -27,7 +26,7 @@ from brain.db.retry import retry_transaction
 from brain.errors import StateConflict
 from knowledge import actions as knowledge_actions
 from knowledge import episodes as knowledge_episodes
-from knowledge import gate, kinds, passages, search, statements
+from knowledge import gate, kinds, passages, search
 from knowledge.embedding import embedder_for, vector_or_none
 from knowledge.models import (
     Conflict,
@@ -46,34 +45,9 @@ from knowledge.subjects import mentioned_in
 from knowledge.subjects import resolve as resolve_subjects
 from memory import consolidator, switches
 from memory.models import Confidence, ConsolidationRun, InboxItem, Origin
-
-if TYPE_CHECKING:
-    from memory.taught import Statement
-
-MAX_ITEM_CHARS = 1000  # a fact is a sentence or two, not a document
-
+from memory.taught import Statement, check_origin_and_confidence, clean_fact_text
 
 # The inbox -----------------------------------------------------------------------------------
-
-
-def clean_fact_text(text: str | None) -> str:
-    """The text of a fact as it will be stored, or ValidationError naming the limit."""
-    text = statements.as_stored(text)
-    if not text:
-        raise ValidationError("A fact can't be empty: say what brain should remember.")
-    if len(text) > MAX_ITEM_CHARS:
-        raise ValidationError(
-            f"That fact is {len(text):,} characters; the limit is {MAX_ITEM_CHARS:,}. "
-            "Say it in a sentence or two."
-        )
-    return text
-
-
-def check_origin_and_confidence(origin: str, confidence: str) -> None:
-    if origin not in Origin.values:
-        raise ValidationError(f"Unknown origin {origin!r}: use one of {', '.join(Origin.values)}.")
-    if confidence not in Confidence.values:
-        raise ValidationError(f"Confidence must be high, medium or low, not {confidence!r}.")
 
 
 def add_to_inbox(

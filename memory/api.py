@@ -20,7 +20,7 @@ from knowledge import access, gate
 from knowledge import api as knowledge_api
 from knowledge.models import Conflict, Memory, Permission
 from knowledge.subjects import UnknownSubject
-from memory import actions, consolidator, revisions
+from memory import actions, consolidator, revisions, taught
 from memory.models import (
     Change,
     Confidence,
@@ -53,7 +53,7 @@ class InboxItemSerializer(serializers.ModelSerializer):
 
 
 class NewInboxItemSerializer(serializers.Serializer):
-    text = serializers.CharField(max_length=actions.MAX_ITEM_CHARS, trim_whitespace=True)
+    text = serializers.CharField(max_length=taught.MAX_ITEM_CHARS, trim_whitespace=True)
     confidence = serializers.ChoiceField(choices=Confidence.values, default=Confidence.MEDIUM)
     origin = serializers.ChoiceField(choices=Origin.values, default=Origin.API)
 

@@ -55,7 +55,7 @@ from knowledge import envelope, kinds, passage_search, retrieval
 from knowledge.models import Fact, Memory, Passage, Source
 from knowledge.read_layer import reader_for
 from knowledge.secret_filter import secret_in
-from memory import actions, conversations, reflection, switches
+from memory import actions, conversations, reflection, switches, taught
 from memory.models import Origin, ReflectionRun
 from memory.taught import Statement
 
@@ -381,9 +381,9 @@ def _checked(text: str) -> str:
     text = " ".join((text or "").split())
     if not text:
         raise ValidationError("Ask something, or tell brain something to remember.")
-    if len(text) > actions.MAX_ITEM_CHARS:
+    if len(text) > taught.MAX_ITEM_CHARS:
         raise ValidationError(
-            f"That is {len(text):,} characters; the limit is {actions.MAX_ITEM_CHARS:,}. Say it "
+            f"That is {len(text):,} characters; the limit is {taught.MAX_ITEM_CHARS:,}. Say it "
             "in a sentence or two."
         )
     return text

@@ -3,7 +3,7 @@ a product's specifications, a house's inventory, a conversation's lines — adde
 
 What a bulk add judges, and what it does not:
 
-- Every statement is cleaned (``actions.clean_fact_text``) and checked for secrets before
+- Every statement is cleaned (``taught.clean_fact_text``) and checked for secrets before
   anything is written. One that fails refuses the whole request, naming its number: a request
   is added whole or not at all, so sending it again once fixed is safe.
 - Talk is not a fact: a greeting, thanks, a goodbye, small talk (``kinds.small_talk``) or a
@@ -54,9 +54,8 @@ from knowledge.models import Fact, Memory, Observation, Source, name_of
 from knowledge.secret_filter import secret_in
 from knowledge.subjects import mentions, resolve
 from memory import actions, portable, switches
-from memory.actions import clean_fact_text
 from memory.models import Confidence, Origin
-from memory.taught import Statement
+from memory.taught import Statement, clean_fact_text
 
 MAX_STATEMENTS = 5_000
 

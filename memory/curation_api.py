@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from brain.inputs import posted
 from knowledge import access, review_items
 from knowledge.models import Fact, Memory, Permission, ReviewItem, Subject
-from memory import actions, curation, fact_edits
+from memory import curation, fact_edits, taught
 
 REVIEW_ITEMS_SHOWN = 200
 
@@ -114,7 +114,7 @@ def split_page(request: Request, pk: int, memory: Memory) -> Response:
 
 
 class EditSerializer(serializers.Serializer):
-    text = serializers.CharField(max_length=actions.MAX_ITEM_CHARS)
+    text = serializers.CharField(max_length=taught.MAX_ITEM_CHARS)
 
 
 class EditedSerializer(serializers.Serializer):

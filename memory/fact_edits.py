@@ -50,7 +50,7 @@ from knowledge import actions as knowledge_actions
 from knowledge import statements
 from knowledge.models import Fact
 from knowledge.secret_filter import refuse_secrets
-from memory import actions, curation, document, revisions
+from memory import actions, curation, document, revisions, taught
 from memory.composers.base import avoid, is_avoid_line, statement_of
 from memory.models import Change, DocumentRevision, InboxItem, Origin
 from memory.taught import Statement
@@ -66,7 +66,7 @@ class CannotEdit(StateConflict):
 def check_words(text: str | None) -> str:
     """The new words as they will be taught, or the ValidationError ``learn`` would refuse them
     with (empty, too long, a secret): a form checks them before anything is set aside."""
-    text = actions.clean_fact_text(text)
+    text = taught.clean_fact_text(text)
     refuse_secrets(text)
     return text
 

@@ -44,7 +44,7 @@ from knowledge.gate import BadVerdict
 from knowledge.models import Fact, Memory, Permission
 from knowledge.read_layer import reader_for
 from knowledge.subjects import UnknownSubject
-from memory import actions
+from memory import actions, taught
 from memory.models import InboxItem
 from memory.taught import Statement
 
@@ -255,7 +255,7 @@ def write(
 ) -> Written:
     learned, episode = _learn_as_episode(
         serving.memory(Permission.TEACH),
-        content=actions.clean_fact_text(content),
+        content=taught.clean_fact_text(content),
         by=serving.person(),
         outcome=outcome,
         confidence=confidence,

@@ -47,7 +47,7 @@ from brain.portable import (
 from knowledge import kinds, statements
 from knowledge import portable as knowledge_portable
 from knowledge.models import Fact, Memory
-from memory import actions, document, revisions
+from memory import document, revisions, taught
 from memory.composers.base import VOICE_MAX_BYTES
 from memory.models import Change, DocumentRevision, InboxItem
 
@@ -270,7 +270,7 @@ class InboxEntry(Entry):
         )
         keys = {"taught_by_name": "taught_by"}
         extra_kwargs = {
-            "text": {"max_length": actions.MAX_ITEM_CHARS},
+            "text": {"max_length": taught.MAX_ITEM_CHARS},
             **required("confidence", "created_at", "state"),
         }
 

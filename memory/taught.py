@@ -38,11 +38,32 @@ from knowledge import kinds, statements
 from knowledge.models import Episode, Memory, Passage, Source, Subject, name_of
 from knowledge.read_layer import SYSTEM, reader_for
 from knowledge.secret_filter import secret_in
-from memory.actions import check_origin_and_confidence, clean_fact_text
 from memory.models import Confidence, Origin
+
+MAX_ITEM_CHARS = 1000  # a fact is a sentence or two, not a document
 
 #: Channels where what is taught is a line of a conversation, where a question tells nothing.
 CONVERSATION_ORIGINS = frozenset({Origin.VOICE, Origin.CHAT})
+
+
+def clean_fact_text(text: str | None) -> str:
+    """The text of a fact as it will be stored, or ValidationError naming the limit."""
+    text = statements.as_stored(text)
+    if not text:
+        raise ValidationError("A fact can't be empty: say what brain should remember.")
+    if len(text) > MAX_ITEM_CHARS:
+        raise ValidationError(
+            f"That fact is {len(text):,} characters; the limit is {MAX_ITEM_CHARS:,}. "
+            "Say it in a sentence or two."
+        )
+    return text
+
+
+def check_origin_and_confidence(origin: str, confidence: str) -> None:
+    if origin not in Origin.values:
+        raise ValidationError(f"Unknown origin {origin!r}: use one of {', '.join(Origin.values)}.")
+    if confidence not in Confidence.values:
+        raise ValidationError(f"Confidence must be high, medium or low, not {confidence!r}.")
 
 
 def said_text(text: str | None, *, origin: str = Origin.TYPED) -> str:

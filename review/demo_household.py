@@ -42,7 +42,7 @@ from knowledge import registry
 from knowledge.actions import expire_facts
 from knowledge.models import Fact, Memory, Observation, Source, Subject
 from knowledge.read_layer import SYSTEM
-from memory import actions, brief, consolidator
+from memory import actions, brief, consolidator, taught
 from memory.models import Brief, ConsolidationRun, InboxItem, Origin
 from memory.taught import Statement
 from review import counts
@@ -265,12 +265,12 @@ def _teach(
     known = set(
         Fact.objects.as_system("the demo household, loaded as the system")
         .for_memory(memory)
-        .filter(text__in=[actions.clean_fact_text(line.text) for line in moment.lines])
+        .filter(text__in=[taught.clean_fact_text(line.text) for line in moment.lines])
         .values_list("text", flat=True)
     )
     source = None
     for line in moment.lines:
-        text = actions.clean_fact_text(line.text)
+        text = taught.clean_fact_text(line.text)
         if text in known:
             loaded.already_known += 1
         else:
@@ -318,7 +318,7 @@ def _check_verdict(
     expected = "contradiction/refinement" if line.replaces else "novel"
     if line.replaces:
         old = learned.superseded.text if learned.superseded is not None else ""
-        ok = old == actions.clean_fact_text(line.replaces)
+        ok = old == taught.clean_fact_text(line.replaces)
     else:
         ok = learned.verdict in ("novel", "different_outcome")
     if not ok:
