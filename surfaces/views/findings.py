@@ -42,9 +42,8 @@ UNDO_FOR = timedelta(days=1)  # a rule this new offers Undo; an older one, Let b
 NOT_SENT_BY_THIS_PAGE = "That request wasn't one this page sends. Reload the page and try again."
 
 
-def _posted(form_class: type[forms.Form], request: HttpRequest) -> dict:
+def _cleaned(form: forms.Form) -> dict:
     """The form's cleaned data; BadInput when the post is not one this page's forms send."""
-    form = form_class(request.POST)
     if not form.is_valid():
         raise BadInput(NOT_SENT_BY_THIS_PAGE)
     return form.cleaned_data
@@ -247,7 +246,7 @@ def timeline(request: HttpRequest, memory: Memory) -> HttpResponse:
 @access.requires(Permission.CURATE)
 def not_a_problem(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     finding = _finding(memory, pk)
-    form = _posted(NotAProblemForm, request)  # the card's fields as typed, to show them again
+    form = _cleaned(NotAProblemForm(request.POST))  # the card's fields as typed, to show them again
     confirmed = form.pop("confirmed")
     try:
         until = _until(form["until"], form["until_date"])
@@ -301,7 +300,7 @@ SETTLED_NOTES = {
 def mark_fixed(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """I've already fixed it, Got it, and Done on a to-do: quiet only while it stays fixed."""
     finding = _finding(memory, pk)
-    how = _posted(MarkFixedForm, request)["how"]
+    how = _cleaned(MarkFixedForm(request.POST))["how"]
     try:
         review_findings.mark_fixed(finding=finding, how=how, by=request.user)
     except review_findings.Refused as refused:
@@ -317,7 +316,7 @@ def mark_fixed(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
 def answer_guess(request: HttpRequest, pk: int, memory: Memory) -> HttpResponse:
     """✓ Yes or ✕ No; two people answering at once: the second is told who won."""
     guess = _guess(memory, pk)
-    posted = _posted(AnswerGuessForm, request)
+    posted = _cleaned(AnswerGuessForm(request.POST))
     answer, reason = posted["answer"], posted["reason"]
     try:
         answered = review_guesses.answer_guess(
