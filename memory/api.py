@@ -16,6 +16,7 @@ from rest_framework.response import Response
 
 from brain.api_errors import bad_request
 from brain.errors import StateConflict
+from brain.inputs import posted
 from knowledge import access, gate
 from knowledge import api as knowledge_api
 from knowledge.models import Conflict, Memory, Permission
@@ -103,12 +104,11 @@ class DocumentSerializer(serializers.Serializer):
 def document(request: Request, memory: Memory) -> Response:
     """The memory document; PUT saves your edit (with the generation you read)."""
     if request.method == "PUT":
-        form = DocumentSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
+        edit = posted(DocumentSerializer, request)
         revisions.save_user_edit(
             memory=memory,
-            text=form.validated_data["text"],
-            base_generation=form.validated_data["base_generation"],
+            text=edit["text"],
+            base_generation=edit["base_generation"],
             by=request.user,
         )
     waiting = InboxItem.objects.for_memory(memory).pending().readable_by(request.user).count()
@@ -142,9 +142,7 @@ class AddMemorySerializer(serializers.Serializer):
 def add_memory(request: Request, memory: Memory) -> Response:
     """Queue a fact (the add_memory service): anyone who may teach this memory, signed in or
     with their token."""
-    form = AddMemorySerializer(data=request.data)
-    form.is_valid(raise_exception=True)
-    data = form.validated_data
+    data = posted(AddMemorySerializer, request)
     try:
         learned = actions.learn(
             Statement.typed(
@@ -206,11 +204,8 @@ def voice(request: Request, memory: Memory) -> Response:
 def inbox(request: Request, memory: Memory) -> Response:
     """What waits to be filed; POST queues a fact."""
     if request.method == "POST":
-        form = NewInboxItemSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
-        learned = actions.learn(
-            Statement.typed(memory=memory, by=request.user, **form.validated_data)
-        )
+        data = posted(NewInboxItemSerializer, request)
+        learned = actions.learn(Statement.typed(memory=memory, by=request.user, **data))
         if learned.item is None:
             return Response({"detail": learned.message, "fact": learned.fact.pk})
         return Response(InboxItemSerializer(learned.item).data, status=status.HTTP_201_CREATED)
@@ -324,13 +319,12 @@ def settle(request: Request, pk: int, memory: Memory) -> Response:
     conflict = get_object_or_404(
         Conflict.objects.for_memory(memory).readable_by(request.user), pk=pk
     )
-    form = SettleSerializer(data=request.data)
-    form.is_valid(raise_exception=True)
+    asked = posted(SettleSerializer, request)
     settled = actions.settle_conflict(
         conflict=conflict,
-        keep=form.validated_data["keep"],
-        text=form.validated_data.get("text"),
-        since=form.validated_data.get("since"),
+        keep=asked["keep"],
+        text=asked.get("text"),
+        since=asked.get("since"),
         by=request.user,
     )
     return Response({**ConflictSerializer(settled.conflict).data, "detail": settled.message})
