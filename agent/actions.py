@@ -55,7 +55,7 @@ from knowledge import gate, retrieval, statements
 from knowledge.embedding import embedder_for, vector_or_none
 from knowledge.models import CORE_MAX_CHARS, Episode, Fact, Memory, Procedure, Source, name_of
 from knowledge.read_layer import reader_for
-from knowledge.secret_filter import secret_in
+from knowledge.secret_filter import refuse_secrets, secret_in
 from memory import actions as memory_actions
 from memory import switches, taught
 from memory.taught import Statement
@@ -553,12 +553,7 @@ def _clean_procedure(task: str, steps: list[str]) -> tuple[str, list[str]]:
     if any(len(step) > MAX_STEP_CHARS for step in steps):
         raise ValidationError(f"Each step is at most {MAX_STEP_CHARS} characters.")
     for said in (task, *steps):
-        secret = secret_in(said)
-        if secret:
-            raise ValidationError(
-                f"That looks like {secret}. brain does not keep secrets: memory is replayed "
-                "into prompts, so a secret stored once would be repeated for ever."
-            )
+        refuse_secrets(said)
     return task, steps
 
 

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from knowledge import statements
 from knowledge.models import Episode, Memory, name_of
-from knowledge.secret_filter import secret_in
+from knowledge.secret_filter import refuse_secrets
 
 # A raw event is a few sentences: longer than one fact (a sentence or two, 1,000 characters),
 # short enough that a sleep pass of fifty of them fits one model prompt.
@@ -44,12 +44,7 @@ def clean(text: str | None) -> str:
             f"That episode is {len(text):,} characters; the limit is {MAX_EPISODE_CHARS:,}. "
             "Record what happened in a few sentences."
         )
-    secret = secret_in(text)
-    if secret:
-        raise ValidationError(
-            f"That looks like {secret}. brain does not keep secrets: memory is replayed into "
-            "prompts, so a secret stored once would be repeated for ever."
-        )
+    refuse_secrets(text)
     return text
 
 

@@ -41,8 +41,9 @@ def secret_in(text: str) -> str | None:
 
 
 def refuse_secrets(text: str) -> None:
-    """ValidationError when ``text`` seems to hold a secret, in the words ``learn`` refuses it
-    with: a form checks words with it before anything is written."""
+    """ValidationError when ``text`` seems to hold a secret, in the one set of words every
+    refusal of one uses: a statement taught, an episode or a procedure recorded, the ask bar's
+    teaching turn, a fact edited — each before anything is written."""
     secret = secret_in(text)
     if secret:
         raise ValidationError(

@@ -54,7 +54,7 @@ from brain.inputs import moment
 from knowledge import envelope, kinds, passage_search, retrieval
 from knowledge.models import Fact, Memory, Passage, Source
 from knowledge.read_layer import reader_for
-from knowledge.secret_filter import secret_in
+from knowledge.secret_filter import refuse_secrets, secret_in
 from memory import actions, conversations, reflection, switches, taught
 from memory.models import Origin, ReflectionRun
 from memory.taught import Statement
@@ -431,12 +431,7 @@ def _ask(memory: Memory, text: str, by, conversation: Source | None) -> Exchange
 
 def _teach(memory: Memory, text: str, by, conversation: Source | None) -> Exchange:
     switches.require_learning(memory)
-    secret = secret_in(text)
-    if secret:
-        raise ValidationError(
-            f"That looks like {secret}. brain does not keep secrets: memory is replayed into "
-            "prompts, so a secret stored once would be repeated for ever."
-        )
+    refuse_secrets(text)
     source, position = _said(memory, conversation, by, text)
     run = reflection.reflect(source, since_turn=reflection.unread_from(source))
     filed = {entry["fact"]: entry.get("turn") for entry in (run.filed or [])}

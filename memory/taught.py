@@ -37,7 +37,7 @@ from django.core.exceptions import ValidationError
 from knowledge import kinds, statements
 from knowledge.models import Episode, Memory, Passage, Source, Subject, name_of
 from knowledge.read_layer import SYSTEM, reader_for
-from knowledge.secret_filter import secret_in
+from knowledge.secret_filter import refuse_secrets
 from memory.models import Confidence, Origin
 
 MAX_ITEM_CHARS = 1000  # a fact is a sentence or two, not a document
@@ -72,12 +72,7 @@ def said_text(text: str | None, *, origin: str = Origin.TYPED) -> str:
     talk: ``kinds.small_talk``), or, said in a conversation, only questions. The talk around
     a statement is left out ("Hi Beth! I got the job." keeps "I got the job.")."""
     text = clean_fact_text(text)
-    secret = secret_in(text)
-    if secret:
-        raise ValidationError(
-            f"That looks like {secret}. brain does not keep secrets: memory is replayed into "
-            "prompts, so a secret stored once would be repeated for ever."
-        )
+    refuse_secrets(text)
     talk = kinds.small_talk(text, said=origin in CONVERSATION_ORIGINS)
     if talk:
         raise ValidationError(f"That is {talk}, not something to remember; nothing was kept.")
