@@ -120,31 +120,54 @@ class Learned:
         return f" Episode {ids}, waiting to be distilled, said the same: the fact cites it."
 
     @property
-    def _message(self) -> str:
+    def became(self) -> str:
+        """What became of the statement, decided once for every wording of it: ``known`` (more
+        support for a fact already known), ``replaces`` (a fact it replaced), ``may_replace``
+        (a conflict opened with one), ``failed_now`` / ``worked_now`` (an outcome unlike the
+        one said before), or ``queued`` (a new fact)."""
         if self.verdict == "same" or self.item is None:
-            return (
-                f"Already known (fact #{self.fact.pk}, now said {self.fact.support} times); "
-                "nothing new was queued."
-            )
-        queued = f"Queued #{self.item.pk}: {self.fact.text}"
+            return "known"
         if self.superseded is not None:
-            return f"{queued} (it replaces “{self.superseded.text}”: {self.reason})"
+            return "replaces"
         if self.conflict is not None:
-            return (
-                f"{queued} It may replace “{self.conflict.old.text}” ({self.reason}); both are "
-                f"kept until you settle it under To settle or in Review (conflict "
-                f"#{self.conflict.pk})."
-            )
+            return "may_replace"
         if self.earlier is not None:
-            if self.fact.valence == Fact.Valence.FAILURE:
-                return (
-                    f"Stored as a failure (fact #{self.fact.pk}): it was said before as "
-                    f"working (fact #{self.earlier.pk}), and this time it did not work."
-                )
+            return "failed_now" if self.fact.valence == Fact.Valence.FAILURE else "worked_now"
+        return "queued"
+
+    @property
+    def _message(self) -> str:
+        fact = self.fact
+        if self.became == "known":
             return (
-                f"Stored as a success (fact #{self.fact.pk}): it failed before (fact "
-                f"#{self.earlier.pk}), and this time it worked."
+                f"Already known (fact #{fact.pk}, now said {fact.support} times); nothing new "
+                "was queued."
             )
+        assert self.item is not None  # only a statement already known queues nothing
+        queued = f"Queued #{self.item.pk}: {fact.text}"
+        match self.became:
+            case "replaces":
+                assert self.superseded is not None
+                return f"{queued} (it replaces “{self.superseded.text}”: {self.reason})"
+            case "may_replace":
+                assert self.conflict is not None
+                return (
+                    f"{queued} It may replace “{self.conflict.old.text}” ({self.reason}); both "
+                    f"are kept until you settle it under To settle or in Review (conflict "
+                    f"#{self.conflict.pk})."
+                )
+            case "failed_now":
+                assert self.earlier is not None
+                return (
+                    f"Stored as a failure (fact #{fact.pk}): it was said before as working "
+                    f"(fact #{self.earlier.pk}), and this time it did not work."
+                )
+            case "worked_now":
+                assert self.earlier is not None
+                return (
+                    f"Stored as a success (fact #{fact.pk}): it failed before (fact "
+                    f"#{self.earlier.pk}), and this time it worked."
+                )
         return queued
 
 

@@ -51,6 +51,7 @@ from django.utils import timezone
 
 from brain import llm
 from brain.inputs import moment
+from brain.words import counted
 from knowledge import envelope, kinds, passage_search, retrieval
 from knowledge.models import Fact, Memory, Passage, Source
 from knowledge.read_layer import reader_for
@@ -390,23 +391,26 @@ def _checked(text: str) -> str:
 
 
 def said_plainly(learned: actions.Learned) -> str:
-    """What became of a line taught, in a household's words: the ask bar is a household page,
-    so no inbox or fact number (the terminal and the API say ``Learned.message``, with them)."""
+    """What became of a line taught (``Learned.became``), in a household's words: the ask bar
+    is a household page, so no inbox or fact number (the terminal and the API say
+    ``Learned.message``, with them)."""
     text = learned.fact.text
-    if learned.verdict == "same" or learned.item is None:
-        times = learned.fact.support
-        return f"Already known: “{text}” (said {times} time{'s' if times != 1 else ''} now)."
-    if learned.superseded is not None:
-        return f"Noted: “{text}”. It replaces “{learned.superseded.text}”."
-    if learned.conflict is not None:
-        return (
-            f"Noted: “{text}”. It may replace “{learned.conflict.old.text}”: both are kept "
-            "until someone settles it under To settle."
-        )
-    if learned.earlier is not None:
-        if learned.fact.valence == Fact.Valence.FAILURE:
+    match learned.became:
+        case "known":
+            return f"Already known: “{text}” (said {counted(learned.fact.support, 'time')} now)."
+        case "replaces":
+            assert learned.superseded is not None
+            return f"Noted: “{text}”. It replaces “{learned.superseded.text}”."
+        case "may_replace":
+            assert learned.conflict is not None
+            return (
+                f"Noted: “{text}”. It may replace “{learned.conflict.old.text}”: both are kept "
+                "until someone settles it under To settle."
+            )
+        case "failed_now":
             return f"Noted that “{text}” did not work this time; it worked before."
-        return f"Noted that “{text}” worked this time; it failed before."
+        case "worked_now":
+            return f"Noted that “{text}” worked this time; it failed before."
     return f"Noted: “{text}”. It waits to be filed into the memory document."
 
 
