@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cached_property
+from typing import ClassVar
 
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q, QuerySet, Value
@@ -18,6 +19,7 @@ from django.utils import timezone
 
 from brain.db import inserting
 from brain.errors import StateConflict
+from brain.words import counted
 from knowledge import kinds, passages, statements
 from knowledge.models import (
     Citation,
@@ -467,7 +469,8 @@ class CannotMerge(StateConflict):
 
 @dataclass(frozen=True)
 class SubjectsMerged:
-    """``merged`` (now deleted) became part of ``keep``: what followed it."""
+    """``merged`` (now deleted) became part of ``keep``: what followed it. The message says
+    what the facts (and rules) did in ``verb``."""
 
     keep: Subject
     merged_name: str
@@ -475,16 +478,18 @@ class SubjectsMerged:
     nicknames: tuple[str, ...]
     rules: int = 0
 
+    verb: ClassVar[str] = "followed"
+
     @property
     def message(self) -> str:
-        followed = [f"{self.facts} fact{'s' if self.facts != 1 else ''}"]
+        followed = [counted(self.facts, "fact")]
         if self.rules:
-            followed.append(f"{self.rules} rule{'s' if self.rules != 1 else ''}")
+            followed.append(counted(self.rules, "rule"))
         added = ", ".join(f"“{n}”" for n in self.nicknames)
         nicknames = f"; it is also called {added} now" if added else ""
         return (
             f"Merged “{self.merged_name}” into “{self.keep.name}”: "
-            f"{' and '.join(followed)} followed{nicknames}."
+            f"{' and '.join(followed)} {self.verb}{nicknames}."
         )
 
 

@@ -47,20 +47,14 @@ class CannotReverse(StateConflict):
     """What a curating change did can no longer be reversed; the message says why."""
 
 
-@dataclass(frozen=True)
-class PagesMerged:
-    keep: Subject
-    merged_name: str
-    facts: int
-    nicknames: tuple[str, ...]
+@dataclass(frozen=True, kw_only=True)
+class PagesMerged(knowledge_actions.SubjectsMerged):
+    """What ``merge_subjects`` did, said of pages (their facts "moved"), and what undoing it
+    needs."""
+
     undo: dict
 
-    @property
-    def message(self) -> str:
-        facts = counted(self.facts, "fact")
-        added = ", ".join(f"“{n}”" for n in self.nicknames)
-        names = f"; it is also called {added} now" if added else ""
-        return f"Merged “{self.merged_name}” into “{self.keep.name}”: {facts} moved{names}."
+    verb = "moved"
 
 
 @dataclass(frozen=True)
@@ -153,7 +147,7 @@ def merge_pages(*, keep: Subject, merged: Subject) -> PagesMerged:
             "rows_above": moved_above,
         }
         done = knowledge_actions.merge_subjects(keep=keep, merged=merged)
-    return PagesMerged(done.keep, done.merged_name, done.facts, done.nicknames, undo)
+    return PagesMerged(done.keep, done.merged_name, done.facts, done.nicknames, undo=undo)
 
 
 def unmerge_pages(undo: dict) -> str:
