@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.db import models
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -111,44 +112,46 @@ def retention() -> list[Kept]:
     ]
 
 
-def _admin(name: str, memory: Memory, **query: str) -> str:
-    url = reverse(f"admin:{name}_changelist")
-    params = {"in_memory": str(memory.pk), **query}
-    return url + "?" + "&".join(f"{key}={value}" for key, value in params.items())
+def _in_admin(model: type[models.Model], memory: Memory, what: str, title: str) -> Shortcut:
+    """A shortcut to ``model``'s admin list, filtered to ``memory`` (the admin's ``in_memory``
+    filter), with how many rows the memory has there."""
+    url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
+    count = model._default_manager.filter(memory=memory).count()
+    return Shortcut(title, what, f"{url}?in_memory={memory.pk}", count)
 
 
 def shortcuts(memory: Memory) -> list[Shortcut]:
     return [
-        Shortcut(
-            "Who may do what",
+        _in_admin(
+            Membership,
+            memory,
             "Each person's permission here: read, teach, curate or administer.",
-            _admin("knowledge_membership", memory),
-            Membership.objects.filter(memory=memory).count(),
+            title="Who may do what",
         ),
-        Shortcut(
-            "Labels",
+        _in_admin(
+            Label,
+            memory,
             "What each label means; a passage's labels decide who reads it and every fact "
             "that cites it.",
-            _admin("knowledge_label", memory),
-            Label.objects.filter(memory=memory).count(),
+            title="Labels",
         ),
-        Shortcut(
-            "Roles",
+        _in_admin(
+            Role,
+            memory,
             "The labels a person may read; the Everyone role is held by every member.",
-            _admin("knowledge_role", memory),
-            Role.objects.filter(memory=memory).count(),
+            title="Roles",
         ),
-        Shortcut(
-            "Labelling rules",
+        _in_admin(
+            LabellingRule,
+            memory,
             "Labels set on new sources by sender, channel, title words or page.",
-            _admin("knowledge_labellingrule", memory),
-            LabellingRule.objects.filter(memory=memory).count(),
+            title="Labelling rules",
         ),
-        Shortcut(
-            "Page types",
+        _in_admin(
+            PageType,
+            memory,
             "The kinds of page this memory keeps, with what belongs on each.",
-            _admin("knowledge_pagetype", memory),
-            PageType.objects.filter(memory=memory).count(),
+            title="Page types",
         ),
         Shortcut(
             "Worker tokens",
