@@ -15,10 +15,9 @@ Hazards of the SDK (anthropic 2.x, on httpx2) this module exists to contain:
 from __future__ import annotations
 
 import anthropic
-import pydantic
 
 from brain.llm.errors import LLMError, LLMTimeout, LLMUnavailable, one_line
-from brain.llm.providers import Reply
+from brain.llm.providers import Reply, Request
 
 # Statuses the Messages API uses for "try again later"; 529 is "overloaded".
 _TRANSIENT_STATUSES = {408, 409, 429}
@@ -35,15 +34,9 @@ class AnthropicProvider:
         self.base_url = base_url  # None: the SDK's own default endpoint
         self.model = model
 
-    def send(
-        self,
-        *,
-        system: str,
-        prompt: str,
-        max_tokens: int,
-        timeout: float,
-        output: type[pydantic.BaseModel] | None = None,  # the instruction in ``system`` says it
-    ) -> Reply:
+    def send(self, request: Request, *, timeout: float) -> Reply:
+        """``request``'s system text and prompt as one user message; its ``output`` is not sent
+        (the instruction in the system text says it)."""
         if timeout <= 0:
             raise LLMTimeout("No time was left for the model call.")
         try:
@@ -54,9 +47,9 @@ class AnthropicProvider:
             ) as client:
                 message = client.messages.create(
                     model=self.model,
-                    max_tokens=max_tokens,
-                    system=system,
-                    messages=[{"role": "user", "content": prompt}],
+                    max_tokens=request.max_tokens,
+                    system=request.system,
+                    messages=[{"role": "user", "content": request.prompt}],
                     timeout=timeout,
                 )
         except anthropic.APITimeoutError as error:

@@ -28,7 +28,7 @@ from django.db import transaction
 
 from brain.llm import routing, structured
 from brain.llm.errors import LLMError, LLMTimeout, LLMUnavailable, one_line
-from brain.llm.providers import Provider, Reply
+from brain.llm.providers import Provider, Reply, Request
 from brain.llm.worker_provider import WorkerProvider
 from brain.models import ModelCall
 
@@ -116,23 +116,17 @@ def complete[T: pydantic.BaseModel](
     provider = provider_for(memory, task, cheap=cheap)
     if output is not None:
         system = f"{system}\n\n{structured.instruction(output)}"
+    request = Request(system=system, prompt=prompt, max_tokens=max_tokens, output=output)
     call = ModelCall(
         task=task,
         provider=provider.name,
         model=provider.model,
-        input_bytes=len(system.encode()) + len(prompt.encode()),
+        input_bytes=request.input_bytes,
         timeout_s=timeout,
     )
     with _recorded(call, provider) as started:
         reply = _send_within_deadline(
-            provider,
-            call,
-            system=system,
-            prompt=prompt,
-            max_tokens=max_tokens,
-            deadline=started + timeout,
-            timeout=timeout,
-            output=output,
+            provider, call, request, deadline=started + timeout, timeout=timeout
         )
         call.output = reply.text
         call.input_tokens, call.output_tokens = reply.input_tokens, reply.output_tokens
@@ -199,15 +193,7 @@ def _recorded(call: ModelCall, provider: Provider) -> Iterator[float]:
 
 
 def _send_within_deadline(
-    provider: Provider,
-    call: ModelCall,
-    *,
-    system: str,
-    prompt: str,
-    max_tokens: int,
-    deadline: float,
-    timeout: float,
-    output: type[pydantic.BaseModel] | None,
+    provider: Provider, call: ModelCall, request: Request, *, deadline: float, timeout: float
 ) -> Reply:
     """Attempts until one answers, a non-transient error, the retry budget or the deadline.
 
@@ -221,9 +207,7 @@ def _send_within_deadline(
             raise LLMTimeout(f"No time was left for the model call ({timeout:.1f} s given).")
         call.attempts += 1
         try:
-            return provider.send(
-                system=system, prompt=prompt, max_tokens=max_tokens, timeout=left, output=output
-            )
+            return provider.send(request, timeout=left)
         except LLMUnavailable as error:
             if call.attempts > settings.BRAIN_LLM_MAX_RETRIES:
                 raise

@@ -14,6 +14,24 @@ import pydantic
 
 
 @dataclass(frozen=True)
+class Request:
+    """What one model call asks, the same for every attempt the gateway makes at it (each
+    attempt has its own timeout: what is left of the caller's deadline)."""
+
+    system: str  # with the ``output`` instruction already appended, when there is one
+    prompt: str
+    max_tokens: int
+    # The shape the gateway will validate, already described in ``system``; a provider that
+    # can hold its model to a schema (a worker's) sends it along.
+    output: type[pydantic.BaseModel] | None = None
+
+    @property
+    def input_bytes(self) -> int:
+        """The UTF-8 size of what the model is sent: all ``ModelCall`` keeps of the words."""
+        return len(self.system.encode()) + len(self.prompt.encode())
+
+
+@dataclass(frozen=True)
 class Reply:
     """One answer from a provider: its text and what it cost."""
 
@@ -27,18 +45,8 @@ class Provider(Protocol):
     name: str  # recorded as ModelCall.provider
     model: str  # recorded as ModelCall.model
 
-    def send(
-        self,
-        *,
-        system: str,
-        prompt: str,
-        max_tokens: int,
-        timeout: float,
-        output: type[pydantic.BaseModel] | None = None,
-    ) -> Reply:
-        """One attempt, finished or abandoned within ``timeout`` seconds. ``output``: the
-        shape the gateway will validate (already described in ``system``); a provider that
-        can hold its model to a schema (a worker's) sends it along.
+    def send(self, request: Request, *, timeout: float) -> Reply:
+        """One attempt at ``request``, finished or abandoned within ``timeout`` seconds.
 
         Raises LLMTimeout, LLMUnavailable (transient) or LLMError (anything else); never a
         provider SDK's own exception.

@@ -18,13 +18,12 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 
-import pydantic
 from django.utils import timezone
 
 from brain import workers
 from brain.llm import waiting
 from brain.llm.errors import LLMError, LLMInvalidOutput, LLMTimeout
-from brain.llm.providers import Reply
+from brain.llm.providers import Reply, Request
 from brain.models import ModelCall, WaitingCall
 
 OPEN = (WaitingCall.State.WAITING, WaitingCall.State.LEASED)
@@ -39,21 +38,16 @@ class WorkerProvider:
         self.model = model  # "" : whatever model the memory's workers serve
         self.calls: list[int] = []
 
-    def send(
-        self,
-        *,
-        system: str,
-        prompt: str,
-        max_tokens: int,
-        timeout: float,
-        output: type[pydantic.BaseModel] | None = None,
-    ) -> Reply:
+    def send(self, request: Request, *, timeout: float) -> Reply:
+        """``request`` for a worker, with its ``output``'s JSON schema and class name, which
+        the worker holds its model to and the answer is checked against."""
+        output = request.output
         row = self._ask(
             timeout,
             kind=WaitingCall.Kind.CHAT,
-            system=system,
-            prompt=prompt,
-            max_tokens=max_tokens,
+            system=request.system,
+            prompt=request.prompt,
+            max_tokens=request.max_tokens,
             schema=output.model_json_schema() if output is not None else None,
             output_class=f"{output.__module__}.{output.__qualname__}" if output else "",
         )
