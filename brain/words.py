@@ -1,6 +1,6 @@
 """Plain words for what pages and messages say, written once: quoting a line someone said,
-ending a sentence, a count and its noun, and how sure brain is, in words rather than a
-number.
+ending a sentence, a count and its noun, the clauses of a report that hold, and how sure brain
+is, in words rather than a number.
 
 The platform's: no app is imported, so every app's pages, messages and briefs may use them.
 """
@@ -96,3 +96,10 @@ def counted(count: int, one: str, many: str = "") -> str:
     """A count and its noun with the digits ungrouped, as runs' reports and messages say it:
     1 fact, 1204 facts."""
     return f"{count} {noun(count, one, many)}"
+
+
+def clauses(*said: tuple[object, str]) -> list[str]:
+    """The clauses that hold, in order, each given with what it tells of: a clause is said only
+    when that is there (a count above nought, a value given), so a report or a description
+    never says "0 waiting" or "sent by "."""
+    return [words for there, words in said if there]

@@ -37,7 +37,7 @@ from django.utils.html import format_html
 
 from brain import htmx
 from brain.errors import StateConflict
-from brain.words import counted
+from brain.words import clauses, counted
 from knowledge import access, labeller, labelling, visibility
 from knowledge.access import NotPermitted, Permission
 from knowledge.models import (
@@ -670,15 +670,12 @@ class LabellingRuleAdmin(GrantsLabelsAdmin):
 
     @admin.display(description="a new source that")
     def conditions(self, rule: LabellingRule) -> str:
-        said = []
-        if rule.sender:
-            said.append(f"was sent or added by {rule.sender}")
-        if rule.channel:
-            said.append(f"is a {rule.get_channel_display()}")
-        if rule.title_words:
-            said.append(f"has “{rule.title_words}” in its title")
-        if rule.page is not None:
-            said.append(f"names {rule.page.name}")
+        said = clauses(
+            (rule.sender, f"was sent or added by {rule.sender}"),
+            (rule.channel, f"is a {rule.get_channel_display()}"),
+            (rule.title_words, f"has “{rule.title_words}” in its title"),
+            (rule.page, f"names {rule.page}"),
+        )
         return "; ".join(said) or "—"
 
 

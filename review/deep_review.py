@@ -44,7 +44,7 @@ from django.utils import timezone
 
 from brain import leases, llm
 from brain.celery import send_on_commit
-from brain.words import counted
+from brain.words import clauses, counted
 from knowledge import statements, visibility
 from knowledge.models import Fact, Memory, Subject
 from review import findings as review_findings
@@ -150,20 +150,19 @@ class Report:
             f"Deep review of {self.memory} read {counted(self.facts_read, 'fact')}, "
             f"{counted(self.findings_read, 'finding')} and {counted(self.rules_read, 'rule')}."
         ]
-        guesses = []
-        if self.guesses_asked:
-            guesses.append(f"{counted(self.guesses_asked, 'guess', 'guesses')} asked")
-        if self.guesses_waiting:
-            guesses.append(f"{self.guesses_waiting} waiting for a free slot")
-        if self.guesses_refused:
-            guesses.append(f"{self.guesses_refused} not asked again (already asked or answered)")
-        findings = []
-        if self.findings_raised:
-            findings.append(f"{counted(self.findings_raised, 'finding')} raised")
-        if self.findings_quiet:
-            findings.append(f"{self.findings_quiet} kept quiet by a rule you set")
-        if self.findings_seen:
-            findings.append(f"{self.findings_seen} already seen")
+        guesses = clauses(
+            (self.guesses_asked, f"{counted(self.guesses_asked, 'guess', 'guesses')} asked"),
+            (self.guesses_waiting, f"{self.guesses_waiting} waiting for a free slot"),
+            (
+                self.guesses_refused,
+                f"{self.guesses_refused} not asked again (already asked or answered)",
+            ),
+        )
+        findings = clauses(
+            (self.findings_raised, f"{counted(self.findings_raised, 'finding')} raised"),
+            (self.findings_quiet, f"{self.findings_quiet} kept quiet by a rule you set"),
+            (self.findings_seen, f"{self.findings_seen} already seen"),
+        )
         if guesses:
             sentences.append(f"Guesses: {', '.join(guesses)}.")
         if findings:

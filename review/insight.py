@@ -44,7 +44,7 @@ from django.utils import timezone
 
 from brain import leases, llm
 from brain.celery import send_on_commit
-from brain.words import counted
+from brain.words import clauses, counted
 from knowledge import statements, visibility
 from knowledge.models import Fact, Memory, Source, Subject
 from memory import actions as memory_actions
@@ -243,15 +243,15 @@ class Report:
             f"({self.new_events} new) and found "
             f"{counted(self.routines_found, 'thing', 'things')} done by hand at a regular time."
         ]
-        guesses = []
-        if self.guesses_asked:
-            guesses.append(f"{counted(self.guesses_asked, 'guess', 'guesses')} asked")
-        if self.guesses_waiting:
-            guesses.append(f"{self.guesses_waiting} worked out and waiting for a free slot")
-        if self.unworded:
-            guesses.append(f"{self.unworded} not worked out until a slot is free")
-        if self.guesses_not_asked:
-            guesses.append(f"{self.guesses_not_asked} already known, asked or answered")
+        guesses = clauses(
+            (self.guesses_asked, f"{counted(self.guesses_asked, 'guess', 'guesses')} asked"),
+            (
+                self.guesses_waiting,
+                f"{self.guesses_waiting} worked out and waiting for a free slot",
+            ),
+            (self.unworded, f"{self.unworded} not worked out until a slot is free"),
+            (self.guesses_not_asked, f"{self.guesses_not_asked} already known, asked or answered"),
+        )
         if guesses:
             sentences.append(f"Guesses: {', '.join(guesses)}.")
         if self.findings_filed:
