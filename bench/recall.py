@@ -66,6 +66,7 @@ from django.db import connection, transaction
 from django.test.utils import override_settings
 from django.utils import timezone
 
+from bench.tables import table
 from knowledge import registry, retrieval, search, statements, word_stats
 from knowledge.embedding import embed_question, get_embedder
 from knowledge.models import Fact, Memory, Subject
@@ -698,10 +699,7 @@ def _f(value: float) -> str:
 
 
 def _sets_table(run_: Run) -> list[str]:
-    lines = [
-        "| set | memories | facts | pages | questions with an answer | with none |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
+    rows = []
     for kind, label in KINDS.items():
         chosen = [labelled for labelled in run_.sets if labelled.kind == kind]
         results = _all(run_, True, kinds=(kind,))
@@ -711,29 +709,28 @@ def _sets_table(run_: Run) -> list[str]:
             assert chosen[0].registry_file is not None  # the household set has its house
             pages = len(registry.read_file(chosen[0].registry_file).entries)
         answerable = sum(1 for result in results if result.answers)
-        lines.append(
-            f"| {label} | {len(chosen)} | {facts:,} | {pages} | {answerable} | "
-            f"{len(results) - answerable} |"
+        rows.append(
+            (label, len(chosen), f"{facts:,}", pages, answerable, len(results) - answerable)
         )
-    return lines
+    header = ("set", "memories", "facts", "pages", "questions with an answer", "with none")
+    return table(header, rows)
 
 
 def _quality_table(run_: Run) -> list[str]:
-    lines = [
-        "| set | pages | ranking | recall@5 | recall@10 | MRR |",
-        "|---|---|---|---:|---:|---:|",
-    ]
     names = {"block": "brain: the block", "ask bar": "brain: the ask bar's first line",
              "bm25": "BM25 top-k", "dense": "dense-only top-k"}  # fmt: skip
+    rows = []
     for label, pages, scores in _by_set(run_):
         shown = RANKINGS if pages else ("block", "ask bar")
         for name in shown:
-            lines.append(
-                f"| {label} | {'with' if pages else 'without'} | {names[name]} | "
-                f"{_f(scores.recall5[name])} | {_f(scores.recall10[name])} | "
-                f"{_f(scores.mrr[name])} |"
-            )
-    return lines
+            figures = (scores.recall5[name], scores.recall10[name], scores.mrr[name])
+            rows.append((label, _with(pages), names[name], *map(_f, figures)))
+    header = ("set", "pages", "ranking", "recall@5", "recall@10", "MRR")
+    return table(header, rows, words=3)
+
+
+def _with(pages: bool) -> str:
+    return "with" if pages else "without"
 
 
 def _by_set(run_: Run) -> Iterator[tuple[str, bool, Scores]]:
@@ -745,31 +742,37 @@ def _by_set(run_: Run) -> Iterator[tuple[str, bool, Scores]]:
 
 
 def _ask_table(run_: Run) -> list[str]:
-    lines = [
-        "| set | pages | first line answers (questions with an answer) | says it does not "
-        "know (questions with none) | lines in the block, on average |",
-        "|---|---|---:|---:|---:|",
-    ]
-    for label, pages, scores in _by_set(run_):
-        lines.append(
-            f"| {label} | {'with' if pages else 'without'} | {_f(scores.answers)} | "
-            f"{_f(scores.abstains)} | {scores.lines:.1f} |"
-        )
-    return lines
+    header = (
+        "set",
+        "pages",
+        "first line answers (questions with an answer)",
+        "says it does not know (questions with none)",
+        "lines in the block, on average",
+    )
+    rows = (
+        (label, _with(pages), _f(scores.answers), _f(scores.abstains), f"{scores.lines:.1f}")
+        for label, pages, scores in _by_set(run_)
+    )
+    return table(header, rows, words=2)
+
+
+def _block_scores(scores: Scores) -> tuple[str, str, str, str]:
+    """Block recall@10, block MRR, first line answers and does not know."""
+    return (
+        _f(scores.recall10["block"]),
+        _f(scores.mrr["block"]),
+        _f(scores.answers),
+        _f(scores.abstains),
+    )
 
 
 def _split_table(run_: Run) -> list[str]:
-    lines = [
-        "| questions | block recall@10 | block MRR | first line answers | does not know |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for split, label in (("dev", "chosen on (dev)"), ("held_out", "held out")):
-        scores = score(_all(run_, True, split=split))
-        lines.append(
-            f"| {label} | {_f(scores.recall10['block'])} | {_f(scores.mrr['block'])} | "
-            f"{_f(scores.answers)} | {_f(scores.abstains)} |"
-        )
-    return lines
+    header = ("questions", "block recall@10", "block MRR", "first line answers", "does not know")
+    rows = (
+        (label, *_block_scores(score(_all(run_, True, split=split))))
+        for split, label in (("dev", "chosen on (dev)"), ("held_out", "held out"))
+    )
+    return table(header, rows)
 
 
 def _weights_table(run_: Run) -> list[str]:
@@ -778,32 +781,32 @@ def _weights_table(run_: Run) -> list[str]:
     if any(result.pool is None for result in dev):
         return []
     chosen = current()
-    lines = [
-        "| weights | objective | block recall@10 | block MRR | first line answers | does "
-        "not know |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
 
-    def row(label: str, choice: dict) -> str:
+    def row(label: str, choice: dict) -> tuple[str, ...]:
         scores = tried(dev, choice)
-        return (
-            f"| {label} | {objective(scores):.3f} | {_f(scores.recall10['block'])} | "
-            f"{_f(scores.mrr['block'])} | {_f(scores.answers)} | {_f(scores.abstains)} |"
-        )
+        return (label, f"{objective(scores):.3f}", *_block_scores(scores))
 
-    lines.append(row("**chosen**: " + ", ".join(f"{k} {v}" for k, v in chosen.items()), chosen))
+    rows = [row("**chosen**: " + ", ".join(f"{k} {v}" for k, v in chosen.items()), chosen)]
     for name, values in NEIGHBOURS.items():
         for value in values:
-            lines.append(row(f"{name} {value}", {**chosen, name: value}))
-    return lines
+            rows.append(row(f"{name} {value}", {**chosen, name: value}))
+    header = (
+        "weights",
+        "objective",
+        "block recall@10",
+        "block MRR",
+        "first line answers",
+        "does not know",
+    )
+    return table(header, rows)
 
 
 def _topics_table(run_: Run) -> list[str]:
-    lines = ["| topic | lines about it | read | of them about it |", "|---|---:|---:|---:|"]
-    for topic in run_.topics:
-        hit = len(topic.wanted & set(topic.read))
-        lines.append(f"| {topic.topic} | {len(topic.wanted)} | {len(topic.read)} | {hit} |")
-    return lines
+    rows = (
+        (topic.topic, len(topic.wanted), len(topic.read), len(topic.wanted & set(topic.read)))
+        for topic in run_.topics
+    )
+    return table(("topic", "lines about it", "read", "of them about it"), rows)
 
 
 def _targets(run_: Run) -> list[str]:
