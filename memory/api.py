@@ -224,6 +224,15 @@ def inbox_item(request: Request, pk: int, memory: Memory) -> Response:
     return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+def one_at_a_time(started: bool, message: str, *, name: str, run: dict) -> Response:
+    """The answer to starting a run of which one goes at a time (a pass, a study): 202 with the
+    new run, or, when one was already running, a 409 saying so that carries the running one
+    under ``name``, as its own answer names it."""
+    if not started:
+        raise StateConflict(message, **{name: run})
+    return Response(run, status=status.HTTP_202_ACCEPTED)
+
+
 @extend_schema(request=None, responses={202: RunSerializer, 409: dict})
 @api_view(["POST"])
 @access.requires(Permission.CURATE)
@@ -232,9 +241,8 @@ def consolidate(request: Request, memory: Memory) -> Response:
     started = consolidator.request_consolidation(
         memory=memory, by=request.user, trigger=ConsolidationRun.Trigger.API
     )
-    if not started.started:
-        raise StateConflict(started.message, run=RunSerializer(started.run).data)
-    return Response(RunSerializer(started.run).data, status=status.HTTP_202_ACCEPTED)
+    body = RunSerializer(started.run).data
+    return one_at_a_time(started.started, started.message, name="run", run=body)
 
 
 @extend_schema(responses={200: RunSerializer})

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.decorators import api_view
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from brain.errors import StateConflict
 from brain.inputs import posted
 from knowledge import access, kinds
 from knowledge.models import Fact, Memory, Permission
+from memory import api as memory_api
 from memory import ask, study
 from memory.models import StudySession
 
@@ -67,9 +67,8 @@ def start_study(request: Request, memory: Memory) -> Response:
     progress and, when it lands, its report. One runs at a time: a 409 names the running one."""
     data = posted(NewStudySerializer, request)
     started = study.start(memory=memory, topic=data["topic"], by=request.user)
-    if not started.started:
-        raise StateConflict(started.message, session=StudySessionSerializer(started.session).data)
-    return Response(StudySessionSerializer(started.session).data, status=status.HTTP_202_ACCEPTED)
+    session = StudySessionSerializer(started.session).data
+    return memory_api.one_at_a_time(started.started, started.message, name="session", run=session)
 
 
 @extend_schema(responses={200: StudySessionSerializer})
