@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, TypedDict, cast
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
@@ -218,14 +218,8 @@ def tool_errors[**P, T](tool: Callable[P, Awaitable[T]]) -> Callable[P, Awaitabl
 
 
 def _found(fact: Fact) -> FoundFact:
-    return FoundFact(
-        id=fact.pk,
-        text=fact.text,
-        kind=fact.kind,
-        valence=fact.valence,
-        confidence=fact.confidence,
-        support=fact.support,
-    )
+    """A fact as the tools answer it: the fields ``FoundFact`` names, read off the row."""
+    return cast(FoundFact, {key: getattr(fact, key) for key in FoundFact.__annotations__})
 
 
 # The tool bodies: synchronous, in the ORM's thread ---------------------------------------------
