@@ -36,14 +36,13 @@ OUTCOMES = tuple(Episode.Outcome.values)  # ok, fail, unknown
 
 def clean(text: str | None) -> str:
     """The text of an episode as it will be stored, or ValidationError naming the problem."""
-    text = statements.as_stored(text)
-    if not text:
-        raise ValidationError("An episode can't be empty: say what happened.")
-    if len(text) > MAX_EPISODE_CHARS:
-        raise ValidationError(
-            f"That episode is {len(text):,} characters; the limit is {MAX_EPISODE_CHARS:,}. "
-            "Record what happened in a few sentences."
-        )
+    text = statements.as_stored_within(
+        text,
+        MAX_EPISODE_CHARS,
+        what="episode",
+        empty="An episode can't be empty: say what happened.",
+        advice="Record what happened in a few sentences.",
+    )
     refuse_secrets(text)
     return text
 

@@ -2,7 +2,7 @@
 
 Used by the offline composer (to dedupe, and to resolve contradictions newest-wins) and by the
 facts write gate (the same fact said two ways is stored once; facts that differ by a "not" are
-kept apart). Standard library only: the same two strings always give the same answer.
+kept apart). Deterministic: the same two strings always give the same answer.
 
 The comparison is lexical, and says so. It works on:
 
@@ -18,11 +18,13 @@ It knows no synonyms beyond stemming: "Sarah sleeps lightly" and "Sarah is a lig
 match because they share stems, "the lounge" and "the living room" do not.
 
 A statement has two forms, each made here and nowhere else: :func:`as_stored` (what a fact,
-an episode or a passage's line keeps) and :func:`normalise` (what statements are compared in).
+an episode or a passage's line keeps; :func:`as_stored_within` refuses one that is empty or
+longer than its kind's limit) and :func:`normalise` (what statements are compared in).
 
-Public API: :func:`as_stored`, :func:`normalise`, :func:`content_words`, :func:`is_negated`,
-:func:`numbers`, :func:`compare` (returning a :class:`Comparison`). What kind of statement one
-is, and the section of the memory document it is filed under, is ``knowledge.kinds``.
+Public API: :func:`as_stored`, :func:`as_stored_within`, :func:`normalise`,
+:func:`content_words`, :func:`is_negated`, :func:`numbers`, :func:`compare` (returning a
+:class:`Comparison`). What kind of statement one is, and the section of the memory document it
+is filed under, is ``knowledge.kinds``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
+
+from django.core.exceptions import ValidationError
 
 from knowledge import wording
 
@@ -139,6 +143,20 @@ def as_stored(text: str | None) -> str:
     collapsed to single spaces and its ends trimmed, its words, case and punctuation as said.
     ``normalise`` gives the form statements are compared in."""
     return " ".join((text or "").split())
+
+
+def as_stored_within(text: str | None, limit: int, *, what: str, empty: str, advice: str) -> str:
+    """``text`` as it will be stored, refused rather than trimmed: ValidationError saying
+    ``empty`` when nothing is left, or, when it is longer than ``limit`` characters, "That
+    {what} is 1,204 characters; the limit is 1,000." followed by ``advice``."""
+    stored = as_stored(text)
+    if not stored:
+        raise ValidationError(empty)
+    if len(stored) > limit:
+        raise ValidationError(
+            f"That {what} is {len(stored):,} characters; the limit is {limit:,}. {advice}"
+        )
+    return stored
 
 
 def normalise(text: str) -> str:

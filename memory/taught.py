@@ -48,15 +48,13 @@ CONVERSATION_ORIGINS = frozenset({Origin.VOICE, Origin.CHAT})
 
 def clean_fact_text(text: str | None) -> str:
     """The text of a fact as it will be stored, or ValidationError naming the limit."""
-    text = statements.as_stored(text)
-    if not text:
-        raise ValidationError("A fact can't be empty: say what brain should remember.")
-    if len(text) > MAX_ITEM_CHARS:
-        raise ValidationError(
-            f"That fact is {len(text):,} characters; the limit is {MAX_ITEM_CHARS:,}. "
-            "Say it in a sentence or two."
-        )
-    return text
+    return statements.as_stored_within(
+        text,
+        MAX_ITEM_CHARS,
+        what="fact",
+        empty="A fact can't be empty: say what brain should remember.",
+        advice="Say it in a sentence or two.",
+    )
 
 
 def check_origin_and_confidence(origin: str, confidence: str) -> None:
