@@ -49,6 +49,17 @@ class SubjectSerializer(serializers.Serializer):
     present = serializers.BooleanField()
 
 
+class SubjectsField(serializers.ListField):
+    """The subjects a request names, each by subject id, entity id, name or nickname
+    (``knowledge.subjects.resolve``): none unless given, at most 50, none longer than an entity
+    id may be."""
+
+    child = serializers.CharField(max_length=255)
+
+    def __init__(self, **kwargs):
+        super().__init__(required=False, default=list, max_length=50, **kwargs)
+
+
 class FactSerializer(serializers.ModelSerializer):
     subjects = SubjectSerializer(many=True, read_only=True)
     believed = serializers.BooleanField(source="is_live", read_only=True)
@@ -144,9 +155,7 @@ def fact_outcome(request: Request, pk: int, memory: Memory) -> Response:
 
 class ContextSerializer(serializers.Serializer):
     question = serializers.CharField(required=False, allow_blank=True, default="", max_length=4000)
-    subjects = serializers.ListField(
-        child=serializers.CharField(max_length=255), required=False, default=list, max_length=50
-    )
+    subjects = SubjectsField()
     token_budget = serializers.IntegerField(required=False, default=600)
 
 

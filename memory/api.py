@@ -131,9 +131,7 @@ class AddMemorySerializer(serializers.Serializer):
         choices=gate.VERDICTS, required=False, allow_null=True, default=None
     )
     target = serializers.IntegerField(required=False, allow_null=True, default=None)
-    subjects = serializers.ListField(
-        child=serializers.CharField(max_length=255), required=False, default=list, max_length=50
-    )
+    subjects = knowledge_api.SubjectsField()
 
 
 @extend_schema(request=AddMemorySerializer, responses={201: dict, 200: dict})

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from brain.api_errors import bad_request
 from brain.inputs import posted
 from knowledge import access
+from knowledge import api as knowledge_api
 from knowledge.models import Memory, Permission
 from knowledge.subjects import UnknownSubject
 from memory import bulk
@@ -24,9 +25,7 @@ class BulkSerializer(serializers.Serializer):
         max_length=bulk.MAX_STATEMENTS,
     )
     confidence = serializers.ChoiceField(choices=Confidence.values, default=Confidence.MEDIUM)
-    subjects = serializers.ListField(
-        child=serializers.CharField(max_length=255), required=False, default=list, max_length=50
-    )
+    subjects = knowledge_api.SubjectsField()
 
 
 @extend_schema(request=BulkSerializer, responses={201: dict, 200: dict})
