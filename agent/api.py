@@ -142,6 +142,16 @@ def episodes(request: Request, memory: Memory) -> Response:
     )
 
 
+def _distilled(distilled: actions.Distilled) -> dict:
+    """What a distilling did, as a distil and a sleep pass both answer it: the facts it filed,
+    the fragments it dropped and how many episodes still wait."""
+    return {
+        "fact_ids": [learned.fact.pk for learned in distilled.learned],
+        "dropped": distilled.dropped,
+        "waiting": distilled.waiting,
+    }
+
+
 @extend_schema(request=DistilSerializer, responses={200: dict})
 @api_view(["POST"])
 @access.requires(Permission.TEACH)
@@ -149,14 +159,7 @@ def distil(request: Request, memory: Memory) -> Response:
     """Distil waiting episodes into the propositions given (an empty list clears them)."""
     data = posted(DistilSerializer, request)
     distilled = actions.distil(memory=memory, by=request.user, **data)
-    return Response(
-        {
-            "fact_ids": [learned.fact.pk for learned in distilled.learned],
-            "dropped": distilled.dropped,
-            "waiting": distilled.waiting,
-            "message": distilled.message,
-        }
-    )
+    return Response({**_distilled(distilled), "message": distilled.message})
 
 
 # Procedures ------------------------------------------------------------------------------------
@@ -218,9 +221,7 @@ def sleep(request: Request, memory: Memory) -> Response:
     return Response(
         {
             "message": slept.message,
-            "fact_ids": [learned.fact.pk for learned in slept.distilled.learned],
-            "dropped": slept.distilled.dropped,
-            "waiting": slept.distilled.waiting,
+            **_distilled(slept.distilled),
             # None when nothing was decayed or pruned (learning off, or nothing to distil)
             "decayed": _ids(slept.decayed.retired) if slept.decayed else [],
             "pruned": _ids(slept.pruned.retired) if slept.pruned else [],
