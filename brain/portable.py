@@ -27,7 +27,8 @@ Rules of a section (:class:`Section`, whose ``entries`` is a serializer):
 An export is made for a reader (``export_context``): a person who may not read everything in
 the memory gets only what they read. The reader is in the serializers' ``context``, and each
 section's ``rows(memory, reader)`` narrows its rows by it through its app's read rule
-(``readable_by``); the read layer's ``SYSTEM`` reads everything.
+(``readable_by``), which a section of a model's rows does by itself; the read layer's
+``SYSTEM`` reads everything.
 """
 
 from __future__ import annotations
@@ -559,9 +560,16 @@ def export_context(reader: Any) -> dict[str, Any]:
 class Section[Owner: models.Model]:
     """A part of the file: ``key``, and ``entries``, the serializer of its rows (an ``Entry``,
     ``many``: a list of entries, one per row) or of its one object (``many = False``: then
-    ``where`` names it in messages and ``not_an_object`` says what it must be). Write ``rows``
-    (what the export serializes, for its reader) and ``load``. ``Owner`` is the model of the
-    memory its rows are exported from and imported into (``Section[Memory]``).
+    ``where`` names it in messages and ``not_an_object`` says what it must be). Write ``load``,
+    and say which rows the export serializes for its reader (``rows``). ``Owner`` is the model
+    of the memory its rows are exported from and imported into (``Section[Memory]``).
+
+    A section of its entries' model's rows (``Entry``'s ``Meta.model``) declares them, as
+    Django's generic views declare their queryset: ``ordering`` (``order_by``), ``related``
+    (``select_related``) and ``deferred`` (``defer``); its rows are then the model's rows in the
+    memory, narrowed to what the reader may read when the model has a read rule
+    (``readable_by``). A section that needs more (an annotation, a prefetch that names its
+    reader) builds on ``super().rows``; one of other rows, or of one object, writes ``rows``.
     """
 
     key: ClassVar[str]
@@ -569,6 +577,9 @@ class Section[Owner: models.Model]:
     many: ClassVar[bool] = True
     where: ClassVar[str] = ""
     not_an_object: ClassVar[str] = ""
+    ordering: ClassVar[tuple[str, ...]] = ()
+    related: ClassVar[tuple[str, ...]] = ()
+    deferred: ClassVar[tuple[str, ...]] = ()
 
     @cached_property
     def entry(self) -> Any:
@@ -578,8 +589,20 @@ class Section[Owner: models.Model]:
 
     def rows(self, memory: Owner, reader: Any) -> Any:
         """The memory's rows this section exports (or its one object), as ``reader`` may read
-        them. Every section says which (abstract)."""
-        raise NotImplementedError(f"{type(self).__name__} must say which rows it exports")
+        them: by default its model's rows in ``memory``, as the section declares them."""
+        model = getattr(getattr(self.entries, "Meta", None), "model", None)
+        if model is None:
+            raise NotImplementedError(f"{type(self).__name__} must say which rows it exports")
+        rows = model._default_manager.filter(memory=memory)
+        if hasattr(rows, "readable_by"):  # the model's rows carry a read rule
+            rows = rows.readable_by(reader)
+        if self.related:
+            rows = rows.select_related(*self.related)
+        if self.deferred:
+            rows = rows.defer(*self.deferred)
+        if self.ordering:
+            rows = rows.order_by(*self.ordering)
+        return rows
 
     def dump(self, memory: Owner, context: dict[str, Any]) -> Any:
         rows = self.rows(memory, context["reader"])

@@ -426,14 +426,15 @@ class FactEntry(Entry):
 class FactsSection(Section[Memory]):
     key = "facts"
     entries = FactEntry
+    related = ("source",)
+    deferred = ("embedding", "normalized")
+    ordering = ("created_at", "pk")
 
     def rows(self, memory: Memory, reader: Any):
         # What the person the export is for may read, a chunk at a time.
         return (
-            Fact.objects.for_memory(memory)
-            .readable_by(reader)
-            .select_related("source")
-            .defer("embedding", "normalized")
+            super()
+            .rows(memory, reader)
             .annotate(successor=F("superseded_by__uid"))
             .prefetch_related(
                 Prefetch(
@@ -443,7 +444,6 @@ class FactsSection(Section[Memory]):
                     ),
                 )
             )
-            .order_by("created_at", "pk")
             .iterator(chunk_size=2000)
         )
 
@@ -629,13 +629,8 @@ class EpisodeEntry(Entry):
 class EpisodesSection(Section[Memory]):
     key = "episodes"
     entries = EpisodeEntry
-
-    def rows(self, memory: Memory, reader: Any):
-        return (
-            Episode.objects.for_memory(memory)
-            .defer("embedding", "normalized")
-            .order_by("created_at", "pk")
-        )
+    deferred = ("embedding", "normalized")
+    ordering = ("created_at", "pk")
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         keys = {uuid.UUID(e["uid"]): _key_of_entry(e) for e in data}
@@ -815,14 +810,10 @@ class ConflictEntry(Entry):
 class ConflictsSection(Section[Memory]):
     key = "conflicts"
     entries = ConflictEntry
+    ordering = ("created_at", "pk")
 
     def rows(self, memory: Memory, reader: Any):
-        return (
-            Conflict.objects.for_memory(memory)
-            .readable_by(reader)
-            .annotate(old_uid=F("old__uid"), new_uid=F("new__uid"))
-            .order_by("created_at", "pk")
-        )
+        return super().rows(memory, reader).annotate(old_uid=F("old__uid"), new_uid=F("new__uid"))
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         added = options.added.get("facts", set())
@@ -890,13 +881,8 @@ class ProcedureEntry(Entry):
 class ProceduresSection(Section[Memory]):
     key = "procedures"
     entries = ProcedureEntry
-
-    def rows(self, memory: Memory, reader: Any):
-        return (
-            Procedure.objects.for_memory(memory)
-            .defer("search_vector", "normalized")
-            .order_by("created_at", "pk")
-        )
+    deferred = ("search_vector", "normalized")
+    ordering = ("created_at", "pk")
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         ways = {statements.normalise(entry["text"]): entry for entry in data}

@@ -278,10 +278,10 @@ class InboxEntry(Entry):
 class InboxSection(Section[Memory]):
     key = "inbox"
     entries = InboxEntry
+    related = ("fact",)
 
     def rows(self, memory: Memory, reader: Any):
-        items = InboxItem.objects.for_memory(memory).readable_by(reader)
-        return items.in_filing_order().select_related("fact")
+        return super().rows(memory, reader).in_filing_order()
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         fresh = placed(InboxItem, memory, data)
@@ -343,9 +343,7 @@ class ChangeEntry(Entry):
 class ChangeLogSection(Section[Memory]):
     key = "changes"
     entries = ChangeEntry
-
-    def rows(self, memory: Memory, reader: Any):
-        return Change.objects.for_memory(memory).order_by("number")
+    ordering = ("number",)
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         fresh = sorted(placed(Change, memory, data), key=lambda placed: placed[0]["number"])

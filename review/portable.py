@@ -100,9 +100,7 @@ class FindingsSection(Section[Memory]):
 
     key = "findings"
     entries = FindingEntry
-
-    def rows(self, memory: Memory, reader: Any):
-        return Finding.objects.for_memory(memory).order_by("first_raised_at", "pk")
+    ordering = ("first_raised_at", "pk")
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         if not data:  # the file carries none: nothing to say
@@ -159,13 +157,8 @@ class RulesSection(Section[Memory]):
 
     key = "rules"
     entries = RuleEntry
-
-    def rows(self, memory: Memory, reader: Any):
-        return (
-            Rule.objects.for_memory(memory)
-            .select_related("room", "finding")
-            .order_by("created_at", "pk")
-        )
+    related = ("room", "finding")
+    ordering = ("created_at", "pk")
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         if not data:  # the file carries none: nothing to say
@@ -241,9 +234,10 @@ class AnsweredGuessesSection(Section[Memory]):
 
     key = "guesses"
     entries = GuessEntry
+    ordering = ("answered_at", "pk")
 
     def rows(self, memory: Memory, reader: Any):
-        return Guess.objects.for_memory(memory).settled().order_by("answered_at", "pk")
+        return super().rows(memory, reader).settled()
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         if not data:  # the file carries none: nothing to say
@@ -312,13 +306,8 @@ class JudgementsSection(Section[Memory]):
 
     key = "judgements"
     entries = JudgementEntry
-
-    def rows(self, memory: Memory, reader: Any):
-        return (
-            Judgement.objects.filter(memory=memory)
-            .select_related("subject", "fact")
-            .order_by("check_id", "pk")
-        )
+    related = ("subject", "fact")
+    ordering = ("check_id", "pk")
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         if not data:  # the file carries none: nothing to say
@@ -396,10 +385,7 @@ class EventsSection(Section[Memory]):
 
     key = "events"
     entries = EventEntry
-
-    def rows(self, memory: Memory, reader: Any):
-        events = Event.objects.for_memory(memory).readable_by(reader)
-        return events.order_by("created_at", "pk")
+    ordering = ("created_at", "pk")
 
     def load(self, memory: Memory, data: list[dict], options: ImportOptions) -> None:
         if not data:  # the file carries none: nothing to say
