@@ -724,12 +724,12 @@ def _quality_table(run_: Run) -> list[str]:
         shown = RANKINGS if pages else ("block", "ask bar")
         for name in shown:
             figures = (scores.recall5[name], scores.recall10[name], scores.mrr[name])
-            rows.append((label, _with(pages), names[name], *map(_f, figures)))
+            rows.append((label, _pages_word(pages), names[name], *map(_f, figures)))
     header = ("set", "pages", "ranking", "recall@5", "recall@10", "MRR")
     return table(header, rows, words=3)
 
 
-def _with(pages: bool) -> str:
+def _pages_word(pages: bool) -> str:
     return "with" if pages else "without"
 
 
@@ -750,7 +750,7 @@ def _ask_table(run_: Run) -> list[str]:
         "lines in the block, on average",
     )
     rows = (
-        (label, _with(pages), _f(scores.answers), _f(scores.abstains), f"{scores.lines:.1f}")
+        (label, _pages_word(pages), _f(scores.answers), _f(scores.abstains), f"{scores.lines:.1f}")
         for label, pages, scores in _by_set(run_)
     )
     return table(header, rows, words=2)
