@@ -308,9 +308,8 @@ def encode(
         "embedding": embedding,
         "embedder": embedder.name,
     }
-    judgement = gate.judge(
-        memory, text, outcome=as_bool, embedding=embedding, speaker=speaker, reader=reader_for(by)
-    )
+    near = gate.neighbours(memory, text, embedding, reader=reader_for(by))
+    judgement = gate.judge(near, text, outcome=as_bool, speaker=speaker)
     if (
         judgement.verdict == "same"
         and judgement.target is not None  # a "same" verdict always names the fact it repeats

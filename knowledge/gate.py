@@ -90,23 +90,18 @@ def neighbours(
 PRECEDENCE = ("same", "contradiction", "refinement", "conflict")
 
 
-def judge(
-    memory: Memory,
-    text: str,
-    *,
-    outcome: bool | None,
-    embedding: list[float] | None,
-    speaker: str = "",
-    reader,
-) -> Judgement:
-    """The offline judge: the strongest relation between ``text`` and its neighbours (those
-    ``reader``, its teacher, may read).
+#: The facts a statement is judged against, each with its closeness (``neighbours``).
+Near = dict[Fact, float | None]
+
+
+def judge(near: Near, text: str, *, outcome: bool | None, speaker: str = "") -> Judgement:
+    """The offline judge: the strongest relation between ``text`` and ``near``, its neighbours
+    that its teacher may read (``neighbours``).
 
     Every neighbour is related with ``relate`` (subjects and slots first, meaning for what the
     words leave open); "conflict" means the new fact is stored beside the old one and a
     person settles which holds.
     """
-    near = neighbours(memory, text, embedding, reader=reader)
     new = Said(text, speaker)
     best: dict[str, tuple[float, Fact, str]] = {}
     contradicted: list[Fact] = []
@@ -151,17 +146,11 @@ def model_judging(memory: Memory | None = None) -> bool:
 
 
 def judge_with_model(
-    memory: Memory,
-    text: str,
-    *,
-    outcome: bool | None,
-    embedding: list[float] | None,
-    speaker: str = "",
-    reader,
+    memory: Memory, near: Near, text: str, *, outcome: bool | None, speaker: str = ""
 ) -> Judgement:
-    """The model's verdict over the same neighbours the offline judge reads. Falls back to the
-    offline judge when the model fails or answers about a fact it was not shown."""
-    near = neighbours(memory, text, embedding, reader=reader)
+    """The model's verdict over the neighbours the offline judge would read. Falls back to the
+    offline judge, over the same neighbours, when the model fails or answers about a fact it
+    was not shown."""
     if not near:
         return Judgement("novel", None, "nothing like it is known")
     listing = "\n".join(f"[{fact.pk}] {fact.text}" for fact in near)
@@ -177,9 +166,7 @@ def judge_with_model(
         )
     except llm.LLMError as error:
         logger.warning("the model could not judge a write (%s); using the offline judge", error)
-        return judge(
-            memory, text, outcome=outcome, embedding=embedding, speaker=speaker, reader=reader
-        )
+        return judge(near, text, outcome=outcome, speaker=speaker)
     verdict = answer.parsed
     assert verdict is not None  # an output was asked for
     by_pk = {fact.pk: fact for fact in near}
@@ -187,9 +174,7 @@ def judge_with_model(
         return Judgement("novel", None, verdict.reason or "the model judged it novel")
     target = by_pk.get(verdict.target) if verdict.target is not None else None
     if target is None:
-        return judge(
-            memory, text, outcome=outcome, embedding=embedding, speaker=speaker, reader=reader
-        )
+        return judge(near, text, outcome=outcome, speaker=speaker)
     kind = verdict.verdict
     # Enforced in code, whatever the model says: a "not" apart is never the same fact; talk
     # is never a fact to merge with or replace; two people's own words are two facts.

@@ -220,10 +220,11 @@ def judge(statement: Statement) -> Judged:
             memory, statement.verdict, statement.target, outcome=outcome, reader=reader
         )
     else:
-        judged_by = gate.judge_with_model if gate.model_judging(memory) else gate.judge
-        judgement = judged_by(
-            memory, text, outcome=outcome, embedding=embedding, speaker=speaker, reader=reader
-        )
+        near = gate.neighbours(memory, text, embedding, reader=reader)
+        if gate.model_judging(memory):
+            judgement = gate.judge_with_model(memory, near, text, outcome=outcome, speaker=speaker)
+        else:
+            judgement = gate.judge(near, text, outcome=outcome, speaker=speaker)
     twins = gate.pending_twins(
         memory,
         text,

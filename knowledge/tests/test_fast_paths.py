@@ -372,21 +372,17 @@ def test_the_gate_reads_the_plain_queries_neighbours_and_judges_the_labelled_pai
     differ, verdicts = [], set()
     for pair in pairs:
         vector = embedder.embed_one(pair.new)
-        fast = {
-            fact.pk: near
-            for fact, near in gate.neighbours(home, pair.new, vector, reader=SYSTEM).items()
-        }
+        near = gate.neighbours(home, pair.new, vector, reader=SYSTEM)
+        fast = {fact.pk: closeness for fact, closeness in near.items()}
         plain = _plain_neighbours(home, pair.new, vector)
         same_closeness = fast.keys() == plain.keys() and all(
             (fast[pk] is None) == (plain[pk] is None)
             and (fast[pk] is None or abs(fast[pk] - plain[pk]) < 1e-6)
             for pk in fast
         )
-        judged = gate.judge(
-            home, pair.new, outcome=None, embedding=vector, speaker=pair.new_by, reader=SYSTEM
-        )
+        judged = gate.judge(near, pair.new, outcome=None, speaker=pair.new_by)
         verdicts.add(judged.verdict)
-        with_plain = _judged_over(home, pair, vector, plain)
+        with_plain = _judged_over(pair, plain)
         # Two targets as close as each other are as good: the plain queries' order was the
         # table's, so a tie could go to either.
         target = fast[judged.target.pk] if judged.target else None
@@ -442,16 +438,11 @@ def test_the_gates_neighbours_come_as_the_rows_the_orm_reads(db, home, alice):
         assert fact.taught_by_name == orm[fact.pk].taught_by_name
 
 
-def _judged_over(memory, pair, vector, plain):
+def _judged_over(pair, plain):
     """``gate.judge``'s verdict and target over the plain neighbours."""
-    from unittest import mock
-
     facts = Fact.objects.in_bulk(list(plain))
     near = {facts[pk]: closeness for pk, closeness in plain.items()}
-    with mock.patch.object(gate, "neighbours", lambda *args, **kwargs: near):
-        judged = gate.judge(
-            memory, pair.new, outcome=None, embedding=vector, speaker=pair.new_by, reader=SYSTEM
-        )
+    judged = gate.judge(near, pair.new, outcome=None, speaker=pair.new_by)
     return judged.verdict, plain[judged.target.pk] if judged.target else None
 
 
