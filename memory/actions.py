@@ -15,6 +15,7 @@ changes only through ``revisions.write_document``.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 
@@ -39,7 +40,7 @@ from knowledge.models import (
     Subject,
     name_of,
 )
-from knowledge.read_layer import reader_for
+from knowledge.read_layer import SYSTEM, reader_for
 from knowledge.secret_filter import secret_in
 from knowledge.subjects import mentioned_in
 from knowledge.subjects import resolve as resolve_subjects
@@ -188,6 +189,39 @@ def learn(statement: Statement) -> Learned:
     if statement.evidence:  # what an agent saw is learned only while learning is on
         switches.require_learning(statement.memory)
     return file(judge(statement))
+
+
+def learn_conclusion(
+    report: list[str],
+    *,
+    memory: Memory,
+    text: str,
+    origin: str,
+    source: Source,
+    cites: Sequence[Passage] = (),
+    reader=SYSTEM,
+) -> Learned | None:
+    """Teach a conclusion brain drew itself (a study session's, an insight run's) at low
+    confidence — it is a guess from what was read, not something a person said — and write
+    in its run's ``report`` what became of it: the outcome's message, or "Not filed:" and why
+    its words were refused. None when they were."""
+    try:
+        learned = learn(
+            Statement.derived(
+                memory=memory,
+                text=text,
+                origin=origin,
+                confidence=Confidence.LOW,
+                source=source,
+                cites=cites,
+                reader=reader,
+            )
+        )
+    except ValidationError as error:
+        report.append(f"Not filed: {' '.join(error.messages)}")
+        return None
+    report.append(learned.message)
+    return learned
 
 
 @dataclass(frozen=True)

@@ -56,8 +56,7 @@ from knowledge import retrieval, statements
 from knowledge.models import Conflict, Fact, Memory, Passage, Source, Subject
 from knowledge.read_layer import reader_for
 from memory import actions, switches
-from memory.models import Confidence, Origin, StudySession
-from memory.taught import Statement
+from memory.models import Origin, StudySession
 
 logger = logging.getLogger(__name__)
 
@@ -455,29 +454,22 @@ def study(session: StudySession, *, now: datetime | None = None) -> Findings:
             found.lines.append("Learning was switched off during the session: nothing filed.")
             break
         source = source or _source(session)
-        try:
-            # A conclusion cites the passages of the facts it rests on, so it is read only by
-            # those who may read all of them; and it is judged against what the session read.
-            learned = actions.learn(
-                Statement.derived(
-                    memory=session.memory,
-                    text=text,
-                    origin=Origin.STUDY,
-                    confidence=Confidence.LOW,
-                    source=source,
-                    cites=list(
-                        Passage.objects.as_system("the passages of the facts a conclusion rests on")
-                        .filter(facts__in=because)
-                        .distinct()
-                    ),
-                    reader=reader,
-                )
-            )
-        except ValidationError as error:
-            found.lines.append(f"Not filed: {' '.join(error.messages)}")
-            continue
-        found.lines.append(learned.message)
-        if learned.item is not None:
+        # A conclusion cites the passages of the facts it rests on, so it is read only by those
+        # who may read all of them; and it is judged against what the session read.
+        learned = actions.learn_conclusion(
+            found.lines,
+            memory=session.memory,
+            text=text,
+            origin=Origin.STUDY,
+            source=source,
+            cites=list(
+                Passage.objects.as_system("the passages of the facts a conclusion rests on")
+                .filter(facts__in=because)
+                .distinct()
+            ),
+            reader=reader,
+        )
+        if learned is not None and learned.item is not None:
             found.filed.append(text)
     if not conclusions:
         found.model = "The model concluded nothing new."

@@ -49,8 +49,7 @@ from knowledge import statements, visibility
 from knowledge.models import Fact, Memory, Source, Subject
 from memory import actions as memory_actions
 from memory import switches
-from memory.models import Confidence, Origin
-from memory.taught import Statement
+from memory.models import Origin
 from review import guesses as review_guesses
 from review.models import OPEN_GUESSES_AT_MOST, Guess, HouseEvent, InsightRun
 
@@ -450,21 +449,10 @@ def _file_findings(
             return
         if source is None:
             source = _source(memory, run)
-        try:
-            learned = memory_actions.learn(
-                Statement.derived(
-                    memory=memory,
-                    text=text,
-                    origin=Origin.INSIGHT,
-                    confidence=Confidence.LOW,
-                    source=source,
-                )
-            )
-        except ValidationError as error:
-            report.lines.append(f"Not filed: {' '.join(error.messages)}")
-            continue
-        report.lines.append(learned.message)
-        if learned.item is not None:
+        learned = memory_actions.learn_conclusion(
+            report.lines, memory=memory, text=text, origin=Origin.INSIGHT, source=source
+        )
+        if learned is not None and learned.item is not None:
             report.findings_filed += 1
 
 
