@@ -279,6 +279,8 @@ def test_with_a_model_durable_findings_are_filed_through_the_inbox_citing_the_ru
     assert "Filed 1 finding through the inbox." in run.report
     assert any("Not filed (not a durable statement)" in line for line in run.lines)
     assert not Fact.objects.filter(text__icontains="4921").exists()
+    refused = [line for line in run.lines if line.startswith("Not filed: That looks like")]
+    assert len(refused) == 1 and "brain does not keep secrets" in refused[0]
     assert llm_stub.requests[0].body["messages"][0]["content"]
     assert ModelCall.objects.get().task == "insight"
 
