@@ -87,6 +87,8 @@ def test_the_agent_distils_over_http_and_unknown_ids_are_refused(client, home, t
     assert done.status_code == 200
     assert done.json()["message"] == "Distilled 1 episode into 1 new belief."
     assert Fact.objects.get().valence == "failure"
+    assert done.json()["fact_ids"] == [Fact.objects.get().pk]
+    assert (done.json()["dropped"], done.json()["waiting"]) == ([], 0)
 
 
 def test_the_sleep_pass_runs_now_when_asked_to_wait(client, home, token):
@@ -97,6 +99,8 @@ def test_the_sleep_pass_runs_now_when_asked_to_wait(client, home, token):
     assert response.status_code == 200
     assert response.json()["message"].startswith("Distilled 1 episode into 1 new belief.")
     assert Fact.objects.get().text == "Deploys take 20 minutes."
+    body = response.json()
+    assert (body["fact_ids"], body["dropped"], body["waiting"]) == ([Fact.objects.get().pk], [], 0)
 
 
 def test_the_sleep_pass_asked_to_wait_with_learning_off_says_so_and_changes_nothing(
