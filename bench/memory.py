@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import replace
 from datetime import timedelta
 
 from django.utils import timezone
 
 from knowledge.read_layer import SYSTEM
 from memory import actions as memory_actions
-from memory.composers.base import Candidate
+from memory.composers.base import Candidate, Request
 from memory.composers.offline import OfflineComposer
 from memory.demo import household_document, household_facts
 from memory.taught import Statement
@@ -44,12 +45,13 @@ def offline_composer() -> str:
         for n, fact in enumerate(household_facts(ITEMS, seed=7))
     ]
     composer = OfflineComposer()
+    request = Request(document=text, candidates=candidates, max_bytes=DOCUMENT_BYTES)
 
     def file_twenty():
-        return composer.compose(document=text, candidates=candidates, max_bytes=DOCUMENT_BYTES)
+        return composer.compose(request)
 
     def pass_through():
-        return composer.compose(document=text, candidates=[], max_bytes=DOCUMENT_BYTES)
+        return composer.compose(replace(request, candidates=[]))
 
     filing = _median_ms(file_twenty)
     baseline = _median_ms(pass_through)

@@ -32,7 +32,7 @@ import contextlib
 import logging
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -60,6 +60,7 @@ from memory.composers.base import (
     ComposerError,
     ComposerTimeout,
     Composition,
+    Request,
     failure_lines,
     failure_statement,
     is_avoid_line,
@@ -265,9 +266,10 @@ def _pass(run: ConsolidationRun, deadline: float) -> None:
     composer = get_composer(memory)
     run.composer = composer.name
     run.save(update_fields=["composer"])
+    request = Request(document=revision.text, candidates=candidates, max_bytes=memory.max_bytes)
     started = time.monotonic()
     try:
-        composition = _compose(composer, revision.text, candidates, memory, deadline)
+        composition = _compose(composer, request, memory, deadline)
     except OverCap as over:
         _finish(run, ConsolidationRun.State.FAILED, str(over))
         return
@@ -333,31 +335,19 @@ def _time_left(deadline: float) -> float:
     return left
 
 
-def _compose(
-    composer: Composer, text: str, candidates: list[Candidate], memory: Memory, deadline: float
-) -> Composition:
-    """Ask once; if the answer is over the cap, ask once more with the measured excess."""
-    answer = composer.compose(
-        document=text,
-        candidates=candidates,
-        max_bytes=memory.max_bytes,
-        timeout=_time_left(deadline),
-    )
-    excess = document.size_bytes(answer.document) - memory.max_bytes
+def _compose(composer: Composer, request: Request, memory: Memory, deadline: float) -> Composition:
+    """Ask once; if the answer is over the cap, ask once more: the same request, with feedback
+    naming the measured excess."""
+    answer = composer.compose(request, timeout=_time_left(deadline))
+    excess = document.size_bytes(answer.document) - request.max_bytes
     if excess <= 0:
         return answer
     feedback = (
         f"drop the oldest and lowest-value facts until it fits — {excess:,} bytes over "
         f"memory_max_kb={memory.memory_max_kb}"
     )
-    answer = composer.compose(
-        document=text,
-        candidates=candidates,
-        max_bytes=memory.max_bytes,
-        feedback=feedback,
-        timeout=_time_left(deadline),
-    )
-    excess = document.size_bytes(answer.document) - memory.max_bytes
+    answer = composer.compose(replace(request, feedback=feedback), timeout=_time_left(deadline))
+    excess = document.size_bytes(answer.document) - request.max_bytes
     if excess > 0:
         raise OverCap(
             f"The new document was still {excess:,} bytes over its limit of "

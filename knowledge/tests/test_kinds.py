@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from knowledge.kinds import SECTIONS, Classification, classify, kind_for
-from memory.composers.base import Candidate
+from memory.composers.base import Candidate, Request
 from memory.composers.offline import OfflineComposer, bullet_text, distil_voice
 
 RULE, PREFERENCE, NICKNAME = "rule", "preference", "nickname"
@@ -77,7 +77,9 @@ def filed_under(text: str) -> str:
     """The heading the offline composer files ``text`` under."""
     when = datetime(2025, 3, 1, tzinfo=UTC)
     candidate = Candidate(id=1, text=text, origin="chat", confidence="high", created_at=when)
-    composed = OfflineComposer().compose(document=TEMPLATE, candidates=[candidate], max_bytes=8192)
+    composed = OfflineComposer().compose(
+        Request(document=TEMPLATE, candidates=[candidate], max_bytes=8192)
+    )
     section = ""
     for line in composed.document.splitlines():
         if line.startswith("## "):

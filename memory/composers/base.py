@@ -106,6 +106,17 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class Request:
+    """What a pass asks its composer: the same on its one retry but for ``feedback`` (each
+    attempt has its own timeout: what is left of the pass)."""
+
+    document: str  # the current memory document
+    candidates: list[Candidate]
+    max_bytes: int  # the cap on the new document, in UTF-8 bytes
+    feedback: str | None = None  # set on the one retry after an over-cap answer, naming the excess
+
+
+@dataclass(frozen=True)
 class Composition:
     """A composer's answer: the whole new document and the voice distillate."""
 
@@ -120,18 +131,7 @@ class Composition:
 class Composer(Protocol):
     name: str
 
-    def compose(
-        self,
-        *,
-        document: str,
-        candidates: list[Candidate],
-        max_bytes: int,
-        feedback: str | None = None,
-        timeout: float | None = None,
-    ) -> Composition:
-        """Return the new document (at most ``max_bytes`` UTF-8 bytes when it can) and voice.
-
-        ``feedback`` is set on the one retry after an over-cap answer and names the excess.
-        ``timeout`` is the number of seconds left in the pass.
-        """
+    def compose(self, request: Request, *, timeout: float | None = None) -> Composition:
+        """Return the new document (at most ``request.max_bytes`` UTF-8 bytes when it can) and
+        voice. ``timeout`` is the number of seconds left in the pass."""
         ...

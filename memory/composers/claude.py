@@ -28,6 +28,7 @@ from memory.composers.base import (
     ComposerTimeout,
     ComposerUnavailable,
     Composition,
+    Request,
     failure_statement,
 )
 
@@ -107,15 +108,7 @@ class ClaudeComposer:
         self.memory = memory
         self.name = name
 
-    def compose(
-        self,
-        *,
-        document: str,
-        candidates: list[Candidate],
-        max_bytes: int,
-        feedback: str | None = None,
-        timeout: float | None = None,
-    ) -> Composition:
+    def compose(self, request: Request, *, timeout: float | None = None) -> Composition:
         """The model's document and voice; see ``Composer.compose`` for the contract.
 
         A "keep" answer returns the input document unchanged, ``kept_reason`` set, notes
@@ -129,8 +122,8 @@ class ClaudeComposer:
             answer = llm.complete(
                 task=TASK,
                 system=SYSTEM,
-                prompt=build_prompt(document, candidates, max_bytes=max_bytes, feedback=feedback),
-                max_tokens=max_output_tokens(max_bytes),
+                prompt=build_prompt(request),
+                max_tokens=max_output_tokens(request.max_bytes),
                 timeout=DEFAULT_TIMEOUT_S if timeout is None else timeout,
                 output=ComposerAnswer,
                 memory=self.memory,
@@ -147,13 +140,13 @@ class ClaudeComposer:
         call_note = f"model call #{answer.call_id}"
         if parsed.decision == "keep":
             return Composition(
-                document=document,
+                document=request.document,
                 voice="",
                 notes=[f"kept: {reason}", call_note],
                 kept_reason=reason,
             )
         new_document = parsed.document or ""
-        if new_document and document.endswith("\n") and not new_document.endswith("\n"):
+        if new_document and request.document.endswith("\n") and not new_document.endswith("\n"):
             new_document += "\n"  # keep the file's convention; JSON answers often drop it
         voice = fit_voice(parsed.voice.strip())
         notes = [f"wrote: {reason}", call_note]
@@ -165,32 +158,31 @@ class ClaudeComposer:
         return Composition(document=new_document, voice=voice, notes=notes)
 
 
-def build_prompt(
-    document: str, candidates: list[Candidate], *, max_bytes: int, feedback: str | None
-) -> str:
+def build_prompt(request: Request) -> str:
     """The user message: the cap, the document, the candidates oldest first, any feedback.
 
     The document sits between tags carrying a random nonce, so text stored in it cannot close
     the block early. Candidates are one JSON object a line, so their text cannot either.
     """
     nonce = secrets.token_hex(4)
-    ordered = sorted(candidates, key=lambda candidate: (candidate.created_at, candidate.id))
+    ordered = sorted(request.candidates, key=lambda candidate: (candidate.created_at, candidate.id))
     lines = "\n".join(json.dumps(_candidate(item), ensure_ascii=False) for item in ordered)
     parts = [
         f"Today is {timezone.localdate().isoformat()}.",
-        f"Cap: the new document must be at most {max_bytes} bytes of UTF-8 "
-        f"({max_bytes / 1024:g} KB). The current document is {_size(document)} bytes.",
+        f"Cap: the new document must be at most {request.max_bytes} bytes of UTF-8 "
+        f"({request.max_bytes / 1024:g} KB). The current document is "
+        f"{_size(request.document)} bytes.",
         "",
         f"The current document, between <document-{nonce}> tags (it may be empty):",
         f"<document-{nonce}>",
-        document.rstrip("\n"),
+        request.document.rstrip("\n"),
         f"</document-{nonce}>",
         "",
         f"Candidates, oldest first, one JSON object per line ({len(ordered)}):",
         lines or "(none)",
     ]
-    if feedback:
-        parts += ["", "Feedback on your previous answer, which was not accepted:", feedback]
+    if request.feedback:
+        parts += ["", "Feedback on your previous answer, which was not accepted:", request.feedback]
     return "\n".join(parts) + "\n"
 
 

@@ -33,6 +33,7 @@ from memory.composers.base import (
     VOICE_MAX_BYTES,
     Candidate,
     Composition,
+    Request,
     avoid,
     is_avoid_line,
     is_failures_heading,
@@ -353,15 +354,7 @@ class OfflineComposer:
 
     name = "offline"
 
-    def compose(
-        self,
-        *,
-        document: str,
-        candidates: list[Candidate],
-        max_bytes: int,
-        feedback: str | None = None,
-        timeout: float | None = None,
-    ) -> Composition:
+    def compose(self, request: Request, *, timeout: float | None = None) -> Composition:
         """Return the new document and voice distillate; see ``Composer.compose``.
 
         With no candidates the document comes back unchanged. ``feedback`` (the retry after an
@@ -369,7 +362,8 @@ class OfflineComposer:
         not consulted: a pass is one comparison per candidate and bullet, about a second for a
         full 64 KB document and fifty candidates.
         """
-        if not candidates:
+        document = request.document
+        if not request.candidates:
             unchanged = ["nothing waiting to be filed; the document is unchanged"]
             return Composition(document=document, voice=distil_voice(document), notes=unchanged)
         notes: list[str] = []
@@ -377,10 +371,10 @@ class OfflineComposer:
             document = f"{DEFAULT_TITLE}\n"
         eol = "\r" if "\r\n" in document else ""
         lines = _parse(document)
-        ordered = sorted(candidates, key=lambda c: (c.created_at, c.id))
+        ordered = sorted(request.candidates, key=lambda c: (c.created_at, c.id))
         for rank, candidate in enumerate(ordered):
             _file(lines, candidate, rank, eol, notes)
-        target = int(max_bytes * RETRY_TARGET) if feedback else max_bytes
+        target = int(request.max_bytes * RETRY_TARGET) if request.feedback else request.max_bytes
         _enforce_cap(lines, target, notes)
         text = _render(lines)
         return Composition(document=text, voice=distil_voice(text), notes=notes)

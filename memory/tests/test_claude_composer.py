@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -16,6 +17,7 @@ from memory.composers.base import (
     ComposerError,
     ComposerTimeout,
     ComposerUnavailable,
+    Request,
 )
 from memory.composers.claude import ClaudeComposer, fit_voice
 
@@ -47,14 +49,13 @@ def candidate(id: int, text: str, **fields) -> Candidate:
     return Candidate(id=id, text=text, **{**values, **fields})
 
 
-def compose(**overrides):
-    arguments = {
-        "document": DOCUMENT,
-        "candidates": [candidate(1, "Sarah likes the bedroom at 19 °C")],
-        "max_bytes": 32 * 1024,
-        "timeout": 5.0,
-    }
-    return ClaudeComposer().compose(**{**arguments, **overrides})
+def compose(*, timeout: float = 5.0, **overrides):
+    request = Request(
+        document=DOCUMENT,
+        candidates=[candidate(1, "Sarah likes the bedroom at 19 °C")],
+        max_bytes=32 * 1024,
+    )
+    return ClaudeComposer().compose(replace(request, **overrides), timeout=timeout)
 
 
 def write(document: str = NEW_DOCUMENT, voice: str = "The office is the back bedroom.", **extra):

@@ -128,7 +128,7 @@ def test_an_answer_over_the_cap_is_retried_once_with_the_measured_excess(home, s
 
     assert run.state == "filed"
     excess = document.size_bytes(too_long.document) - 1024
-    assert composer.calls[1]["feedback"] == (
+    assert composer.requests[1].feedback == (
         f"drop the oldest and lowest-value facts until it fits — {excess:,} bytes over "
         "memory_max_kb=1"
     )

@@ -114,10 +114,10 @@ def a_pass_composing(home, monkeypatch) -> Iterator[ConsolidationRun]:
     class Slow:
         name = "offline"
 
-        def compose(self, **kwargs):
+        def compose(self, request, *, timeout=None):
             thinking.set()
             go_on.wait(timeout=30)
-            return offline.compose(**kwargs)
+            return offline.compose(request, timeout=timeout)
 
     monkeypatch.setattr("memory.consolidator.get_composer", lambda memory=None: Slow())
     filing = _meanwhile(lambda: consolidator.execute(run.pk))

@@ -13,7 +13,7 @@ from knowledge import retrieval
 from knowledge.models import Fact
 from knowledge.read_layer import SYSTEM
 from memory import actions, consolidator, document, revisions
-from memory.composers.base import FAILURES_HEADING, Candidate, Composition
+from memory.composers.base import FAILURES_HEADING, Candidate, Composition, Request
 from memory.composers.offline import OfflineComposer, distil_voice
 from memory.models import ConsolidationRun, DocumentRevision, InboxItem, Origin
 from memory.taught import Statement
@@ -167,9 +167,14 @@ def test_forgetting_a_failure_removes_its_avoid_line_at_the_next_pass(home):
 
 def test_the_offline_composer_files_a_failure_under_its_own_heading_last():
     result = OfflineComposer().compose(
-        document=document.TEMPLATE,
-        candidates=[_candidate(1, FAILURE, valence="failure"), _candidate(2, "The loft is warm.")],
-        max_bytes=32 * 1024,
+        Request(
+            document=document.TEMPLATE,
+            candidates=[
+                _candidate(1, FAILURE, valence="failure"),
+                _candidate(2, "The loft is warm."),
+            ],
+            max_bytes=32 * 1024,
+        )
     )
 
     assert _under(result.document, FAILURES_HEADING) == [f"- Avoid: {FAILURE}"]
@@ -184,7 +189,11 @@ def test_a_failure_takes_the_place_of_the_advice_it_was_written_as():
     old = document.TEMPLATE.replace("## Devices\n", f"## Devices\n- {FAILURE}\n")
 
     result = OfflineComposer().compose(
-        document=old, candidates=[_candidate(1, FAILURE, valence="failure")], max_bytes=32 * 1024
+        Request(
+            document=old,
+            candidates=[_candidate(1, FAILURE, valence="failure")],
+            max_bytes=32 * 1024,
+        )
     )
 
     assert _under(result.document, FAILURES_HEADING) == [f"- Avoid: {FAILURE}"]
@@ -193,15 +202,19 @@ def test_a_failure_takes_the_place_of_the_advice_it_was_written_as():
 
 def test_the_same_failure_twice_is_one_avoid_line():
     first = OfflineComposer().compose(
-        document=document.TEMPLATE,
-        candidates=[_candidate(1, FAILURE, valence="failure")],
-        max_bytes=32 * 1024,
+        Request(
+            document=document.TEMPLATE,
+            candidates=[_candidate(1, FAILURE, valence="failure")],
+            max_bytes=32 * 1024,
+        )
     )
 
     again = OfflineComposer().compose(
-        document=first.document,
-        candidates=[_candidate(2, FAILURE.lower(), valence="failure")],
-        max_bytes=32 * 1024,
+        Request(
+            document=first.document,
+            candidates=[_candidate(2, FAILURE.lower(), valence="failure")],
+            max_bytes=32 * 1024,
+        )
     )
 
     assert _under(again.document, FAILURES_HEADING) == [f"- Avoid: {FAILURE}"]
@@ -209,9 +222,13 @@ def test_the_same_failure_twice_is_one_avoid_line():
 
 def test_a_failure_worded_as_avoid_something_gets_the_label_once():
     result = OfflineComposer().compose(
-        document=document.TEMPLATE,
-        candidates=[_candidate(1, "avoid running the tumble dryer overnight", valence="failure")],
-        max_bytes=32 * 1024,
+        Request(
+            document=document.TEMPLATE,
+            candidates=[
+                _candidate(1, "avoid running the tumble dryer overnight", valence="failure")
+            ],
+            max_bytes=32 * 1024,
+        )
     )
 
     assert _under(result.document, FAILURES_HEADING) == [

@@ -228,8 +228,9 @@ def filing(monkeypatch):
         (),
         {
             "name": "filing",
-            "compose": lambda self, document, candidates, **_: Composition(
-                document=document + "".join(f"- {c.text}\n" for c in candidates), voice=""
+            "compose": lambda self, request, **_: Composition(
+                document=request.document + "".join(f"- {c.text}\n" for c in request.candidates),
+                voice="",
             ),
         },
     )()

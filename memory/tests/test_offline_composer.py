@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from memory.composers.base import VOICE_MAX_BYTES, Candidate, Composer, Composition
+from memory.composers.base import VOICE_MAX_BYTES, Candidate, Composer, Composition, Request
 from memory.composers.offline import OfflineComposer, distil_voice
 
 START = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
@@ -51,7 +51,7 @@ def compose(
     document: str, *facts: Candidate, max_bytes: int = 32 * 1024, feedback: str | None = None
 ) -> Composition:
     return OfflineComposer().compose(
-        document=document, candidates=list(facts), max_bytes=max_bytes, feedback=feedback
+        Request(document=document, candidates=list(facts), max_bytes=max_bytes, feedback=feedback)
     )
 
 
@@ -318,7 +318,8 @@ def test_the_offline_composer_answers_the_composer_interface():
     composer: Composer = OfflineComposer()
     assert composer.name == "offline"
     result = composer.compose(
-        document=TEMPLATE, candidates=[fact("The roof is slate")], max_bytes=2048, timeout=1.0
+        Request(document=TEMPLATE, candidates=[fact("The roof is slate")], max_bytes=2048),
+        timeout=1.0,
     )
     assert isinstance(result, Composition)
 

@@ -63,20 +63,21 @@ def test_while_a_pass_runs_the_taught_line_waits_its_turn_and_the_box_says_so(
 def test_a_line_taught_after_a_pass_read_the_queue_gets_a_pass_when_it_ends(
     home, scripted, django_capture_on_commit_callbacks
 ):
+    from memory.composers.base import Request
     from memory.composers.offline import OfflineComposer
 
     actions.learn(Statement.said(memory=home, text="Guests use the loft.", origin=Origin.VOICE))
     running = consolidator.request_consolidation(memory=home, trigger="manual", send=False).run
     said = []
 
-    def compose_while_someone_teaches(**asked):
+    def compose_while_someone_teaches(**request):
         taught = actions.learn(
             Statement.typed(memory=home, text="The hall is cold.", origin=Origin.TYPED)
         )
         said.append(consolidator.file_at_once(item=taught.item).message)
-        return OfflineComposer().compose(**asked)
+        return OfflineComposer().compose(Request(**request))
 
-    scripted(compose_while_someone_teaches, OfflineComposer().compose)
+    scripted(compose_while_someone_teaches, OfflineComposer())
     with django_capture_on_commit_callbacks() as sent:
         consolidator.execute(running.pk)
 
