@@ -24,8 +24,10 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin import ActionLocation
@@ -107,6 +109,26 @@ class InMemoryFilter(admin.SimpleListFilter):
         if value and value.isdigit():
             return queryset.filter(**{self.memory_field: int(value)})
         return queryset
+
+
+def on_each_row[Row](
+    needed: Permission, description: str, *, location: list[ActionLocation] = EVERYWHERE
+) -> Callable[[Callable[[Any, HttpRequest, Row], str]], Callable]:
+    """A ``MemoryScopedAdmin`` action that does one thing to each chosen row: the method it
+    decorates, ``(self, request, row) -> str``, does it through an app's action and says what
+    happened, in words. ``needed`` is said once: it shows the action to those who hold it in
+    some memory (``has_<needed>_permission``), and it is required in every memory of the rows
+    before any is touched (``MemoryScopedAdmin.act``)."""
+
+    def decorate(do: Callable[[Any, HttpRequest, Row], str]) -> Callable:
+        @admin.action(permissions=[needed.label], description=description, location=location)
+        @functools.wraps(do)
+        def action(model_admin: MemoryScopedAdmin, request: HttpRequest, queryset) -> None:
+            model_admin.act(request, queryset, needed, lambda row: do(model_admin, request, row))
+
+        return action
+
+    return decorate
 
 
 class MemoryScopedAdmin(admin.ModelAdmin):
@@ -744,18 +766,15 @@ class ReviewItemAdmin(MemoryScopedAdmin):
         url = reverse("knowledge:source", args=[item.source_id])
         return format_html('<a href="{}">{}</a>', url, item.source.title)
 
-    @admin.action(description="Mark as settled", permissions=["administer"])
-    def settle(self, request, queryset):
-        def done(item) -> str:
-            if item.kind == ReviewItem.Kind.CONFLICT:  # its conflict would stay open
-                raise StateConflict(
-                    "A conflict is settled by choosing what holds: in Review, on its page or "
-                    "under Conflicts."
-                )
-            labeller.settle(item, by=request.user)
-            return "Settled."
-
-        self.act(request, queryset, Permission.ADMINISTER, done)
+    @on_each_row(Permission.ADMINISTER, "Mark as settled", location=[ActionLocation.CHANGE_LIST])
+    def settle(self, request, item: ReviewItem) -> str:
+        if item.kind == ReviewItem.Kind.CONFLICT:  # its conflict would stay open
+            raise StateConflict(
+                "A conflict is settled by choosing what holds: in Review, on its page or "
+                "under Conflicts."
+            )
+        labeller.settle(item, by=request.user)
+        return "Settled."
 
 
 @admin.register(CompileRun)

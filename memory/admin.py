@@ -30,6 +30,7 @@ from knowledge.admin import (
     ReadOnlyInline,
     RunLogAdmin,
     link_to,
+    on_each_row,
 )
 from knowledge.embedding import embedder_for
 from knowledge.models import Conflict, Fact, Subject
@@ -186,26 +187,14 @@ class FactAdmin(MemoryScopedAdmin):
 
     # Actions ---------------------------------------------------------------------------------
 
-    @admin.action(permissions=["curate"], description="Forget", location=EVERYWHERE)
-    def forget(self, request, queryset) -> None:
-        self.act(
-            request,
-            queryset,
-            Permission.CURATE,
-            lambda fact: (
-                f"#{fact.pk} “{_short(fact.text)}”: " + actions.forget(fact=fact, by=request.user)
-            ),
-        )
+    @on_each_row(Permission.CURATE, "Forget")
+    def forget(self, request, fact: Fact) -> str:
+        return f"#{fact.pk} “{_short(fact.text)}”: " + actions.forget(fact=fact, by=request.user)
 
-    @admin.action(
-        permissions=["curate"], description="Restore (forgotten moments ago)", location=EVERYWHERE
-    )
-    def restore(self, request, queryset) -> None:
-        def restore(fact: Fact) -> str:
-            actions.restore(fact=fact, by=request.user)
-            return f"Kept #{fact.pk} “{_short(fact.text)}”."
-
-        self.act(request, queryset, Permission.CURATE, restore)
+    @on_each_row(Permission.CURATE, "Restore (forgotten moments ago)")
+    def restore(self, request, fact: Fact) -> str:
+        actions.restore(fact=fact, by=request.user)
+        return f"Kept #{fact.pk} “{_short(fact.text)}”."
 
     @admin.action(permissions=["curate"], description="Re-run expiry", location=EVERYWHERE)
     def expire(self, request, queryset) -> None:
@@ -269,25 +258,21 @@ class ConflictAdmin(MemoryScopedAdmin):
     def new_fact(self, conflict: Conflict) -> str:
         return link_to(conflict.new, _short(conflict.new.text))
 
-    def _settle(self, request, queryset, keep: str) -> None:
-        self.act(
-            request,
-            queryset,
-            Permission.CURATE,
-            lambda c: actions.settle_conflict(conflict=c, keep=keep, by=request.user).message,
-        )
+    @staticmethod
+    def _settle(request, conflict: Conflict, keep: str) -> str:
+        return actions.settle_conflict(conflict=conflict, keep=keep, by=request.user).message
 
-    @admin.action(permissions=["curate"], description="Keep the new one", location=EVERYWHERE)
-    def keep_new(self, request, queryset) -> None:
-        self._settle(request, queryset, Conflict.Resolution.KEEP_NEW)
+    @on_each_row(Permission.CURATE, "Keep the new one")
+    def keep_new(self, request, conflict: Conflict) -> str:
+        return self._settle(request, conflict, Conflict.Resolution.KEEP_NEW)
 
-    @admin.action(permissions=["curate"], description="Keep the old one", location=EVERYWHERE)
-    def keep_old(self, request, queryset) -> None:
-        self._settle(request, queryset, Conflict.Resolution.KEEP_OLD)
+    @on_each_row(Permission.CURATE, "Keep the old one")
+    def keep_old(self, request, conflict: Conflict) -> str:
+        return self._settle(request, conflict, Conflict.Resolution.KEEP_OLD)
 
-    @admin.action(permissions=["curate"], description="Keep both", location=EVERYWHERE)
-    def keep_both(self, request, queryset) -> None:
-        self._settle(request, queryset, Conflict.Resolution.KEEP_BOTH)
+    @on_each_row(Permission.CURATE, "Keep both")
+    def keep_both(self, request, conflict: Conflict) -> str:
+        return self._settle(request, conflict, Conflict.Resolution.KEEP_BOTH)
 
 
 # The queue -----------------------------------------------------------------------------------
@@ -317,14 +302,11 @@ class InboxItemAdmin(MemoryScopedAdmin):
     def statement(self, item: InboxItem) -> str:
         return _short(item.text)
 
-    @admin.action(permissions=["curate"], description="Drop from the queue", location=EVERYWHERE)
-    def drop(self, request, queryset) -> None:
-        def drop(item: InboxItem) -> str:
-            if actions.drop_inbox_item(item=item, by=request.user):
-                return f"Dropped “{_short(item.text)}”."
-            return f"“{_short(item.text)}” was no longer waiting; nothing changed."
-
-        self.act(request, queryset, Permission.CURATE, drop)
+    @on_each_row(Permission.CURATE, "Drop from the queue")
+    def drop(self, request, item: InboxItem) -> str:
+        if actions.drop_inbox_item(item=item, by=request.user):
+            return f"Dropped “{_short(item.text)}”."
+        return f"“{_short(item.text)}” was no longer waiting; nothing changed."
 
 
 # The document and its log ----------------------------------------------------------------------

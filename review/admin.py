@@ -20,12 +20,12 @@ from django.template.response import TemplateResponse
 from knowledge import actions as knowledge_actions
 from knowledge.access import Permission
 from knowledge.admin import (
-    EVERYWHERE,
     MemoryScopedAdmin,
     ReadOnlyInline,
     RunLogAdmin,
     link_to,
     memories_where,
+    on_each_row,
 )
 from knowledge.models import Fact, Subject
 from review import findings as review_findings
@@ -153,23 +153,15 @@ class SubjectAdmin(MemoryScopedAdmin):
         )
         return None
 
-    @admin.action(
-        permissions=["curate"], description="The house no longer has it", location=EVERYWHERE
-    )
-    def gone(self, request, queryset) -> None:
-        def gone(subject: Subject) -> str:
-            knowledge_actions.set_subject_presence(subject=subject, present=False)
-            return f"“{subject.name}” is gone: its facts rest until it is back."
+    @on_each_row(Permission.CURATE, "The house no longer has it")
+    def gone(self, request, subject: Subject) -> str:
+        knowledge_actions.set_subject_presence(subject=subject, present=False)
+        return f"“{subject.name}” is gone: its facts rest until it is back."
 
-        self.act(request, queryset, Permission.CURATE, gone)
-
-    @admin.action(permissions=["curate"], description="It is back", location=EVERYWHERE)
-    def back(self, request, queryset) -> None:
-        def back(subject: Subject) -> str:
-            knowledge_actions.set_subject_presence(subject=subject, present=True)
-            return f"“{subject.name}” is back, and so are its facts."
-
-        self.act(request, queryset, Permission.CURATE, back)
+    @on_each_row(Permission.CURATE, "It is back")
+    def back(self, request, subject: Subject) -> str:
+        knowledge_actions.set_subject_presence(subject=subject, present=True)
+        return f"“{subject.name}” is back, and so are its facts."
 
 
 # Findings and the rules they leave -------------------------------------------------------------
@@ -200,23 +192,15 @@ class FindingAdmin(MemoryScopedAdmin):
     inlines = [RuleInline]
     actions = ["fixed", "not_a_problem"]
 
-    @admin.action(permissions=["curate"], description="I've already fixed it", location=EVERYWHERE)
-    def fixed(self, request, queryset) -> None:
-        def fixed(finding: Finding) -> str:
-            review_findings.mark_fixed(finding=finding, by=request.user)
-            return f"“{finding.text}”: quiet while it stays fixed."
+    @on_each_row(Permission.CURATE, "I've already fixed it")
+    def fixed(self, request, finding: Finding) -> str:
+        review_findings.mark_fixed(finding=finding, by=request.user)
+        return f"“{finding.text}”: quiet while it stays fixed."
 
-        self.act(request, queryset, Permission.CURATE, fixed)
-
-    @admin.action(
-        permissions=["curate"], description="Not a problem on this sensor", location=EVERYWHERE
-    )
-    def not_a_problem(self, request, queryset) -> None:
-        def not_a_problem(finding: Finding) -> str:
-            rule = review_findings.not_a_problem(finding=finding, by=request.user)
-            return f"“{finding.text}”: {rule.describe()}."
-
-        self.act(request, queryset, Permission.CURATE, not_a_problem)
+    @on_each_row(Permission.CURATE, "Not a problem on this sensor")
+    def not_a_problem(self, request, finding: Finding) -> str:
+        rule = review_findings.not_a_problem(finding=finding, by=request.user)
+        return f"“{finding.text}”: {rule.describe()}."
 
 
 class ActiveFilter(admin.SimpleListFilter):
@@ -250,17 +234,10 @@ class RuleAdmin(MemoryScopedAdmin):
     def described(self, rule: Rule) -> str:
         return rule.describe()
 
-    @admin.action(
-        permissions=["curate"],
-        description="Lift: let the check raise it again",
-        location=EVERYWHERE,
-    )
-    def lift(self, request, queryset) -> None:
-        def lift(rule: Rule) -> str:
-            review_findings.remove_rule(rule=rule, by=request.user)
-            return f"Lifted: {rule.describe().removeprefix('Not raised: ')} may be raised again."
-
-        self.act(request, queryset, Permission.CURATE, lift)
+    @on_each_row(Permission.CURATE, "Lift: let the check raise it again")
+    def lift(self, request, rule: Rule) -> str:
+        review_findings.remove_rule(rule=rule, by=request.user)
+        return f"Lifted: {rule.describe().removeprefix('Not raised: ')} may be raised again."
 
 
 # Guesses ------------------------------------------------------------------------------------
@@ -293,32 +270,23 @@ class GuessAdmin(MemoryScopedAdmin):
     ]
     actions = ["confirm", "reject", "dismiss"]
 
-    def _answer(self, request, queryset, answer: str) -> None:
-        self.act(
-            request,
-            queryset,
-            Permission.TEACH,
-            lambda guess: (
-                f"“{guess.text}”: "
-                + review_guesses.answer_guess(guess=guess, answer=answer, by=request.user).message
-            ),
-        )
+    @staticmethod
+    def _answer(request, guess: Guess, answer: str) -> str:
+        answered = review_guesses.answer_guess(guess=guess, answer=answer, by=request.user)
+        return f"“{guess.text}”: {answered.message}"
 
-    @admin.action(permissions=["teach"], description="Yes, that's right", location=EVERYWHERE)
-    def confirm(self, request, queryset) -> None:
-        self._answer(request, queryset, "yes")
+    @on_each_row(Permission.TEACH, "Yes, that's right")
+    def confirm(self, request, guess: Guess) -> str:
+        return self._answer(request, guess, "yes")
 
-    @admin.action(permissions=["teach"], description="No", location=EVERYWHERE)
-    def reject(self, request, queryset) -> None:
-        self._answer(request, queryset, "no")
+    @on_each_row(Permission.TEACH, "No")
+    def reject(self, request, guess: Guess) -> str:
+        return self._answer(request, guess, "no")
 
-    @admin.action(permissions=["teach"], description="Not now", location=EVERYWHERE)
-    def dismiss(self, request, queryset) -> None:
-        def dismiss(guess: Guess) -> str:
-            review_guesses.dismiss_guess(guess=guess, by=request.user)
-            return f"“{guess.text}”: put away for now; it comes back later."
-
-        self.act(request, queryset, Permission.TEACH, dismiss)
+    @on_each_row(Permission.TEACH, "Not now")
+    def dismiss(self, request, guess: Guess) -> str:
+        review_guesses.dismiss_guess(guess=guess, by=request.user)
+        return f"“{guess.text}”: put away for now; it comes back later."
 
 
 # The timeline and brain's own arithmetic -------------------------------------------------------

@@ -37,7 +37,7 @@ from memory.models import Brief, Change, DocumentRevision, InboxItem, Origin, St
 from memory.taught import Statement
 from review import findings as review_findings
 from review import guesses as review_guesses
-from review.models import DeepReview, Guess, HouseEvent, InsightRun, Judgement, Rule
+from review.models import DeepReview, Finding, Guess, HouseEvent, InsightRun, Judgement, Rule
 
 LAMP = "light.office_lamp"
 
@@ -359,6 +359,89 @@ def test_an_answered_guess_is_not_answered_twice(client, admin_user, content):
 
     assert Guess.objects.get(pk=content.guess.pk).state == "confirmed"
     assert _said(again) == ["That guess was already confirmed by ada."]
+
+
+def test_a_subject_gone_from_the_house_is_back_with_its_facts(client, admin_user, content):
+    client.force_login(admin_user)
+    _act(client, Subject, "gone", [content.lamp])
+
+    back = _act(client, Subject, "back", [content.lamp])
+
+    content.lamp.refresh_from_db()
+    content.timer.refresh_from_db()
+    assert content.lamp.present and not content.timer.subject_removed
+    assert _said(back) == ["“Office lamp” is back, and so are its facts."]
+
+
+def test_findings_are_marked_fixed_or_not_a_problem_through_the_actions(
+    client, admin_user, content
+):
+    client.force_login(admin_user)
+    raised = [
+        review_findings.raise_finding(
+            memory=content.lamp.memory, check_id=check, text=text, severity="low", entity_id=LAMP
+        ).finding
+        for check, text in (("battery_low", "The lamp's battery is low"), ("offline", "Offline"))
+    ]
+
+    fixed = _act(client, Finding, "fixed", [raised[0]])
+    quiet = _act(client, Finding, "not_a_problem", [raised[1]])
+
+    states = dict(Finding.objects.values_list("pk", "state"))
+    assert (states[raised[0].pk], states[raised[1].pk]) == ("suppressed", "not_a_problem")
+    assert _said(fixed) == ["“The lamp's battery is low”: quiet while it stays fixed."]
+    rule = Rule.objects.get(finding=raised[1])
+    assert _said(quiet) == [f"“Offline”: {rule.describe()}."]
+
+
+def test_a_guess_is_put_away_for_now_through_the_action(client, admin_user, content):
+    client.force_login(admin_user)
+
+    dismissed = _act(client, Guess, "dismiss", [content.guess])
+
+    assert Guess.objects.get(pk=content.guess.pk).state == "sleeping"
+    assert _said(dismissed) == [
+        "“The office lamp is a night light”: put away for now; it comes back later."
+    ]
+
+
+def test_a_waiting_item_is_dropped_once_and_then_said_to_be_gone(client, admin_user, content):
+    client.force_login(admin_user)
+    item = InboxItem.objects.get(fact=content.waiting, state="pending")
+
+    dropped = _act(client, InboxItem, "drop", [item])
+    again = _act(client, InboxItem, "drop", [item])
+
+    assert InboxItem.objects.get(pk=item.pk).state == "dropped"
+    assert _said(dropped) == ["Dropped “The loft is warm.”."]
+    assert _said(again) == ["“The loft is warm.” was no longer waiting; nothing changed."]
+
+
+@pytest.mark.parametrize(
+    ("action", "resolution", "said", "hall_believed"),
+    [
+        (
+            "keep_new",
+            "new",
+            "Kept “The loft is warm.”; “The hall is cold.” is no longer believed (it stays in the "
+            "history).",
+            False,
+        ),
+        ("keep_both", "both", "Kept both: “The hall is cold.” and “The loft is warm.”.", True),
+    ],
+)
+def test_a_conflict_is_settled_either_way_through_the_action(
+    client, admin_user, content, action, resolution, said, hall_believed
+):
+    client.force_login(admin_user)
+
+    settled = _act(client, Conflict, action, [content.conflict])
+
+    content.conflict.refresh_from_db()
+    assert content.conflict.resolution == resolution
+    assert Fact.objects.get(pk=content.waiting.pk).is_live
+    assert Fact.objects.get(pk=content.hall.pk).is_live is hall_believed
+    assert _said(settled) == [said]
 
 
 def test_two_subjects_are_merged_into_the_one_the_person_keeps(client, admin_user, content):
