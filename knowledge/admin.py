@@ -14,7 +14,8 @@
   settle, undo, answer, lift…), so the change log, the document, the gate and the timeline stay
   true. Fields only those actions may change are read-only in forms, and a form saves only the
   fields that changed. An action checks the person's permission in every memory its rows belong
-  to before it touches any of them: all or nothing.
+  to before it touches any of them: all or nothing. One done to each chosen row is a method
+  decorated with ``on_each_row``, which says that permission once.
 - **Layers**: an admin class whose actions live in a higher app is registered from that app,
   never here — Fact and Conflict from ``memory/admin.py`` (``memory.actions`` edits, forgets,
   restores and settles), Subject from ``review/admin.py`` (a merge moves rules, findings and
