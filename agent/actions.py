@@ -47,7 +47,6 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from agent import distiller, forgetting
-from brain import llm
 from brain.db.retry import retry_transaction
 from knowledge import actions as knowledge_actions
 from knowledge import episodes as knowledge_episodes
@@ -392,7 +391,7 @@ def _distil_waiting(memory: Memory, *, by) -> Distilled:
 
 
 def _extract(batch: list[Episode]) -> tuple[list[distiller.Proposition], list[str]]:
-    if llm.configured(batch[0].memory_id if batch else None, "distil_episodes"):
+    if distiller.DISTIL_EPISODES.configured(batch[0].memory_id if batch else None):
         return distiller.with_model(batch)
     kept, dropped = [], []
     for episode in batch:

@@ -26,6 +26,7 @@ an answer that is not propositions) raises ``ExtractorFailed``: the pass then wr
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -221,6 +222,17 @@ FAILURES_SYSTEM = (
     "about what works, and never merge it with a success. Invent nothing. For each lesson list "
     "the ids of every episode it comes from."
 )
+DISTIL_EPISODES = llm.Task(
+    "distil_episodes",
+    BELIEFS_SYSTEM,
+    max_tokens=MAX_TOKENS,
+    timeout=EXTRACT_TIMEOUT_S,
+    output=_Answer,
+)
+# Failures are asked apart, for lessons to avoid, within the same limits.
+DISTIL_FAILURES = dataclasses.replace(
+    DISTIL_EPISODES, name="distil_failures", system=FAILURES_SYSTEM
+)
 
 
 def _listing(episodes: list[Episode]) -> str:
@@ -232,15 +244,8 @@ def _listing(episodes: list[Episode]) -> str:
 
 def _ask(episodes: list[Episode], *, failures: bool) -> list[Proposition]:
     try:
-        answer = llm.complete(
-            task="distil_failures" if failures else "distil_episodes",
-            system=FAILURES_SYSTEM if failures else BELIEFS_SYSTEM,
-            prompt=f"Episodes:\n{_listing(episodes)}",
-            output=_Answer,
-            max_tokens=MAX_TOKENS,
-            timeout=EXTRACT_TIMEOUT_S,
-            memory=episodes[0].memory_id,
-        )
+        task = DISTIL_FAILURES if failures else DISTIL_EPISODES
+        answer = task.complete(f"Episodes:\n{_listing(episodes)}", memory=episodes[0].memory_id)
     except llm.LLMError as error:
         raise ExtractorFailed(str(error)) from None
     shown = {episode.pk: episode for episode in episodes}

@@ -137,12 +137,15 @@ JUDGE_SYSTEM = (
     "changed, a negation), else 'novel'. Give the id of the fact it relates to as target."
 )
 JUDGE_TIMEOUT_S = 20.0
+JUDGE = llm.Task(
+    "write_gate", JUDGE_SYSTEM, max_tokens=300, timeout=JUDGE_TIMEOUT_S, output=ModelVerdict
+)
 
 
 def model_judging(memory: Memory | None = None) -> bool:
     """The model judges writes only when asked (BRAIN_GATE_JUDGE=anthropic) and configured
     for ``memory``: it costs a model call per write."""
-    return settings.BRAIN_GATE_JUDGE == "anthropic" and llm.configured(memory, "write_gate")
+    return settings.BRAIN_GATE_JUDGE == "anthropic" and JUDGE.configured(memory)
 
 
 def judge_with_model(
@@ -155,15 +158,7 @@ def judge_with_model(
         return Judgement("novel", None, "nothing like it is known")
     listing = "\n".join(f"[{fact.pk}] {fact.text}" for fact in near)
     try:
-        answer = llm.complete(
-            task="write_gate",
-            system=JUDGE_SYSTEM,
-            output=ModelVerdict,
-            prompt=f"Known facts:\n{listing}\n\nNew statement: {text}",
-            max_tokens=300,
-            timeout=JUDGE_TIMEOUT_S,
-            memory=memory,
-        )
+        answer = JUDGE.complete(f"Known facts:\n{listing}\n\nNew statement: {text}", memory=memory)
     except llm.LLMError as error:
         logger.warning("the model could not judge a write (%s); using the offline judge", error)
         return judge(near, text, outcome=outcome, speaker=speaker)

@@ -23,6 +23,13 @@ from memory.models import Brief, Change
 logger = logging.getLogger(__name__)
 WINDOW = timedelta(days=1)
 BRIEF_TIMEOUT_S = 30.0
+REWRITE: llm.Task[Any] = llm.Task(  # its answer is plain text
+    "brief",
+    "Rewrite this morning's brief about a home's memory in two or three warm, plain "
+    "sentences. Keep every number and quoted fact exactly; add nothing that is not in it.",
+    max_tokens=400,
+    timeout=BRIEF_TIMEOUT_S,
+)
 
 
 def compose(memory: Memory, *, reader, now=None) -> str:
@@ -91,18 +98,9 @@ def write(memory: Memory) -> Brief:
     """Today's brief, for the household: every member reads it, so it speaks only of what
     every member may read."""
     text, composer = compose(memory, reader=visibility.household(memory)), "offline"
-    if llm.configured(memory, "brief"):
+    if REWRITE.configured(memory):
         try:
-            answer: llm.Answer[Any] = llm.complete(
-                task="brief",
-                memory=memory,
-                max_tokens=400,
-                timeout=BRIEF_TIMEOUT_S,
-                system="Rewrite this morning's brief about a home's memory in two or three "
-                "warm, plain sentences. Keep every number and quoted fact exactly; add "
-                "nothing that is not in it.",
-                prompt=text,
-            )
+            answer = REWRITE.complete(text, memory=memory)
             if answer.text.strip():
                 text, composer = answer.text.strip(), "anthropic"
         except llm.LLMError as error:

@@ -458,6 +458,14 @@ SYSTEM = (
     '("Sarah likes the bedroom at 19 degrees."), with the number of the turn that said it. '
     "Nothing worth remembering: an empty list."
 )
+REFLECT = llm.Task(
+    "reflect",
+    SYSTEM,
+    max_tokens=MAX_TOKENS,
+    timeout=REFLECT_TIMEOUT_S,
+    output=_Answer,
+    cheap=True,
+)
 
 
 def _transcript(turns: Sequence[Turn], speaker_of: Callable[[Turn], str]) -> str:
@@ -475,16 +483,7 @@ def with_model(
     """Statements the model finds in ``turns``, held to the same rules as the heuristics.
     Raises ReflectionFailed when the call fails or its answer does not validate."""
     try:
-        answer = llm.complete(
-            task="reflect",
-            system=SYSTEM,
-            prompt=f"Conversation:\n{_transcript(turns, speaker_of)}",
-            output=_Answer,
-            max_tokens=MAX_TOKENS,
-            timeout=REFLECT_TIMEOUT_S,
-            cheap=True,
-            memory=memory,
-        )
+        answer = REFLECT.complete(f"Conversation:\n{_transcript(turns, speaker_of)}", memory=memory)
     except llm.LLMError as error:
         raise ReflectionFailed(str(error)) from None
     parsed = answer.parsed
@@ -521,7 +520,7 @@ def _extract(
     """(statements, notes, extractor name). Raises ReflectionFailed."""
     speaker_of = speaker_of or _speaker
     read = bounded(turns)
-    if llm.configured(memory, "reflect"):
+    if REFLECT.configured(memory):
         found, notes = with_model(read, speaker_of, memory=memory)
         extractor = "model"
     else:

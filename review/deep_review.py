@@ -210,7 +210,7 @@ def run(memory: Memory, *, now: datetime | None = None) -> Report:
         if budget <= 0:
             break
         budget -= _propose(memory, candidate, report)
-    if budget > 0 and llm.configured(memory, "deep_review"):
+    if budget > 0 and DEEP_REVIEW.configured(memory):
         for candidate in _ask_the_model(memory, facts, rules, report):
             if budget <= 0:
                 break
@@ -468,6 +468,9 @@ MODEL_SYSTEM = (
     "already answered, never a question, and nothing about a person's health, sleep or "
     "whereabouts. Never suggest that a leak, smoke, gas or freezing alarm is normal."
 )
+DEEP_REVIEW = llm.Task(
+    "deep_review", MODEL_SYSTEM, max_tokens=1000, timeout=MODEL_TIMEOUT_S, output=SuggestedGuesses
+)
 
 
 def _ask_the_model(
@@ -492,15 +495,7 @@ def _ask_the_model(
         ]
     )
     try:
-        answer = llm.complete(
-            task="deep_review",
-            system=MODEL_SYSTEM,
-            prompt=prompt,
-            max_tokens=1000,
-            timeout=MODEL_TIMEOUT_S,
-            output=SuggestedGuesses,
-            memory=memory,
-        )
+        answer = DEEP_REVIEW.complete(prompt, memory=memory)
     except llm.LLMError as error:
         report.model = f"The model could not be used ({error}); the offline checks ran alone."
         logger.warning("deep review without the model: %s", error)

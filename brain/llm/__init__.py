@@ -1,15 +1,20 @@
 """brain's LLM gateway: every model call in the project goes through ``complete``.
 
-    from brain import llm
-    answer = llm.complete(task="consolidate", system=..., prompt=..., max_tokens=8000,
-                          timeout=seconds_left, output=MyPydanticModel, memory=memory)
-    if llm.configured(memory, "consolidate"): ...
+A model task is declared once, beside its system prompt and answer class (``Task``):
+
+    CONSOLIDATE = llm.Task("consolidate", SYSTEM, max_tokens=8000, timeout=480.0,
+                           output=MyPydanticModel)
+    if CONSOLIDATE.configured(memory):
+        answer = CONSOLIDATE.complete(prompt, memory=memory, timeout=seconds_left)
+
+``llm.complete(task=..., system=..., prompt=..., ...)`` is the call a ``Task`` makes.
 
 Nothing outside ``brain.llm.anthropic_api`` imports a provider SDK.
 """
 
 from brain.llm.errors import LLMError, LLMInvalidOutput, LLMTimeout, LLMUnavailable
 from brain.llm.gateway import Answer, complete, configured, embed, provider_name
+from brain.llm.tasks import Task
 from brain.llm.waiting import reporting
 
 __all__ = [
@@ -18,6 +23,7 @@ __all__ = [
     "LLMInvalidOutput",
     "LLMTimeout",
     "LLMUnavailable",
+    "Task",
     "complete",
     "configured",
     "embed",

@@ -5,8 +5,9 @@ default: Anthropic, which is configured only when ``ANTHROPIC_API_KEY`` is set (
 otherwise — what brain did before routes existed). A call made for no memory takes brain's
 default.
 
-``TASKS`` names every task the project calls a model for, as the settings page lists them;
-a route may name another (a task added later) and is used all the same.
+``TASKS`` names every task the project calls a model for, as the settings page lists them
+(an ``llm.Task`` is declared under one of these names or not at all); a route may name another
+(a task added later) and is used all the same.
 
 "embed" (the memory's own vectors, ``knowledge.embedding.embedder_for``) takes only a route of
 its own, never the memory's default: a worker serving "*" runs a chat model, and a memory's

@@ -267,14 +267,16 @@ def test_every_task_sent_by_name_is_one_the_worker_runs():
 
 
 def asking_for_an_answer_class(root: Path, packages: tuple[str, ...]) -> list[str]:
-    """Every module with a model call that names the class its answer must be: a call of
-    ``complete`` (``llm.complete``) given ``output=``."""
+    """Every module with a model call that names the class its answer must be: a model task
+    (``llm.Task``) or a call of ``complete`` (``llm.complete``) given ``output=`` a class by
+    its name (a task's call passes its own on: ``output=self.output`` names none)."""
     return [
         name
         for name, path in modules(root, packages).items()
         if any(
-            keyword.arg == "output"
-            for call in _calls_of(path, "complete")
+            keyword.arg == "output" and isinstance(keyword.value, ast.Name)
+            for function in ("Task", "complete")
+            for call in _calls_of(path, function)
             for keyword in call.keywords
         )
     ]
@@ -295,6 +297,12 @@ def test_the_walk_sees_a_model_call_that_names_an_answer_class(tmp_path):
         pricing="from brain import llm\n\n"
         "def price():\n    return llm.complete(task='price', output=Price)\n",
         summary="from brain import llm\n\ndef say():\n    return llm.complete(task='say')\n",
+        quoting="from brain import llm\n\nQUOTE = llm.Task('quote', 'Quote.', output=Quote)\n",
+        passing_on="from brain import llm\n\n"
+        "def ask(task):\n    return llm.complete(task=task.name, output=task.output)\n",
     )
 
-    assert asking_for_an_answer_class(tmp_path, ("shop",)) == ["shop.pricing"]
+    assert sorted(asking_for_an_answer_class(tmp_path, ("shop",))) == [
+        "shop.pricing",
+        "shop.quoting",
+    ]

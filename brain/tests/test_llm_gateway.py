@@ -240,6 +240,50 @@ def test_the_gateway_is_configured_exactly_when_an_api_key_is_set(settings, db):
     assert llm.configured() is True
 
 
+def test_a_task_asks_exactly_what_complete_asks_with_the_same_words(stub, db):
+    task = llm.Task("study", "You answer briefly.", max_tokens=300, timeout=5.0, output=Verdict)
+    stub.script(
+        stub_json({"answer": "warm", "sure": True}), stub_json({"answer": "warm", "sure": True})
+    )
+
+    by_task = task.complete("Is the loft warm?", memory=None)
+    by_hand = ask(task="study", output=Verdict)
+
+    first, second = stub.requests
+    assert (first.body, first.system, first.prompt) == (second.body, second.system, second.prompt)
+    assert by_task.parsed == by_hand.parsed == Verdict(answer="warm", sure=True)
+    recorded = [
+        ModelCall.objects.values_list("task", "input_bytes", "timeout_s").get(pk=answer.call_id)
+        for answer in (by_task, by_hand)
+    ]
+    assert recorded[0] == recorded[1] and recorded[0][0] == "study"
+
+
+def test_a_call_of_a_task_may_ask_for_less_time_and_fewer_tokens(stub, db):
+    task = llm.Task("brief", "You answer briefly.", max_tokens=300, timeout=5.0)
+    stub.script(stub_text("ok"))
+
+    answer = task.complete("Is the loft warm?", memory=None, timeout=2.0, max_tokens=50)
+
+    assert stub.requests[0].body["max_tokens"] == 50
+    assert ModelCall.objects.get(pk=answer.call_id).timeout_s == 2.0
+
+
+def test_a_task_is_configured_as_its_route_is(settings, db):
+    task = llm.Task("brief", "You answer briefly.", max_tokens=300, timeout=5.0)
+
+    settings.ANTHROPIC_API_KEY = ""
+    assert task.configured(None) is llm.configured(None, "brief") is False
+    settings.ANTHROPIC_API_KEY = "test-key"
+    assert task.configured(None) is llm.configured(None, "brief") is True
+
+
+def test_a_task_the_settings_page_does_not_list_cannot_be_declared():
+    # Every model call is one of routing.TASKS, so the settings page can route each of them.
+    with pytest.raises(ValueError, match=r"'price' is not one brain\.llm\.routing\.TASKS lists"):
+        llm.Task("price", "You price things.", max_tokens=300, timeout=5.0)
+
+
 def test_every_llm_error_message_is_one_line(stub, db):
     stub.script(stub_error(400, "invalid_request_error", "first line\nsecond line"))
 

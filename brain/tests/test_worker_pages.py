@@ -3,6 +3,7 @@ admin's tokens, and jobs whose model calls wait for a worker that never comes.""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 import pytest
@@ -204,7 +205,7 @@ def test_a_study_session_shows_it_waits_for_a_worker_while_it_does(home, setting
         real_step(session, words)
 
     monkeypatch.setattr(study, "_step", step)
-    monkeypatch.setattr(study, "MODEL_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(study, "STUDY", dataclasses.replace(study.STUDY, timeout=1.0))
     started = study.start(memory=home, topic="boiler", send=False)
 
     session = study.execute(started.session.pk)

@@ -16,11 +16,10 @@ def get_composer(memory=None) -> Composer:
     happens while Django loads models, before the gateway (which needs the models) can load.
     """
     from brain import llm
+    from memory.composers.claude import CONSOLIDATE, ClaudeComposer
 
-    if llm.configured(memory, "consolidate"):
-        from memory.composers.claude import TASK, ClaudeComposer
-
-        return ClaudeComposer(memory=memory, name=llm.provider_name(memory, TASK))
+    if CONSOLIDATE.configured(memory):
+        return ClaudeComposer(memory=memory, name=llm.provider_name(memory, CONSOLIDATE.name))
     from memory.composers.offline import OfflineComposer
 
     return OfflineComposer()

@@ -32,7 +32,6 @@ from memory.composers.base import (
     failure_statement,
 )
 
-TASK = "consolidate"
 DEFAULT_TIMEOUT_S = 480.0  # the pass deadline, for a caller that does not say
 MAX_OUTPUT_TOKENS = 64_000
 # Markdown runs ~4 bytes a token; JSON escaping and an answer over the cap (which the
@@ -99,8 +98,19 @@ class ComposerAnswer(pydantic.BaseModel):
         return self
 
 
+# A call asks for what its document's cap needs (``max_output_tokens``), within the pass's time.
+CONSOLIDATE = llm.Task(
+    "consolidate",
+    SYSTEM,
+    max_tokens=MAX_OUTPUT_TOKENS,
+    timeout=DEFAULT_TIMEOUT_S,
+    output=ComposerAnswer,
+)
+
+
 class ClaudeComposer:
-    """Composer backed by the LLM gateway. Needs ``llm.configured()``; see ``get_composer``.
+    """Composer backed by the LLM gateway. Needs ``CONSOLIDATE.configured()``; see
+    ``get_composer``.
     ``memory``: whose route picks the model (Anthropic or a worker); ``name`` is recorded on
     the pass as who composed it."""
 
@@ -119,14 +129,11 @@ class ClaudeComposer:
         each carrying the provider's or the model's own last line.
         """
         try:
-            answer = llm.complete(
-                task=TASK,
-                system=SYSTEM,
-                prompt=build_prompt(request),
-                max_tokens=max_output_tokens(request.max_bytes),
-                timeout=DEFAULT_TIMEOUT_S if timeout is None else timeout,
-                output=ComposerAnswer,
+            answer = CONSOLIDATE.complete(
+                build_prompt(request),
                 memory=self.memory,
+                timeout=timeout,
+                max_tokens=max_output_tokens(request.max_bytes),
             )
         except llm.LLMTimeout as error:
             raise ComposerTimeout(str(error)) from error

@@ -4,6 +4,8 @@ nothing filed on NONE, a malformed or over-long answer, a failed or a slow call.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from brain.models import ModelCall
@@ -116,7 +118,7 @@ def test_nothing_is_filed_on_an_answer_that_is_not_usable_and_the_run_says_why(
 
 
 def test_a_slow_model_times_out_and_nothing_is_filed(llm_stub, bedroom, monkeypatch):
-    monkeypatch.setattr(reflection, "REFLECT_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(reflection, "REFLECT", dataclasses.replace(reflection.REFLECT, timeout=0.5))
     llm_stub.script(stub_hang(30))
 
     run = reflection.reflect(bedroom)

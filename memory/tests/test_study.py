@@ -4,6 +4,7 @@ stale, thin or contradictory, and with a model files its conclusions through the
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from datetime import timedelta
 
@@ -215,7 +216,7 @@ def test_with_a_model_conclusions_citing_the_facts_are_filed_through_the_inbox(
 def test_a_model_that_fails_files_nothing_and_the_report_says_why(
     home, known, llm_stub, monkeypatch, reply
 ):
-    monkeypatch.setattr(study, "MODEL_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(study, "STUDY", dataclasses.replace(study.STUDY, timeout=1.0))
     llm_stub.script(reply)
     waiting = InboxItem.objects.count()
 
